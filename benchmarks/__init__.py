@@ -1,0 +1,1 @@
+"""Performance benchmarks: `python -m benchmarks` runs them all and prints figures."""

@@ -1,0 +1,1 @@
+"""Subcommands of `gpuws`, one module each (see gpuws.cli.main.COMMAND_MODULES)."""

@@ -1,0 +1,10 @@
+"""`gpuws` subcommands: watch (not yet implemented)."""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+
+def register(sub: argparse._SubParsersAction[Any]) -> None:
+    """Register this module's subcommands (none yet)."""

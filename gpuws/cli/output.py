@@ -1,0 +1,25 @@
+"""Shared CLI output helpers: JSON for scripts, one clear line for people."""
+
+from __future__ import annotations
+
+import json
+import sys
+from typing import Any
+
+from gpuws.core.simulation import SIM_LABEL
+
+
+def print_json(obj: Any) -> None:
+    """Print one JSON document (or one JSON line) to stdout."""
+    print(json.dumps(obj, default=str, sort_keys=False), flush=True)
+
+
+def fail(message: str, code: int = 1) -> int:
+    """Report a one-line error on stderr and return the exit code to use."""
+    print(f"gpuws: error: {message}", file=sys.stderr, flush=True)
+    return code
+
+
+def sim_banner(simulated: bool) -> str:
+    """The label every human-readable output from the simulated host carries."""
+    return f"[{SIM_LABEL} GPU HOST] " if simulated else ""

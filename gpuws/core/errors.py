@@ -1,0 +1,18 @@
+"""Errors the core raises. Every message is meant to be shown to a user as it is."""
+
+
+class GpuwsError(Exception):
+    """Base of all errors gpuws reports to a user (one clear line, never a secret)."""
+
+
+class ValidationError(GpuwsError):
+    """A field value was refused; `field` names which one."""
+
+    def __init__(self, field: str, reason: str) -> None:
+        super().__init__(f"{field}: {reason}")
+        self.field = field
+        self.reason = reason
+
+
+class ParseError(GpuwsError):
+    """Output from a host (nvidia-smi, an agent) was not what we expected."""

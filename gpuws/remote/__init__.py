@@ -1,0 +1,1 @@
+"""The remote layer: everything that talks SSH (asyncssh), on its own asyncio loop thread."""

@@ -1,0 +1,1 @@
+"""The PySide6 user interface: small widgets per feature over the core and remote layers."""

@@ -1,0 +1,52 @@
+"""Test setup shared by every test.
+
+- Tests never read the developer's own config: HOME, XDG dirs and GPUWS_CONFIG_DIR point into a
+  temporary directory for each test.
+- Qt renders offscreen.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
+
+
+@pytest.fixture(autouse=True)
+def isolated_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+    """Give every test its own config dir and an empty ~/.ssh, never the developer's."""
+    home = tmp_path / "home"
+    (home / ".ssh").mkdir(parents=True)
+    monkeypatch.setenv("GPUWS_CONFIG_DIR", str(tmp_path / "config"))
+    monkeypatch.setenv("GPUWS_TEST_HOME", str(home))
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "xdg-config"))
+    monkeypatch.setenv("XDG_DATA_HOME_GPUWS", str(tmp_path / "xdg-data"))
+    # Not HOME itself: gnome-keyring and dbus were started with the session's HOME.
+    yield home
+
+
+@pytest.fixture
+def sshd(tmp_path: Path) -> Iterator[object]:
+    """A real OpenSSH sshd on loopback with the simulated nvidia-smi first on its PATH."""
+    from tests.support.sshd import SshdServer, install_sim_nvidia_smi
+
+    bin_dir = tmp_path / "simhost" / "bin"
+    install_sim_nvidia_smi(bin_dir)
+    state_dir = tmp_path / "simhost" / "state"
+    state_dir.mkdir(parents=True)
+    server = SshdServer(
+        tmp_path / "sshd",
+        env={
+            "PATH": f"{bin_dir}:/usr/local/bin:/usr/bin:/bin",
+            "GPUWS_SIM_STATE": str(state_dir),
+        },
+    )
+    server.start()
+    try:
+        yield server
+    finally:
+        server.stop()

@@ -1,0 +1,1 @@
+"""Test support: real OpenSSH sshd on loopback, simulated host installation, helpers."""

@@ -13,6 +13,8 @@ import sys
 from collections.abc import Sequence
 
 from gpuws import __version__
+from gpuws.cli.output import fail
+from gpuws.core.errors import GpuwsError
 
 # One module per concern; each registers its own subcommands.
 COMMAND_MODULES = (
@@ -33,7 +35,9 @@ def build_parser() -> argparse.ArgumentParser:
         description="Workstation manager for cloud GPU sessions. Run without a command to open the window.",
     )
     parser.add_argument("--version", action="version", version=f"gpuws {__version__}")
-    parser.add_argument("--demo", action="store_true", help="open the window connected to the built-in simulated GPU host")
+    parser.add_argument(
+        "--demo", action="store_true", help="open the window connected to the built-in simulated GPU host"
+    )
     parser.add_argument("--screenshot", metavar="PATH", help="render the main window offscreen to a PNG and exit")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for name in COMMAND_MODULES:
@@ -55,5 +59,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     try:
         return int(handler(args))
+    except GpuwsError as exc:  # every user-facing error is one clear line, never a traceback
+        return fail(str(exc))
     except KeyboardInterrupt:
         return 130

@@ -13,16 +13,16 @@ from enum import StrEnum
 class AuthMethod(StrEnum):
     AGENT = "agent"
     KEY = "key"
-    PASSWORD = "password"
+    PASSWORD = "password"  # noqa: S105 (an auth method, not a secret)
     KEYBOARD_INTERACTIVE = "keyboard-interactive"
 
 
 class SecretKind(StrEnum):
     """The secrets a profile may have in the keyring (one keyring entry each)."""
 
-    PASSWORD = "password"
-    PASSPHRASE = "passphrase"
-    TOKEN = "token"
+    PASSWORD = "password"  # noqa: S105 (a kind of secret, not a secret)
+    PASSPHRASE = "passphrase"  # noqa: S105
+    TOKEN = "token"  # noqa: S105
 
 
 @dataclass
@@ -32,6 +32,9 @@ class ProviderInfo:
     kind: str | None = None  # "aws", "gcp", "alibaba", "tencent", "custom" or None
     instance_id: str | None = None
     region: str | None = None
+    # Per-action command templates ("stop", "modify", "start", "wait") overriding the preset for
+    # `kind`: argv lists with {instance_id}, {region}, {instance_type} (see gpuws.core.resize.provider).
+    commands: dict[str, list[str]] = field(default_factory=dict)
 
 
 @dataclass
@@ -58,6 +61,9 @@ class HostProfile:
     provider: ProviderInfo = field(default_factory=ProviderInfo)
     slice_profile: str | None = None  # current GPU slice, e.g. "full", "7x1g.10gb", "1/4"
     price_per_hour: float | None = None  # what the user pays for the current slice, per hour
+    # Per-host price overrides per slice, per hour: MIG profile ("1g.10gb"), vGPU fraction ("1/4")
+    # or "full" (one whole card). Unset slices derive from the full-card price by compute share.
+    slice_prices: dict[str, float] = field(default_factory=dict)
     tags: list[str] = field(default_factory=list)
     notes: str = ""
     alerts: AlertThresholds = field(default_factory=AlertThresholds)

@@ -9,6 +9,7 @@ user input.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import signal
 from collections.abc import AsyncIterator, Mapping, Sequence
@@ -131,7 +132,5 @@ class LocalRunner:
 
 
 def _kill_group(proc: asyncio.subprocess.Process) -> None:
-    try:
+    with contextlib.suppress(ProcessLookupError):
         os.killpg(proc.pid, signal.SIGKILL)
-    except ProcessLookupError:
-        pass

@@ -1,10 +1,85 @@
-"""`gpuws` subcommands: secret (not yet implemented)."""
+"""`gpuws secret ...`: store or delete a profile's password, key passphrase or provider token.
+
+The value is read from stdin when it is not a terminal (for scripts: `pass x | gpuws secret set`),
+else from a hidden prompt; never from argv, where it would land in shell history and `ps`.
+"""
 
 from __future__ import annotations
 
 import argparse
+import getpass
+import sys
 from typing import Any
+
+from gpuws.cli.commands.hosts import guarded, json_flag, profile_store
+from gpuws.cli.output import print_json
+from gpuws.core.errors import GpuwsError
+from gpuws.core.models import SecretKind
+from gpuws.core.secrets import SecretStore, describe_backend
+from gpuws.core.validation import validate_name
 
 
 def register(sub: argparse._SubParsersAction[Any]) -> None:
-    """Register this module's subcommands (none yet)."""
+    """Register `gpuws secret` and its actions."""
+    secret = sub.add_parser("secret", help="store credentials in the OS keyring")
+    actions = secret.add_subparsers(dest="secret_action", metavar="ACTION")
+    kinds = [k.value for k in SecretKind]
+
+    set_ = actions.add_parser(
+        "set", parents=[json_flag()], help="store a secret (read from stdin or a hidden prompt)"
+    )
+    set_.add_argument("name", help="the host profile")
+    set_.add_argument("--kind", required=True, choices=kinds)
+    # Catches a value typed on the command line so we can refuse it without echoing it back
+    # (argparse would print "unrecognized arguments: <the secret>").
+    set_.add_argument("stray", nargs="*", help=argparse.SUPPRESS)
+    set_.set_defaults(handler=guarded(cmd_set))
+
+    clear = actions.add_parser("clear", parents=[json_flag()], help="delete a stored secret")
+    clear.add_argument("name", help="the host profile")
+    clear.add_argument("--kind", required=True, choices=kinds)
+    clear.set_defaults(handler=guarded(cmd_clear))
+
+
+def _read_secret(name: str, kind: SecretKind) -> str:
+    if sys.stdin is None or sys.stdin.closed:
+        raise GpuwsError("secret: no input; pipe the secret on stdin or run in a terminal")
+    if sys.stdin.isatty():
+        value = getpass.getpass(f"{kind} for {name} (input hidden): ")
+    else:
+        # One line as `echo`/`printf '%s\n'` would send it; the line break is not part of it.
+        value = sys.stdin.read().removesuffix("\n").removesuffix("\r")
+    if not value:
+        raise GpuwsError("secret: the value is empty; nothing was stored")
+    return value
+
+
+def cmd_set(args: argparse.Namespace) -> int:
+    if args.stray:
+        raise GpuwsError(
+            "secret: refusing a secret given on the command line (shell history and `ps` would keep it); "
+            "pipe it on stdin or type it at the prompt"
+        )
+    kind = SecretKind(args.kind)
+    with profile_store() as store:
+        store.get(args.name)  # only for profiles that exist
+    secrets = SecretStore()
+    secrets.ensure_usable()  # before asking for the value, not after
+    secrets.set(args.name, kind, _read_secret(args.name, kind))
+    if args.json:
+        print_json({"name": args.name, "kind": kind.value, "stored": True})
+    else:
+        print(f"Stored the {kind} of {args.name!r} in the {describe_backend(secrets.backend)} keyring.")
+    return 0
+
+
+def cmd_clear(args: argparse.Namespace) -> int:
+    # The profile may already be gone: clearing an orphaned secret is still allowed.
+    name = validate_name(args.name)
+    kind = SecretKind(args.kind)
+    cleared = SecretStore().clear(name, kind)
+    if args.json:
+        print_json({"name": name, "kind": kind.value, "cleared": cleared})
+    else:
+        print(f"Deleted the {kind} of {name!r}." if cleared else f"No {kind} was stored for {name!r}.")
+    return 0

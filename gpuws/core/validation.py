@@ -1,0 +1,318 @@
+"""Field validation for host profiles.
+
+Every value that ends up in an ssh argument, a keyring entry, a file name or a provider CLI call
+passes through here first, whether it came from the CLI, the GUI, `~/.ssh/config` or a
+hand-edited `profiles.toml`. A refusal is a `ValidationError(field, reason)`: it names the field and
+says why, and never echoes more of a hostile value than is safe to show.
+
+The validators return the value in its normalised form (e.g. a bracketed IPv6 address without
+brackets), so callers store what was checked.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import ipaddress
+import math
+import re
+from collections.abc import Mapping
+from pathlib import Path
+
+from gpuws.core.errors import ValidationError
+from gpuws.core.models import AlertThresholds, AuthMethod, HostProfile, ProviderInfo
+
+NAME_RE = re.compile(r"[A-Za-z0-9._-]{1,64}")
+USER_RE = re.compile(r"[A-Za-z0-9._][A-Za-z0-9._-]{0,31}")
+# One DNS label. Underscores are not strictly DNS but common in internal names and harmless here.
+_LABEL_RE = re.compile(r"[A-Za-z0-9_]([A-Za-z0-9_-]{0,61}[A-Za-z0-9_])?")
+# Provider instance ids / regions and GPU slice names: plain tokens passed to other CLIs as argv.
+_TOKEN_RE = re.compile(r"[A-Za-z0-9._:/+-]{1,128}")
+_CONTROL_RE = re.compile(r"[\x00-\x1f\x7f]")
+
+PROVIDER_KINDS = ("aws", "gcp", "alibaba", "tencent", "custom")
+MAX_NOTES_CHARS = 4000
+MAX_KEY_PATH_CHARS = 4096
+
+
+def _preview(value: str) -> str:
+    """A short, printable rendering of a refused value (hostile input stays one harmless line)."""
+    shown = value if len(value) <= 40 else value[:40] + "..."
+    return repr(shown)
+
+
+def validate_name(name: object, field: str = "name") -> str:
+    """A profile name: 1-64 of `A-Z a-z 0-9 . _ -`, not starting with '-' and not only dots.
+
+    Names become keyring usernames and file names and are typed as CLI arguments, so a leading
+    '-' (read as an option) and '.'/'..' (path traversal) are refused as well.
+    """
+    if not isinstance(name, str) or not name:
+        raise ValidationError(field, "is required")
+    if not NAME_RE.fullmatch(name):
+        if len(name) > 64:
+            raise ValidationError(field, f"is {len(name)} characters long; at most 64 are allowed")
+        raise ValidationError(
+            field, f"{_preview(name)} may only contain letters, digits, '.', '_' and '-'"
+        )
+    if name.startswith("-"):
+        raise ValidationError(field, f"{_preview(name)} must not start with '-'")
+    if set(name) == {"."}:
+        raise ValidationError(field, f"{_preview(name)} is not a usable name")
+    return name
+
+
+def validate_host(host: object, field: str = "host") -> str:
+    """A DNS name, an IPv4 address or an IPv6 address (bare or in brackets); returns it bare."""
+    if not isinstance(host, str) or not host:
+        raise ValidationError(field, "is required")
+    if host.startswith("-"):
+        raise ValidationError(field, f"{_preview(host)} must not start with '-'")
+    if host.startswith("[") and host.endswith("]"):
+        return _validate_ipv6(host[1:-1], field)
+    if ":" in host:
+        return _validate_ipv6(host, field)
+    if len(host) > 253:
+        raise ValidationError(field, f"is {len(host)} characters long; a host name has at most 253")
+    labels = host[:-1].split(".") if host.endswith(".") else host.split(".")
+    if not all(_LABEL_RE.fullmatch(label) for label in labels):
+        raise ValidationError(
+            field,
+            f"{_preview(host)} is not a DNS name or IP address "
+            "(letters, digits, '-' and '.' only; no spaces, '@', '%' or shell characters)",
+        )
+    if all(label.isdigit() for label in labels):
+        # "1234" or "10.1" would be read as an address by the resolver; only a real IPv4 counts.
+        try:
+            return str(ipaddress.IPv4Address(host))
+        except ValueError:
+            raise ValidationError(field, f"{_preview(host)} is not a valid IPv4 address") from None
+    return host
+
+
+def _validate_ipv6(text: str, field: str) -> str:
+    # ipaddress accepts scope ids ("fe80::1%eth0"); '%' is refused like everywhere else.
+    if "%" in text:
+        raise ValidationError(field, f"{_preview(text)}: IPv6 scope ids ('%') are not supported")
+    try:
+        return str(ipaddress.IPv6Address(text))
+    except ValueError:
+        raise ValidationError(field, f"{_preview(text)} is not a valid IPv6 address") from None
+
+
+def validate_user(user: object, field: str = "user") -> str | None:
+    """A POSIX-style login name, or None for "the ssh default"."""
+    if user is None:
+        return None
+    if not isinstance(user, str) or not user:
+        raise ValidationError(field, "must be a non-empty login name or left out")
+    if user.startswith("-"):
+        raise ValidationError(field, f"{_preview(user)} must not start with '-'")
+    if not USER_RE.fullmatch(user):
+        raise ValidationError(
+            field,
+            f"{_preview(user)} is not a login name "
+            "(up to 32 of letters, digits, '.', '_' and '-'; no spaces, '@' or shell characters)",
+        )
+    return user
+
+
+def validate_port(port: object, field: str = "port") -> int:
+    """A TCP port 1-65535; accepts an int or a decimal string (from the CLI)."""
+    value: int | None = None
+    if isinstance(port, int) and not isinstance(port, bool):
+        value = port
+    elif isinstance(port, str) and port.strip().isdigit() and port.strip().isascii():
+        value = int(port.strip())
+    if value is None or not 1 <= value <= 65535:
+        shown = _preview(port) if isinstance(port, str) else repr(port)
+        raise ValidationError(field, f"{shown} is not a port number from 1 to 65535")
+    return value
+
+
+def validate_key_path(path: object, field: str = "key_path", *, must_exist: bool = True) -> str | None:
+    """A private key file: absolute or starting with '~', and (by default) an existing file."""
+    if path is None:
+        return None
+    if not isinstance(path, str) or not path:
+        raise ValidationError(field, "must be a file path or left out")
+    if len(path) > MAX_KEY_PATH_CHARS or _CONTROL_RE.search(path):
+        raise ValidationError(field, "is not a usable file path (too long or has control characters)")
+    expanded = Path(path).expanduser()
+    if not expanded.is_absolute():
+        raise ValidationError(field, f"{_preview(path)} must be an absolute path or start with '~'")
+    if must_exist and not expanded.is_file():
+        raise ValidationError(field, f"{_preview(path)}: no such file")
+    return path
+
+
+def validate_price(price: object, field: str = "price_per_hour") -> float | None:
+    """A non-negative finite amount, or None. Accepts numbers or decimal strings (from the CLI)."""
+    if price is None:
+        return None
+    value: float | None = None
+    if isinstance(price, int | float) and not isinstance(price, bool):
+        value = float(price)
+    elif isinstance(price, str):
+        try:
+            value = float(price)
+        except ValueError:
+            value = None
+    if value is None or not math.isfinite(value):
+        shown = _preview(price) if isinstance(price, str) else repr(price)
+        raise ValidationError(field, f"{shown} is not a number")
+    if value < 0:
+        raise ValidationError(field, "must not be negative")
+    return value
+
+
+def validate_tag(tag: object, field: str = "tags") -> str:
+    """A tag follows the same rules as a profile name."""
+    return validate_name(tag, field)
+
+
+def validate_token(value: object, field: str) -> str | None:
+    """A plain token passed to another CLI as one argument (instance id, region, slice name)."""
+    if value is None:
+        return None
+    if not isinstance(value, str) or not _TOKEN_RE.fullmatch(value) or value.startswith("-"):
+        shown = _preview(value) if isinstance(value, str) else "this value"
+        raise ValidationError(
+            field, f"{shown} may only contain letters, digits and . _ : / + - (not starting with '-')"
+        )
+    return value
+
+
+def validate_provider(provider: ProviderInfo) -> ProviderInfo:
+    """Provider kind from PROVIDER_KINDS; instance id and region are plain tokens."""
+    if provider.kind is not None and provider.kind not in PROVIDER_KINDS:
+        shown = _preview(provider.kind) if isinstance(provider.kind, str) else "this value"
+        raise ValidationError("provider.kind", f"{shown} is not one of {', '.join(PROVIDER_KINDS)}")
+    return dataclasses.replace(
+        provider,
+        instance_id=validate_token(provider.instance_id, "provider.instance_id"),
+        region=validate_token(provider.region, "provider.region"),
+        commands=validate_provider_commands(provider.commands),
+    )
+
+
+def validate_provider_commands(commands: object) -> dict[str, list[str]]:
+    """Per-action argv templates: a list of strings each (the resize planner checks the actions).
+
+    They run as argument lists, never through a shell, so only the shape is checked here.
+    """
+    if not isinstance(commands, dict):
+        raise ValidationError("provider.commands", "must be a table of action = [arguments]")
+    for action, argv in commands.items():
+        validate_name(action, "provider.commands")
+        if (
+            not isinstance(argv, list)
+            or not argv
+            or not all(isinstance(arg, str) and "\x00" not in arg for arg in argv)
+        ):
+            raise ValidationError(f"provider.commands.{action}", "must be a non-empty list of arguments")
+    return commands
+
+
+def validate_slice_prices(prices: object) -> dict[str, float]:
+    """Per-slice prices per hour: slice name -> non-negative amount."""
+    if not isinstance(prices, dict):
+        raise ValidationError("slice_prices", "must be a table of slice = price")
+    checked: dict[str, float] = {}
+    for slice_name, price in prices.items():
+        key = validate_token(slice_name, "slice_prices")
+        value = validate_price(price, f"slice_prices.{slice_name}")
+        if key is None or value is None:
+            raise ValidationError("slice_prices", "needs a slice name and a price")
+        checked[key] = value
+    return checked
+
+
+def validate_alerts(alerts: AlertThresholds) -> AlertThresholds:
+    """Percentages within 0-100, a positive idle window, a plausible temperature."""
+    for name, low, high in (("mem_used_pct", 0, 100), ("idle_util_pct", 0, 100), ("idle_minutes", 0, 10080)):
+        value = validate_price(getattr(alerts, name), f"alerts.{name}")
+        if value is None or not low <= value <= high:
+            raise ValidationError(f"alerts.{name}", f"must be a number from {low} to {high}")
+    temp = validate_price(alerts.temp_c, "alerts.temp_c")
+    if temp is not None and temp > 150:
+        raise ValidationError("alerts.temp_c", "must be at most 150")
+    return alerts
+
+
+def validate_notes(notes: object) -> str:
+    """Free text, but bounded and without NUL (which TOML and most widgets cannot show)."""
+    if not isinstance(notes, str):
+        raise ValidationError("notes", "must be text")
+    if len(notes) > MAX_NOTES_CHARS or "\x00" in notes:
+        raise ValidationError("notes", f"must be at most {MAX_NOTES_CHARS} characters of text")
+    return notes
+
+
+def validate_jump(
+    profile_name: str, jump: object, known: Mapping[str, HostProfile] | None
+) -> str | None:
+    """The jump host names another profile; with `known` it must exist and form no cycle."""
+    if jump is None:
+        return None
+    name = validate_name(jump, "jump")
+    if name == profile_name:
+        raise ValidationError("jump", "a host cannot be its own jump host")
+    if known is None:
+        return name
+    seen = [profile_name]
+    current: str | None = name
+    while current is not None:
+        if current in seen:
+            chain = " -> ".join([*seen, current])
+            raise ValidationError("jump", f"jump hosts form a cycle: {chain}")
+        target = known.get(current)
+        if target is None:
+            raise ValidationError("jump", f"no host profile named {_preview(current)}")
+        seen.append(current)
+        current = target.jump
+    return name
+
+
+def validate_profile(
+    profile: HostProfile,
+    known: Mapping[str, HostProfile] | None = None,
+    *,
+    check_files: bool = True,
+) -> HostProfile:
+    """Check every field of `profile`; return a normalised copy or raise ValidationError.
+
+    `known` maps the other profiles' names to profiles: when given, the jump host must be one of
+    them and the jump chain must not loop. `check_files=False` skips the key-file existence check
+    (used when loading: a key moved since is not a corrupt profile).
+    """
+    name = validate_name(profile.name)
+    try:
+        auth = AuthMethod(profile.auth)
+    except ValueError:
+        choices = ", ".join(m.value for m in AuthMethod)
+        raise ValidationError("auth", f"must be one of {choices}") from None
+    key_path = validate_key_path(profile.key_path, must_exist=check_files)
+    if auth is AuthMethod.KEY and key_path is None:
+        raise ValidationError("key_path", "is required when auth is 'key'")
+    if not isinstance(profile.tags, list):
+        raise ValidationError("tags", "must be a list of tags")
+    if not isinstance(profile.simulated, bool):
+        raise ValidationError("simulated", "must be true or false")
+    return dataclasses.replace(
+        profile,
+        name=name,
+        host=validate_host(profile.host),
+        port=validate_port(profile.port),
+        user=validate_user(profile.user),
+        auth=auth,
+        key_path=key_path,
+        jump=validate_jump(name, profile.jump, known),
+        provider=validate_provider(profile.provider),
+        slice_profile=validate_token(profile.slice_profile, "slice_profile"),
+        price_per_hour=validate_price(profile.price_per_hour),
+        slice_prices=validate_slice_prices(profile.slice_prices),
+        tags=[validate_tag(tag) for tag in profile.tags],
+        notes=validate_notes(profile.notes),
+        alerts=validate_alerts(profile.alerts),
+        budget=validate_price(profile.budget, "budget"),
+    )

@@ -1,0 +1,259 @@
+"""The profile store: round trips, atomic writes, corrupt-file recovery and concurrent writers."""
+
+from __future__ import annotations
+
+import os
+import stat
+import subprocess
+import sys
+import tomllib
+from pathlib import Path
+
+import pytest
+
+from gpuws.core import paths
+from gpuws.core.errors import ValidationError
+from gpuws.core.models import AlertThresholds, AuthMethod, HostProfile, ProviderInfo
+from gpuws.core.profiles import ProfileExists, ProfileNotFound, ProfileStore
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def full_profile(key: Path) -> HostProfile:
+    return HostProfile(
+        name="a100-box",
+        host="2001:db8::7",
+        port=2222,
+        user="ubuntu",
+        auth=AuthMethod.KEY,
+        key_path=str(key),
+        provider=ProviderInfo(kind="aws", instance_id="i-0abc", region="us-east-1",
+                              commands={"stop": ["aws", "ec2", "stop-instances"]}),
+        slice_profile="7x1g.10gb",
+        price_per_hour=3.25,
+        slice_prices={"1g.10gb": 0.5},
+        tags=["a100", "team-x"],
+        notes='multi\nline "notes"',
+        alerts=AlertThresholds(mem_used_pct=80.0, idle_util_pct=3.0, idle_minutes=30.0, temp_c=85.0),
+        budget=100.0,
+    )
+
+
+def test_default_path_is_in_the_config_dir() -> None:
+    assert ProfileStore().path == paths.config_dir() / "profiles.toml"
+
+
+def test_every_field_round_trips_through_toml(tmp_path: Path) -> None:
+    key = tmp_path / "id_ed25519"
+    key.write_text("k")
+    store = ProfileStore()
+    profile = full_profile(key)
+    store.add(profile)
+    assert ProfileStore().get("a100-box") == profile
+    doc = tomllib.loads(store.path.read_text())
+    assert doc["schema_version"] == 1
+    assert doc["hosts"][0]["provider"]["kind"] == "aws"
+    assert store.last_recovery is None
+
+
+def test_load_is_sorted_and_empty_without_a_file() -> None:
+    store = ProfileStore()
+    assert store.load() == []
+    for name in ("zeta", "Alpha", "mid"):
+        store.add(HostProfile(name=name, host="h.example"))
+    assert [p.name for p in store.load()] == ["Alpha", "mid", "zeta"]
+
+
+def test_names_are_unique_ignoring_case() -> None:
+    store = ProfileStore()
+    store.add(HostProfile(name="Box", host="h.example"))
+    with pytest.raises(ProfileExists):
+        store.add(HostProfile(name="box", host="other.example"))
+    with pytest.raises(ProfileNotFound):
+        store.get("box")
+
+
+def test_add_refuses_invalid_profiles_and_writes_nothing() -> None:
+    store = ProfileStore()
+    with pytest.raises(ValidationError) as err:
+        store.add(HostProfile(name="x", host="-oProxyCommand=x"))
+    assert err.value.field == "host"
+    assert not store.path.exists()
+    with pytest.raises(ValidationError) as err:
+        store.add(HostProfile(name="x", host="h.example", jump="missing"))
+    assert err.value.field == "jump"
+
+
+def test_update_renames_and_repoints_jump_hosts() -> None:
+    store = ProfileStore()
+    store.add(HostProfile(name="bastion", host="b.example"))
+    store.add(HostProfile(name="gpu", host="10.0.0.2", jump="bastion"))
+    store.update(HostProfile(name="gateway", host="b.example", port=2200), old_name="bastion")
+    assert store.get("gpu").jump == "gateway"
+    assert store.get("gateway").port == 2200
+    with pytest.raises(ProfileNotFound):
+        store.get("bastion")
+    with pytest.raises(ValidationError, match="cycle"):
+        store.update(HostProfile(name="gateway", host="b.example", jump="gpu"))
+
+
+def test_remove_refuses_a_profile_still_used_as_jump_host() -> None:
+    store = ProfileStore()
+    store.add(HostProfile(name="bastion", host="b.example"))
+    store.add(HostProfile(name="gpu", host="10.0.0.2", jump="bastion"))
+    with pytest.raises(ValidationError, match="jump host of 'gpu'"):
+        store.remove("bastion")
+    store.remove("gpu")
+    store.remove("bastion")
+    assert store.load() == []
+    with pytest.raises(ProfileNotFound):
+        store.remove("bastion")
+
+
+def test_writes_are_atomic_and_private() -> None:
+    store = ProfileStore()
+    store.add(HostProfile(name="a", host="h.example"))
+    store.add(HostProfile(name="b", host="h.example"))
+    leftovers = [p.name for p in store.path.parent.iterdir() if p.name.endswith(".tmp")]
+    assert leftovers == []
+    assert stat.S_IMODE(store.path.stat().st_mode) == 0o600
+
+
+def test_a_failed_write_keeps_the_old_file(monkeypatch: pytest.MonkeyPatch) -> None:
+    store = ProfileStore()
+    store.add(HostProfile(name="a", host="h.example"))
+    before = store.path.read_bytes()
+
+    def disk_full(*_args: object) -> None:
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(os, "fsync", disk_full)
+    with pytest.raises(Exception, match="No space left"):
+        store.add(HostProfile(name="b", host="h.example"))
+    monkeypatch.undo()
+    assert store.path.read_bytes() == before
+    assert [p.name for p in store.path.parent.iterdir() if p.name.endswith(".tmp")] == []
+
+
+def backups(store: ProfileStore) -> list[Path]:
+    return sorted(store.path.parent.glob("profiles.toml.corrupt-*"))
+
+
+@pytest.mark.parametrize(
+    ("content", "expected"),
+    [
+        (b"schema_version = 1\n[[hosts]\nname = 'x'", "not valid TOML"),
+        (b"\xff\xfe garbage", "not valid TOML"),
+        (b"schema_version = 99\n", "newer than this gpuws understands"),
+        (b"schema_version = 'one'\n", "no integer schema_version"),
+        (b"schema_version = 1\nhosts = 'nope'\n", "not a list"),
+    ],
+)
+def test_an_unreadable_file_is_moved_aside_and_the_store_starts_empty(content: bytes, expected: str) -> None:
+    store = ProfileStore()
+    store.path.write_bytes(content)
+    assert store.load() == []
+    notice = store.last_recovery
+    assert notice is not None
+    assert expected in notice.message
+    assert str(notice.backup_path) in notice.message
+    assert notice.backup_path.name.startswith("profiles.toml.corrupt-")
+    assert notice.backup_path.read_bytes() == content  # the original bytes, untouched
+    assert not store.path.exists()
+    # The store works normally afterwards.
+    store.add(HostProfile(name="fresh", host="h.example"))
+    assert [p.name for p in ProfileStore().load()] == ["fresh"]
+
+
+def test_bad_entries_are_dropped_and_the_valid_ones_kept() -> None:
+    store = ProfileStore()
+    original = b"""schema_version = 1
+[[hosts]]
+name = "good"
+host = "good.example"
+[[hosts]]
+name = "badport"
+host = "h.example"
+port = "twenty-two"
+[[hosts]]
+name = "evil"
+host = "$(reboot)"
+[[hosts]]
+name = "typo"
+host = "h.example"
+prot = 22
+[[hosts]]
+name = "GOOD"
+host = "dup.example"
+[[hosts]]
+name = "needs-evil"
+host = "n.example"
+jump = "evil"
+[[hosts]]
+name = "also-good"
+host = "10.0.0.1"
+jump = "good"
+"""
+    store.path.write_bytes(original)
+    assert [p.name for p in store.load()] == ["also-good", "good"]
+    notice = store.last_recovery
+    assert notice is not None
+    for expected in (
+        "host #2 ('badport'): port: must be of type int",
+        "host #3 ('evil'): host:",
+        "host #4 ('typo'): prot: is not a known profile field",
+        "host #5 ('GOOD'): duplicate name",
+        "host #6 ('needs-evil'): jump: no host profile named 'evil'",
+        "kept the 2 valid profile(s)",
+    ):
+        assert expected in notice.message
+    assert notice.backup_path.read_bytes() == original
+    # The cleaned file is written back, so the next start is quiet.
+    again = ProfileStore()
+    assert [p.name for p in again.load()] == ["also-good", "good"]
+    assert again.last_recovery is None
+    assert len(backups(store)) == 1
+
+
+def test_a_mutation_on_a_corrupt_file_recovers_first() -> None:
+    store = ProfileStore()
+    store.path.write_text("not toml at all [")
+    store.add(HostProfile(name="new", host="h.example"))
+    assert store.last_recovery is not None
+    assert [p.name for p in store.load()] == ["new"]
+
+
+def test_backups_never_overwrite_each_other() -> None:
+    store = ProfileStore()
+    seen = set()
+    for attempt in range(3):
+        store.path.write_text(f"broken {attempt} [")
+        store.load()
+        assert store.last_recovery is not None
+        seen.add(store.last_recovery.backup_path)
+    assert len(seen) == 3
+    assert sorted(p.read_text() for p in backups(store)) == [f"broken {i} [" for i in range(3)]
+    assert any(p.name.endswith("-1") for p in seen)
+
+
+WRITER = """
+import sys
+from gpuws.core.models import HostProfile
+from gpuws.core.profiles import ProfileStore
+store = ProfileStore()
+for i in range(20):
+    store.add(HostProfile(name=f"{sys.argv[1]}-{i}", host="h.example"))
+"""
+
+
+def test_two_processes_saving_at_once_lose_nothing() -> None:
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    procs = [
+        subprocess.Popen([sys.executable, "-c", WRITER, who], env=env, stderr=subprocess.PIPE)
+        for who in ("first", "second")
+    ]
+    for proc in procs:
+        _, err = proc.communicate(timeout=60)
+        assert proc.returncode == 0, err.decode()
+    names = {p.name for p in ProfileStore().load()}
+    assert names == {f"{who}-{i}" for who in ("first", "second") for i in range(20)}

@@ -8,6 +8,7 @@ key (changed-key tests).
 
 from __future__ import annotations
 
+import contextlib
 import getpass
 import os
 import shutil
@@ -41,7 +42,7 @@ def keygen(path: Path, kind: str = "ed25519") -> Path:
 
 
 def install_sim_nvidia_smi(bin_dir: Path, python: str = sys.executable) -> Path:
-    """Put the simulated `nvidia-smi` (and a `python3` that sees the fake NVML) in `bin_dir`."""
+    """Put the simulated `nvidia-smi` in `bin_dir` (the host's own python3 sees no NVML: fallback path)."""
     bin_dir.mkdir(parents=True, exist_ok=True)
     smi = bin_dir / "nvidia-smi"
     smi.write_text(f'#!/bin/sh\nPYTHONPATH="{REPO_ROOT}" exec "{python}" -m gpuws.sim.nvidia_smi "$@"\n')
@@ -126,10 +127,8 @@ class SshdServer:
     def stop(self) -> None:
         """Kill sshd and every session it started (like a host going away)."""
         if self.process is not None and self.process.poll() is None:
-            try:
+            with contextlib.suppress(ProcessLookupError):
                 os.killpg(self.process.pid, 9)
-            except ProcessLookupError:
-                pass
             self.process.wait(5)
         # Sessions run in their own process groups; kill what is left of them too.
         subprocess.run(["pkill", "-9", "-f", f"sshd: .*{self.port}"], check=False)

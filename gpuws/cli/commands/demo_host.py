@@ -1,10 +1,42 @@
-"""`gpuws` subcommands: demo_host (not yet implemented)."""
+"""`gpuws demo-host`: run the simulated GPU host (an SSH server on 127.0.0.1) until stopped."""
 
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
 from typing import Any
+
+from gpuws.cli.output import fail
 
 
 def register(sub: argparse._SubParsersAction[Any]) -> None:
-    """Register this module's subcommands (none yet)."""
+    """Register `gpuws demo-host`."""
+    parser = sub.add_parser(
+        "demo-host",
+        help="run the SIMULATED GPU host (SSH on 127.0.0.1) and print how to connect as one JSON line",
+    )
+    parser.add_argument("--port", type=int, default=0, help="TCP port (default: pick a free one)")
+    parser.add_argument(
+        "--gpus", default=None, metavar="SPEC",
+        help='simulated GPUs, e.g. "h100,a100,l40s,vgpu" (the default) or "2xh100"',
+    )
+    parser.add_argument("--state-dir", type=Path, default=None, metavar="DIR",
+                        help="where the simulated host keeps its state (default: a new temp dir)")
+    parser.set_defaults(handler=run_demo_host)
+
+
+def run_demo_host(args: argparse.Namespace) -> int:
+    import asyncio
+
+    from gpuws.core.errors import GpuwsError
+    from gpuws.sim.models import DEFAULT_GPU_SPEC
+    from gpuws.sim.server import serve_forever
+
+    if not 0 <= args.port <= 65535:
+        return fail("--port: must be between 0 and 65535", 2)
+    try:
+        return asyncio.run(serve_forever(args.gpus or DEFAULT_GPU_SPEC, args.port, args.state_dir))
+    except GpuwsError as exc:
+        return fail(str(exc), 2)
+    except OSError as exc:
+        return fail(f"cannot start the demo host: {exc.strerror or exc}")

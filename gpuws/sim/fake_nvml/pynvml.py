@@ -1,0 +1,538 @@
+"""A fake `pynvml` (nvidia-ml-py) for the gpuws simulated GPU host. NOT real NVML.
+
+This directory is put first on the simulated host's PYTHONPATH, so `import pynvml` in the
+telemetry agent finds this module. Function names, constants, error classes and value conventions
+match nvidia-ml-py (bytes in mW, KB/s, MiB-free bytes, lists for [current, pending] ...); values
+come from the same state and dynamics as the simulated `nvidia-smi` ($GPUWS_SIM_STATE).
+
+`GPUWS_SIMULATED = True` marks it: a real pynvml never has that attribute.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from typing import Any
+
+from gpuws.sim.dynamics import GpuSample, sample
+from gpuws.sim.mig import mig_devices
+from gpuws.sim.state import GpuState, SimState, SimStateStore
+
+GPUWS_SIMULATED = True
+
+# -- constants (values as in nvidia-ml-py) --------------------------------------------------------
+
+NVML_SUCCESS = 0
+NVML_ERROR_UNINITIALIZED = 1
+NVML_ERROR_INVALID_ARGUMENT = 2
+NVML_ERROR_NOT_SUPPORTED = 3
+NVML_ERROR_NO_PERMISSION = 4
+NVML_ERROR_ALREADY_INITIALIZED = 5
+NVML_ERROR_NOT_FOUND = 6
+NVML_ERROR_INSUFFICIENT_SIZE = 7
+NVML_ERROR_INSUFFICIENT_POWER = 8
+NVML_ERROR_DRIVER_NOT_LOADED = 9
+NVML_ERROR_TIMEOUT = 10
+NVML_ERROR_IRQ_ISSUE = 11
+NVML_ERROR_LIBRARY_NOT_FOUND = 12
+NVML_ERROR_FUNCTION_NOT_FOUND = 13
+NVML_ERROR_CORRUPTED_INFOROM = 14
+NVML_ERROR_GPU_IS_LOST = 15
+NVML_ERROR_RESET_REQUIRED = 16
+NVML_ERROR_OPERATING_SYSTEM = 17
+NVML_ERROR_LIB_RM_VERSION_MISMATCH = 18
+NVML_ERROR_IN_USE = 19
+NVML_ERROR_MEMORY = 20
+NVML_ERROR_NO_DATA = 21
+NVML_ERROR_INSUFFICIENT_RESOURCES = 23
+NVML_ERROR_UNKNOWN = 999
+
+NVML_FEATURE_DISABLED = 0
+NVML_FEATURE_ENABLED = 1
+NVML_DEVICE_MIG_DISABLE = 0
+NVML_DEVICE_MIG_ENABLE = 1
+
+NVML_TEMPERATURE_GPU = 0
+
+NVML_CLOCK_GRAPHICS = 0
+NVML_CLOCK_SM = 1
+NVML_CLOCK_MEM = 2
+NVML_CLOCK_VIDEO = 3
+
+NVML_PCIE_UTIL_TX_BYTES = 0
+NVML_PCIE_UTIL_RX_BYTES = 1
+
+NVML_MEMORY_ERROR_TYPE_CORRECTED = 0
+NVML_MEMORY_ERROR_TYPE_UNCORRECTED = 1
+NVML_VOLATILE_ECC = 0
+NVML_AGGREGATE_ECC = 1
+
+NVML_PSTATE_0 = 0
+NVML_PSTATE_8 = 8
+NVML_PSTATE_UNKNOWN = 32
+
+nvmlClocksEventReasonGpuIdle = 0x0000000000000001
+nvmlClocksEventReasonApplicationsClocksSetting = 0x0000000000000002
+nvmlClocksEventReasonSwPowerCap = 0x0000000000000004
+nvmlClocksEventReasonHwSlowdown = 0x0000000000000008
+nvmlClocksEventReasonSyncBoost = 0x0000000000000010
+nvmlClocksEventReasonSwThermalSlowdown = 0x0000000000000020
+nvmlClocksEventReasonHwThermalSlowdown = 0x0000000000000040
+nvmlClocksEventReasonHwPowerBrakeSlowdown = 0x0000000000000080
+nvmlClocksEventReasonDisplayClockSetting = 0x0000000000000100
+nvmlClocksEventReasonNone = 0x0000000000000000
+
+nvmlClocksThrottleReasonGpuIdle = 0x0000000000000001
+nvmlClocksThrottleReasonApplicationsClocksSetting = 0x0000000000000002
+nvmlClocksThrottleReasonSwPowerCap = 0x0000000000000004
+nvmlClocksThrottleReasonHwSlowdown = 0x0000000000000008
+nvmlClocksThrottleReasonSyncBoost = 0x0000000000000010
+nvmlClocksThrottleReasonSwThermalSlowdown = 0x0000000000000020
+nvmlClocksThrottleReasonHwThermalSlowdown = 0x0000000000000040
+nvmlClocksThrottleReasonHwPowerBrakeSlowdown = 0x0000000000000080
+nvmlClocksThrottleReasonDisplayClockSetting = 0x0000000000000100
+nvmlClocksThrottleReasonNone = 0x0000000000000000
+
+
+# -- errors (same class names and values as nvidia-ml-py) -----------------------------------------
+
+
+class NVMLError(Exception):
+    _valClassMapping: dict[int, type[NVMLError]] = {}
+    _errcode_to_string = {
+        NVML_ERROR_UNINITIALIZED: "Uninitialized",
+        NVML_ERROR_INVALID_ARGUMENT: "Invalid Argument",
+        NVML_ERROR_NOT_SUPPORTED: "Not Supported",
+        NVML_ERROR_NO_PERMISSION: "Insufficient Permissions",
+        NVML_ERROR_ALREADY_INITIALIZED: "Already Initialized",
+        NVML_ERROR_NOT_FOUND: "Not Found",
+        NVML_ERROR_DRIVER_NOT_LOADED: "Driver Not Loaded",
+        NVML_ERROR_GPU_IS_LOST: "GPU is lost",
+        NVML_ERROR_IN_USE: "In use by another client",
+        NVML_ERROR_UNKNOWN: "Unknown Error",
+    }
+
+    _value = NVML_ERROR_UNKNOWN
+    value: int
+
+    def __new__(cls, value: int | None = None) -> NVMLError:
+        if value is None:  # NVMLError_NotSupported() as nvidia-ml-py allows
+            value = cls._value
+        if cls is NVMLError:
+            cls = NVMLError._valClassMapping.get(value, cls)
+        obj = Exception.__new__(cls)
+        obj.value = value
+        return obj
+
+    def __init__(self, value: int | None = None) -> None:
+        super().__init__(self.value)
+
+    def __str__(self) -> str:
+        return self._errcode_to_string.get(self.value, f"NVML Error with code {self.value}")
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, NVMLError) and self.value == other.value
+
+    def __hash__(self) -> int:
+        return hash(self.value)
+
+
+def _error_class(name: str, value: int) -> type[NVMLError]:
+    cls = type(name, (NVMLError,), {"_value": value})
+    NVMLError._valClassMapping[value] = cls
+    return cls
+
+
+NVMLError_Uninitialized = _error_class("NVMLError_Uninitialized", NVML_ERROR_UNINITIALIZED)
+NVMLError_InvalidArgument = _error_class("NVMLError_InvalidArgument", NVML_ERROR_INVALID_ARGUMENT)
+NVMLError_NotSupported = _error_class("NVMLError_NotSupported", NVML_ERROR_NOT_SUPPORTED)
+NVMLError_NoPermission = _error_class("NVMLError_NoPermission", NVML_ERROR_NO_PERMISSION)
+NVMLError_AlreadyInitialized = _error_class("NVMLError_AlreadyInitialized", NVML_ERROR_ALREADY_INITIALIZED)
+NVMLError_NotFound = _error_class("NVMLError_NotFound", NVML_ERROR_NOT_FOUND)
+NVMLError_DriverNotLoaded = _error_class("NVMLError_DriverNotLoaded", NVML_ERROR_DRIVER_NOT_LOADED)
+NVMLError_GpuIsLost = _error_class("NVMLError_GpuIsLost", NVML_ERROR_GPU_IS_LOST)
+NVMLError_InUse = _error_class("NVMLError_InUse", NVML_ERROR_IN_USE)
+NVMLError_Unknown = _error_class("NVMLError_Unknown", NVML_ERROR_UNKNOWN)
+
+
+def nvmlExceptionClass(nvmlErrorCode: int) -> type[NVMLError]:
+    if nvmlErrorCode not in NVMLError._valClassMapping:
+        raise ValueError(f"nvmlErrorCode {nvmlErrorCode} is not valid")
+    return NVMLError._valClassMapping[nvmlErrorCode]
+
+
+# -- structures ----------------------------------------------------------------------------------
+
+
+@dataclass
+class c_nvmlMemory_t:
+    total: int
+    free: int
+    used: int
+
+
+@dataclass
+class c_nvmlUtilization_t:
+    gpu: int
+    memory: int
+
+
+@dataclass
+class c_nvmlPciInfo_t:
+    busId: str
+    busIdLegacy: str
+    domain: int
+    bus: int
+    device: int
+    pciDeviceId: int
+    pciSubSystemId: int
+
+
+@dataclass
+class c_nvmlProcessInfo_t:
+    pid: int
+    usedGpuMemory: int
+    gpuInstanceId: int
+    computeInstanceId: int
+
+
+@dataclass(frozen=True)
+class _Handle:
+    """A device handle: a GPU index, plus the MIG device index for MIG device handles."""
+
+    index: int
+    mig_index: int | None = None
+
+
+# -- module state --------------------------------------------------------------------------------
+
+_init_count = 0
+_store: SimStateStore | None = None
+
+
+def _state() -> SimState:
+    if _init_count <= 0 or _store is None:
+        raise NVMLError(NVML_ERROR_UNINITIALIZED)
+    return _store.load()
+
+
+def _gpu(handle: Any) -> GpuState:
+    if not isinstance(handle, _Handle):
+        raise NVMLError(NVML_ERROR_INVALID_ARGUMENT)
+    try:
+        return _state().gpu(handle.index)
+    except Exception:
+        raise NVMLError(NVML_ERROR_GPU_IS_LOST) from None
+
+
+def _sample(handle: Any) -> tuple[GpuState, GpuSample]:
+    gpu = _gpu(handle)
+    return gpu, sample(gpu, time.time())
+
+
+def _no_vgpu_power(gpu: GpuState) -> None:
+    if gpu.model.virtualization_mode == "VGPU":
+        raise NVMLError(NVML_ERROR_NOT_SUPPORTED)
+
+
+# -- system --------------------------------------------------------------------------------------
+
+
+def nvmlInit() -> None:
+    global _init_count, _store
+    try:
+        _store = SimStateStore.from_env()
+        _store.load()
+    except Exception:
+        raise NVMLError(NVML_ERROR_DRIVER_NOT_LOADED) from None
+    _init_count += 1
+
+
+def nvmlInitWithFlags(flags: int) -> None:
+    nvmlInit()
+
+
+def nvmlShutdown() -> None:
+    global _init_count
+    if _init_count <= 0:
+        raise NVMLError(NVML_ERROR_UNINITIALIZED)
+    _init_count -= 1
+
+
+def nvmlSystemGetDriverVersion() -> str:
+    return _state().driver_version
+
+
+def nvmlSystemGetNVMLVersion() -> str:
+    return "13." + _state().driver_version
+
+
+def nvmlSystemGetCudaDriverVersion() -> int:
+    major, minor = _state().cuda_version.split(".")
+    return int(major) * 1000 + int(minor) * 10
+
+
+nvmlSystemGetCudaDriverVersion_v2 = nvmlSystemGetCudaDriverVersion
+
+
+def nvmlDeviceGetCount() -> int:
+    return len(_state().gpus)
+
+
+def nvmlDeviceGetHandleByIndex(index: int) -> _Handle:
+    if not 0 <= int(index) < nvmlDeviceGetCount():
+        raise NVMLError(NVML_ERROR_INVALID_ARGUMENT)
+    return _Handle(int(index))
+
+
+def nvmlDeviceGetHandleByUUID(uuid: str | bytes) -> _Handle:
+    text = uuid.decode() if isinstance(uuid, bytes) else uuid
+    for gpu in _state().gpus:
+        if gpu.uuid == text:
+            return _Handle(gpu.index)
+    raise NVMLError(NVML_ERROR_NOT_FOUND)
+
+
+# -- identity ------------------------------------------------------------------------------------
+
+
+def nvmlDeviceGetName(handle: _Handle) -> str:
+    gpu = _gpu(handle)
+    if handle.mig_index is not None:
+        gi, _ = mig_devices(gpu)[handle.mig_index]
+        profile = gpu.model.mig_profile(gi.profile_id)
+        return f"{gpu.model.name} MIG {profile.name if profile else '?'}"
+    return gpu.model.name
+
+
+def nvmlDeviceGetUUID(handle: _Handle) -> str:
+    gpu = _gpu(handle)
+    if handle.mig_index is not None:
+        return mig_devices(gpu)[handle.mig_index][1].uuid
+    return gpu.uuid
+
+
+def nvmlDeviceGetIndex(handle: _Handle) -> int:
+    return _gpu(handle).index
+
+
+def nvmlDeviceGetSerial(handle: _Handle) -> str:
+    return _gpu(handle).serial
+
+
+def nvmlDeviceGetPciInfo(handle: _Handle) -> c_nvmlPciInfo_t:
+    gpu = _gpu(handle)
+    domain, bus, dev = gpu.pci_bus_id.split(":")
+    return c_nvmlPciInfo_t(
+        busId=gpu.pci_bus_id, busIdLegacy=gpu.pci_bus_id[4:], domain=int(domain, 16), bus=int(bus, 16),
+        device=int(dev.split(".")[0], 16), pciDeviceId=int(gpu.model.pci_device_id, 16),
+        pciSubSystemId=int(gpu.model.pci_sub_system_id, 16),
+    )
+
+
+nvmlDeviceGetPciInfo_v3 = nvmlDeviceGetPciInfo
+
+
+def nvmlDeviceGetCudaComputeCapability(handle: _Handle) -> tuple[int, int]:
+    major, minor = _gpu(handle).model.compute_cap.split(".")
+    return int(major), int(minor)
+
+
+# -- readings ------------------------------------------------------------------------------------
+
+
+def nvmlDeviceGetUtilizationRates(handle: _Handle) -> c_nvmlUtilization_t:
+    _, s = _sample(handle)
+    if handle.mig_index is not None or s.util_gpu_pct is None or s.util_mem_pct is None:
+        raise NVMLError(NVML_ERROR_NOT_SUPPORTED)  # as real NVML on MIG devices / MIG-enabled GPUs
+    return c_nvmlUtilization_t(gpu=s.util_gpu_pct, memory=s.util_mem_pct)
+
+
+def nvmlDeviceGetMemoryInfo(handle: _Handle, version: int | None = None) -> c_nvmlMemory_t:
+    gpu, s = _sample(handle)
+    mib = 1024 * 1024
+    if handle.mig_index is not None:
+        gi, _ = mig_devices(gpu)[handle.mig_index]
+        profile = gpu.model.mig_profile(gi.profile_id)
+        total = (profile.memory_mib if profile else 0) * mib
+        used = sum(p.used_mib for p in gpu.processes if p.gpu_instance_id == gi.gi_id) * mib
+        return c_nvmlMemory_t(total=total, free=total - used, used=used)
+    total = s.mem_total_mib * mib
+    used = s.mem_used_mib * mib
+    return c_nvmlMemory_t(total=total, free=s.mem_free_mib * mib, used=used)
+
+
+def nvmlDeviceGetTemperature(handle: _Handle, sensor: int) -> int:
+    if sensor != NVML_TEMPERATURE_GPU:
+        raise NVMLError(NVML_ERROR_INVALID_ARGUMENT)
+    return _sample(handle)[1].temp_c
+
+
+def nvmlDeviceGetPowerUsage(handle: _Handle) -> int:
+    gpu, s = _sample(handle)
+    _no_vgpu_power(gpu)
+    return int(s.power_w * 1000)
+
+
+def nvmlDeviceGetEnforcedPowerLimit(handle: _Handle) -> int:
+    gpu = _gpu(handle)
+    _no_vgpu_power(gpu)
+    return int(gpu.model.power_limit_w * 1000)
+
+
+nvmlDeviceGetPowerManagementLimit = nvmlDeviceGetEnforcedPowerLimit
+
+
+def nvmlDeviceGetClockInfo(handle: _Handle, clock_type: int) -> int:
+    _, s = _sample(handle)
+    clocks = {
+        NVML_CLOCK_GRAPHICS: s.sm_clock_mhz, NVML_CLOCK_SM: s.sm_clock_mhz,
+        NVML_CLOCK_MEM: s.mem_clock_mhz, NVML_CLOCK_VIDEO: s.video_clock_mhz,
+    }
+    if clock_type not in clocks:
+        raise NVMLError(NVML_ERROR_INVALID_ARGUMENT)
+    return clocks[clock_type]
+
+
+def nvmlDeviceGetMaxClockInfo(handle: _Handle, clock_type: int) -> int:
+    model = _gpu(handle).model
+    clocks = {
+        NVML_CLOCK_GRAPHICS: model.max_sm_clock_mhz, NVML_CLOCK_SM: model.max_sm_clock_mhz,
+        NVML_CLOCK_MEM: model.max_mem_clock_mhz, NVML_CLOCK_VIDEO: model.max_video_clock_mhz,
+    }
+    if clock_type not in clocks:
+        raise NVMLError(NVML_ERROR_INVALID_ARGUMENT)
+    return clocks[clock_type]
+
+
+def nvmlDeviceGetPcieThroughput(handle: _Handle, counter: int) -> int:
+    _, s = _sample(handle)
+    if counter == NVML_PCIE_UTIL_TX_BYTES:
+        return s.pcie_tx_kbs
+    if counter == NVML_PCIE_UTIL_RX_BYTES:
+        return s.pcie_rx_kbs
+    raise NVMLError(NVML_ERROR_INVALID_ARGUMENT)
+
+
+def nvmlDeviceGetCurrPcieLinkGeneration(handle: _Handle) -> int:
+    return _sample(handle)[1].pcie_gen_current
+
+
+def nvmlDeviceGetMaxPcieLinkGeneration(handle: _Handle) -> int:
+    return _gpu(handle).model.pcie_gen_max
+
+
+def nvmlDeviceGetCurrPcieLinkWidth(handle: _Handle) -> int:
+    return _gpu(handle).model.pcie_width_max
+
+
+def nvmlDeviceGetMaxPcieLinkWidth(handle: _Handle) -> int:
+    return _gpu(handle).model.pcie_width_max
+
+
+def nvmlDeviceGetFanSpeed(handle: _Handle) -> int:
+    gpu, s = _sample(handle)
+    if not gpu.model.has_fan:
+        raise NVMLError(NVML_ERROR_NOT_SUPPORTED)  # passively cooled data-center card
+    return int(30 + 50 * s.load)
+
+
+def nvmlDeviceGetPerformanceState(handle: _Handle) -> int:
+    return int(_sample(handle)[1].pstate[1:])
+
+
+def nvmlDeviceGetCurrentClocksEventReasons(handle: _Handle) -> int:
+    return _sample(handle)[1].reasons
+
+
+nvmlDeviceGetCurrentClocksThrottleReasons = nvmlDeviceGetCurrentClocksEventReasons
+
+
+def nvmlDeviceGetSupportedClocksEventReasons(handle: _Handle) -> int:
+    _gpu(handle)
+    return 0x1FF
+
+
+nvmlDeviceGetSupportedClocksThrottleReasons = nvmlDeviceGetSupportedClocksEventReasons
+
+
+def nvmlDeviceGetTotalEccErrors(handle: _Handle, error_type: int, counter_type: int) -> int:
+    if not _gpu(handle).model.ecc:
+        raise NVMLError(NVML_ERROR_NOT_SUPPORTED)
+    return 0
+
+
+def nvmlDeviceGetEccMode(handle: _Handle) -> list[int]:
+    if not _gpu(handle).model.ecc:
+        raise NVMLError(NVML_ERROR_NOT_SUPPORTED)
+    return [NVML_FEATURE_ENABLED, NVML_FEATURE_ENABLED]
+
+
+def nvmlDeviceGetEncoderUtilization(handle: _Handle) -> list[int]:
+    return [_sample(handle)[1].encoder_pct, 167000]
+
+
+def nvmlDeviceGetDecoderUtilization(handle: _Handle) -> list[int]:
+    return [_sample(handle)[1].decoder_pct, 167000]
+
+
+def nvmlDeviceGetComputeRunningProcesses(handle: _Handle) -> list[c_nvmlProcessInfo_t]:
+    _, s = _sample(handle)
+    invalid = 0xFFFFFFFF
+    return [
+        c_nvmlProcessInfo_t(
+            pid=p.pid, usedGpuMemory=p.used_mib * 1024 * 1024,
+            gpuInstanceId=invalid if p.gpu_instance_id is None else p.gpu_instance_id,
+            computeInstanceId=invalid if p.compute_instance_id is None else p.compute_instance_id,
+        )
+        for p in s.processes
+    ]
+
+
+nvmlDeviceGetComputeRunningProcesses_v3 = nvmlDeviceGetComputeRunningProcesses
+
+
+# -- MIG -----------------------------------------------------------------------------------------
+
+
+def nvmlDeviceGetMigMode(handle: _Handle) -> list[int]:
+    gpu = _gpu(handle)
+    if not gpu.model.mig_capable or handle.mig_index is not None:
+        raise NVMLError(NVML_ERROR_NOT_SUPPORTED)
+    return [int(gpu.mig_current), int(gpu.mig_pending)]
+
+
+def nvmlDeviceGetMaxMigDeviceCount(handle: _Handle) -> int:
+    gpu = _gpu(handle)
+    if not gpu.model.mig_capable:
+        raise NVMLError(NVML_ERROR_NOT_SUPPORTED)
+    return 7
+
+
+def nvmlDeviceGetMigDeviceHandleByIndex(device: _Handle, index: int) -> _Handle:
+    gpu = _gpu(device)
+    if not gpu.model.mig_capable:
+        raise NVMLError(NVML_ERROR_NOT_SUPPORTED)
+    if not gpu.mig_current or not 0 <= int(index) < len(mig_devices(gpu)):
+        raise NVMLError(NVML_ERROR_NOT_FOUND)
+    return _Handle(device.index, int(index))
+
+
+def nvmlDeviceIsMigDeviceHandle(handle: _Handle) -> int:
+    return int(isinstance(handle, _Handle) and handle.mig_index is not None)
+
+
+def nvmlDeviceGetDeviceHandleFromMigDeviceHandle(handle: _Handle) -> _Handle:
+    return _Handle(handle.index)
+
+
+def nvmlDeviceGetGpuInstanceId(handle: _Handle) -> int:
+    if handle.mig_index is None:
+        raise NVMLError(NVML_ERROR_NOT_SUPPORTED)
+    return mig_devices(_gpu(handle))[handle.mig_index][0].gi_id
+
+
+def nvmlDeviceGetComputeInstanceId(handle: _Handle) -> int:
+    if handle.mig_index is None:
+        raise NVMLError(NVML_ERROR_NOT_SUPPORTED)
+    return mig_devices(_gpu(handle))[handle.mig_index][1].ci_id

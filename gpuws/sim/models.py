@@ -1,0 +1,212 @@
+"""The GPU models the simulated host can have, with the specs their real counterparts report.
+
+Figures come from real `nvidia-smi` output (see /work/shared/fixtures and its README) and NVIDIA's
+datasheets and MIG user guide. A `--gpus` spec such as "h100,a100,l40s,vgpu" or "2xh100" picks them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from gpuws.core.errors import GpuwsError
+
+DEFAULT_GPU_SPEC = "h100,a100,l40s,vgpu"
+DRIVER_VERSION = "590.48.01"
+CUDA_VERSION = "13.1"
+MAX_SIM_GPUS = 16
+
+
+class SimSpecError(GpuwsError):
+    """A `--gpus` spec names an unknown model or is malformed."""
+
+
+@dataclass(frozen=True)
+class MigProfile:
+    """One GPU instance profile (`nvidia-smi mig -lgip` row) and where it may be placed.
+
+    Placements are start slots over the GPU's 8 memory slices; `size` slices are taken from there.
+    """
+
+    profile_id: int
+    name: str  # "1g.10gb" (shown as "MIG 1g.10gb")
+    size: int  # memory slices taken by one instance (placement size)
+    placements: tuple[int, ...]
+    memory_mib: int
+    sm_count: int
+    copy_engines: int
+    decoders: int
+    encoders: int
+    jpeg: int
+    ofa: int
+    compute_slices: int  # the "Ng" part: compute slices; also the default compute-instance size
+    bar1_mib: int = 32767
+
+    @property
+    def memory_gib(self) -> str:
+        """Memory as `mig -lgip` prints it: GiB truncated to two decimals (9984 MiB -> "9.75")."""
+        hundredths = self.memory_mib * 100 // 1024
+        return f"{hundredths // 100}.{hundredths % 100:02d}"
+
+    @property
+    def max_count(self) -> int:
+        """How many such instances fit on an empty GPU."""
+        if self.name.endswith("+me"):
+            return 1  # only one media-extension instance per GPU
+        count, taken_until = 0, -1
+        for start in self.placements:
+            if start > taken_until:
+                count += 1
+                taken_until = start + self.size - 1
+        return count
+
+    @property
+    def compute_profile_id(self) -> int:
+        """The compute-instance profile id covering the whole GPU instance (as `-C` uses)."""
+        return {1: 0, 2: 1, 3: 2, 4: 3, 7: 4}[self.compute_slices]
+
+
+def _h100_mig_profiles() -> tuple[MigProfile, ...]:
+    # From `nvidia-smi mig -lgip` / `-lgipp` on H100 SXM5 80GB (fixtures/mig/).
+    return (
+        MigProfile(19, "1g.10gb", 1, (0, 1, 2, 3, 4, 5, 6), 9984, 16, 1, 1, 0, 1, 0, 1),
+        MigProfile(20, "1g.10gb+me", 1, (0, 1, 2, 3, 4, 5, 6), 9984, 16, 1, 1, 0, 1, 1, 1),
+        MigProfile(15, "1g.20gb", 2, (0, 2, 4, 6), 20096, 26, 1, 1, 0, 1, 0, 1),
+        MigProfile(14, "2g.20gb", 2, (0, 2, 4), 20096, 32, 2, 2, 0, 2, 0, 2),
+        MigProfile(9, "3g.40gb", 4, (0, 4), 40448, 60, 3, 3, 0, 3, 0, 3),
+        MigProfile(5, "4g.40gb", 4, (0,), 40448, 64, 4, 4, 0, 4, 0, 4),
+        MigProfile(0, "7g.80gb", 8, (0,), 81152, 132, 8, 7, 0, 7, 1, 7),
+    )
+
+
+def _a100_80gb_mig_profiles() -> tuple[MigProfile, ...]:
+    # From NVIDIA's MIG user guide, A100-SXM4-80GB profile table.
+    return (
+        MigProfile(19, "1g.10gb", 1, (0, 1, 2, 3, 4, 5, 6), 9728, 14, 1, 0, 0, 0, 0, 1),
+        MigProfile(20, "1g.10gb+me", 1, (0, 1, 2, 3, 4, 5, 6), 9728, 14, 1, 1, 0, 1, 1, 1),
+        MigProfile(15, "1g.20gb", 2, (0, 2, 4, 6), 19968, 14, 1, 1, 0, 0, 0, 1),
+        MigProfile(14, "2g.20gb", 2, (0, 2, 4), 19968, 28, 2, 1, 0, 0, 0, 2),
+        MigProfile(9, "3g.40gb", 4, (0, 4), 40192, 42, 3, 2, 0, 0, 0, 3),
+        MigProfile(5, "4g.40gb", 4, (0,), 40192, 56, 4, 2, 0, 0, 0, 4),
+        MigProfile(0, "7g.80gb", 8, (0,), 81152, 98, 7, 5, 0, 1, 1, 7),
+    )
+
+
+@dataclass(frozen=True)
+class GpuModel:
+    """Static facts about one GPU model, as its driver reports them."""
+
+    key: str  # the name used in `--gpus` specs
+    name: str  # product_name
+    brand: str
+    architecture: str
+    memory_total_mib: int
+    memory_reserved_mib: int
+    bar1_total_mib: int
+    power_limit_w: float
+    power_min_w: float
+    power_idle_w: float
+    max_sm_clock_mhz: int
+    max_mem_clock_mhz: int
+    idle_sm_clock_mhz: int
+    idle_mem_clock_mhz: int
+    max_video_clock_mhz: int
+    pcie_gen_max: int
+    pcie_width_max: int
+    pcie_gen_idle: int  # data-center cards keep the link up; desktop-class ones drop to Gen1
+    compute_cap: str
+    pci_device_id: str
+    pci_sub_system_id: str
+    vbios_version: str
+    idle_temp_c: float
+    full_load_temp_c: float
+    slowdown_temp_c: int
+    shutdown_temp_c: int
+    max_operating_temp_c: int
+    idle_pstate: str
+    has_fan: bool = False  # passively cooled data-center cards report fan speed N/A
+    ecc: bool = True
+    mig_profiles: tuple[MigProfile, ...] = ()
+    virtualization_mode: str = "None"
+    vgpu_profile: str | None = None  # product name of a vGPU guest device, e.g. "GRID A100-10C"
+
+    @property
+    def mig_capable(self) -> bool:
+        return bool(self.mig_profiles)
+
+    def mig_profile(self, key: str | int) -> MigProfile | None:
+        """A MIG profile by id (19), name ("1g.10gb") or displayed name ("MIG 1g.10gb")."""
+        for profile in self.mig_profiles:
+            if str(key).strip() in (str(profile.profile_id), profile.name, f"MIG {profile.name}"):
+                return profile
+        return None
+
+
+GPU_MODELS: dict[str, GpuModel] = {
+    "h100": GpuModel(
+        key="h100", name="NVIDIA H100 80GB HBM3", brand="NVIDIA", architecture="Hopper",
+        memory_total_mib=81559, memory_reserved_mib=479, bar1_total_mib=131072,
+        power_limit_w=700.0, power_min_w=200.0, power_idle_w=69.0,
+        max_sm_clock_mhz=1980, max_mem_clock_mhz=2619, idle_sm_clock_mhz=345, idle_mem_clock_mhz=2619,
+        max_video_clock_mhz=1545, pcie_gen_max=5, pcie_width_max=16, pcie_gen_idle=5,
+        compute_cap="9.0", pci_device_id="233010DE", pci_sub_system_id="16C110DE",
+        vbios_version="96.00.A5.00.01", idle_temp_c=38.0, full_load_temp_c=68.0,
+        slowdown_temp_c=87, shutdown_temp_c=92, max_operating_temp_c=85, idle_pstate="P0",
+        mig_profiles=_h100_mig_profiles(),
+    ),
+    "a100": GpuModel(
+        key="a100", name="NVIDIA A100-SXM4-80GB", brand="NVIDIA", architecture="Ampere",
+        memory_total_mib=81920, memory_reserved_mib=575, bar1_total_mib=131072,
+        power_limit_w=400.0, power_min_w=100.0, power_idle_w=62.0,
+        max_sm_clock_mhz=1410, max_mem_clock_mhz=1593, idle_sm_clock_mhz=210, idle_mem_clock_mhz=1593,
+        max_video_clock_mhz=1290, pcie_gen_max=4, pcie_width_max=16, pcie_gen_idle=4,
+        compute_cap="8.0", pci_device_id="20B210DE", pci_sub_system_id="147F10DE",
+        vbios_version="92.00.36.00.02", idle_temp_c=30.0, full_load_temp_c=66.0,
+        slowdown_temp_c=89, shutdown_temp_c=92, max_operating_temp_c=85, idle_pstate="P0",
+        mig_profiles=_a100_80gb_mig_profiles(),
+    ),
+    "l40s": GpuModel(
+        key="l40s", name="NVIDIA L40S", brand="NVIDIA", architecture="Ada Lovelace",
+        memory_total_mib=46068, memory_reserved_mib=583, bar1_total_mib=65536,
+        power_limit_w=350.0, power_min_w=100.0, power_idle_w=34.0,
+        max_sm_clock_mhz=2520, max_mem_clock_mhz=9001, idle_sm_clock_mhz=210, idle_mem_clock_mhz=405,
+        max_video_clock_mhz=1965, pcie_gen_max=4, pcie_width_max=16, pcie_gen_idle=1,
+        compute_cap="8.9", pci_device_id="26B910DE", pci_sub_system_id="185110DE",
+        vbios_version="95.02.66.00.02", idle_temp_c=32.0, full_load_temp_c=86.0,
+        slowdown_temp_c=88, shutdown_temp_c=93, max_operating_temp_c=87, idle_pstate="P8",
+    ),
+    "vgpu": GpuModel(
+        # A vGPU guest: the VM sees a slice of an A100 40GB as its own device.
+        key="vgpu", name="GRID A100-10C", brand="NVIDIA Virtual Compute Server", architecture="Ampere",
+        memory_total_mib=10240, memory_reserved_mib=0, bar1_total_mib=256,
+        power_limit_w=250.0, power_min_w=250.0, power_idle_w=0.0,
+        max_sm_clock_mhz=1410, max_mem_clock_mhz=1215, idle_sm_clock_mhz=1410, idle_mem_clock_mhz=1215,
+        max_video_clock_mhz=1290, pcie_gen_max=4, pcie_width_max=16, pcie_gen_idle=4,
+        compute_cap="8.0", pci_device_id="20F110DE", pci_sub_system_id="14F210DE",
+        vbios_version="00.00.00.00.00", idle_temp_c=30.0, full_load_temp_c=60.0,
+        slowdown_temp_c=89, shutdown_temp_c=92, max_operating_temp_c=85, idle_pstate="P0",
+        virtualization_mode="VGPU", vgpu_profile="GRID A100-10C",
+    ),
+}
+
+
+def parse_gpu_spec(spec: str) -> list[GpuModel]:
+    """Models for a spec such as "h100,a100,l40s,vgpu" or "2xh100,l40s" (order kept)."""
+    models: list[GpuModel] = []
+    for raw in spec.split(","):
+        item = raw.strip().lower()
+        if not item:
+            raise SimSpecError(f"--gpus: empty entry in {spec!r}")
+        count = 1
+        if "x" in item and item.split("x", 1)[0].isdigit():
+            count_text, item = item.split("x", 1)
+            count = int(count_text)
+        model = GPU_MODELS.get(item)
+        if model is None:
+            known = ", ".join(GPU_MODELS)
+            raise SimSpecError(f"--gpus: unknown GPU model {item[:40]!r} (known: {known})")
+        if count < 1:
+            raise SimSpecError(f"--gpus: count must be at least 1 in {raw.strip()[:40]!r}")
+        models.extend([model] * count)
+    if len(models) > MAX_SIM_GPUS:
+        raise SimSpecError(f"--gpus: at most {MAX_SIM_GPUS} GPUs, got {len(models)}")
+    return models

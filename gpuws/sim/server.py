@@ -1,0 +1,280 @@
+"""The demo SSH server: an asyncssh server on 127.0.0.1 that behaves like a GPU host.
+
+Each exec (or shell) request runs as a local `/bin/sh -c CMD` in its own process group, with the
+simulated `nvidia-smi` first on PATH, the fake `pynvml` first on PYTHONPATH and `GPUWS_SIM_STATE`
+set, so the same commands, agent and runner work against it as against a real host. When the
+channel closes or the client disconnects, the whole process group is killed: no orphans.
+
+Also served: SFTP (chrooted to `<state_dir>/files`) and direct-tcpip forwarding, only to loopback.
+It is a simulation and says so in everything it prints.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import os
+import secrets
+import signal
+import sys
+import tempfile
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+import asyncssh
+
+from gpuws.core.simulation import SIM_ENV_VAR, SIM_STATE_ENV_VAR
+from gpuws.sim.models import DEFAULT_GPU_SPEC, parse_gpu_spec
+from gpuws.sim.state import SimStateStore
+
+HOST = "127.0.0.1"
+DEMO_USER = "demo"
+HOST_KEY_FILE = "ssh_host_ed25519_key"
+LOOPBACK_NAMES = frozenset({"127.0.0.1", "localhost", "::1"})
+FAKE_NVML_DIR = Path(__file__).resolve().parent / "fake_nvml"
+PACKAGE_PARENT = Path(__file__).resolve().parents[2]  # the directory holding `gpuws/`
+
+
+@dataclass(frozen=True)
+class DemoHostInfo:
+    """How to reach a running demo host (printed as one JSON line by `gpuws demo-host`)."""
+
+    host: str
+    port: int
+    user: str
+    password: str
+    host_key_fingerprint: str
+    known_hosts_line: str
+    state_dir: str
+
+    def to_json(self) -> str:
+        return json.dumps({**asdict(self), "simulated": True})
+
+
+def _install_bin(bin_dir: Path) -> None:
+    """`nvidia-smi` and `python3` wrappers: the emulator, and a python that sees the fake NVML."""
+    bin_dir.mkdir(parents=True, exist_ok=True)
+    wrappers = {
+        "nvidia-smi": f'#!/bin/sh\nexec "{sys.executable}" -m gpuws.sim.nvidia_smi "$@"\n',
+        "python3": f'#!/bin/sh\nexec "{sys.executable}" "$@"\n',
+    }
+    for name, text in wrappers.items():
+        path = bin_dir / name
+        path.write_text(text)
+        path.chmod(0o755)
+
+
+def _kill_group(pid: int, sig: int = signal.SIGKILL) -> None:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(pid, sig)
+
+
+class _DemoServer(asyncssh.SSHServer):
+    """Password (and optional client key) auth; direct-tcpip only to loopback."""
+
+    def __init__(self, password: str, client_keys: list[asyncssh.SSHKey]) -> None:
+        self._password = password
+        self._client_keys = {k.public_data for k in client_keys}
+
+    def begin_auth(self, username: str) -> bool:
+        return True
+
+    def password_auth_supported(self) -> bool:
+        return True
+
+    def validate_password(self, username: str, password: str) -> bool:
+        return username == DEMO_USER and secrets.compare_digest(password, self._password)
+
+    def public_key_auth_supported(self) -> bool:
+        return bool(self._client_keys)
+
+    def validate_public_key(self, username: str, key: asyncssh.SSHKey) -> bool:
+        return username == DEMO_USER and key.public_data in self._client_keys
+
+    def connection_requested(self, dest_host: str, dest_port: int, orig_host: str, orig_port: int) -> bool:
+        # Only the host's own services: the demo must never become an open proxy.
+        return dest_host in LOOPBACK_NAMES
+
+    def server_requested(self, listen_host: str, listen_port: int) -> bool:
+        return False
+
+
+class DemoHost:
+    """A simulated GPU host reachable over SSH on 127.0.0.1."""
+
+    def __init__(
+        self,
+        gpus: str = DEFAULT_GPU_SPEC,
+        port: int = 0,
+        state_dir: Path | None = None,
+        client_keys: list[asyncssh.SSHKey] | None = None,
+    ) -> None:
+        parse_gpu_spec(gpus)  # refuse a bad spec before anything starts
+        self.gpus = gpus
+        self.port = port
+        self.state_dir = Path(state_dir) if state_dir else Path(tempfile.mkdtemp(prefix="gpuws-demo-host-"))
+        self.client_keys = client_keys or []
+        self.password = secrets.token_urlsafe(18)
+        self._server: asyncssh.SSHAcceptor | None = None
+        self._groups: set[int] = set()
+        self.info: DemoHostInfo | None = None
+
+    @property
+    def sim_dir(self) -> Path:
+        return self.state_dir / "sim"
+
+    @property
+    def files_dir(self) -> Path:
+        return self.state_dir / "files"
+
+    def _host_key(self) -> asyncssh.SSHKey:
+        path = self.state_dir / HOST_KEY_FILE
+        if path.exists():
+            return asyncssh.read_private_key(str(path))
+        key = asyncssh.generate_private_key("ssh-ed25519")
+        key.write_private_key(str(path))
+        path.chmod(0o600)
+        return key
+
+    def _env(self) -> dict[str, str]:
+        bin_dir = self.state_dir / "bin"
+        return {
+            "PATH": f"{bin_dir}:/usr/local/bin:/usr/bin:/bin",
+            "PYTHONPATH": f"{FAKE_NVML_DIR}{os.pathsep}{PACKAGE_PARENT}",
+            SIM_STATE_ENV_VAR: str(self.sim_dir),
+            SIM_ENV_VAR: "1",
+            "HOME": str(self.state_dir),
+            "USER": DEMO_USER,
+            "LANG": "C.UTF-8",
+        }
+
+    async def start(self) -> DemoHostInfo:
+        """Create the state (first time), listen, and return how to connect."""
+        self.state_dir.mkdir(parents=True, exist_ok=True)
+        self.files_dir.mkdir(exist_ok=True)
+        _install_bin(self.state_dir / "bin")
+        store = SimStateStore(self.sim_dir, self.gpus)
+        store.load()  # creates it for this spec on first use
+        key = self._host_key()
+        self._server = await asyncssh.create_server(
+            lambda: _DemoServer(self.password, self.client_keys),
+            HOST,
+            self.port,
+            server_host_keys=[key],
+            process_factory=self._handle_process,
+            sftp_factory=lambda chan: asyncssh.SFTPServer(chan, chroot=str(self.files_dir).encode()),
+            encoding=None,
+            allow_scp=False,
+            keepalive_interval=30,
+        )
+        port = self._server.sockets[0].getsockname()[1]
+        public = key.export_public_key("openssh").decode().split()
+        self.info = DemoHostInfo(
+            host=HOST,
+            port=port,
+            user=DEMO_USER,
+            password=self.password,
+            host_key_fingerprint=key.get_fingerprint("sha256"),
+            known_hosts_line=f"[{HOST}]:{port} {public[0]} {public[1]}",
+            state_dir=str(self.state_dir),
+        )
+        return self.info
+
+    async def stop(self) -> None:
+        """Stop listening, kill every command still running, close connections."""
+        for pgid in list(self._groups):
+            _kill_group(pgid)
+        if self._server is not None:
+            self._server.close()
+            await self._server.wait_closed()
+            self._server = None
+
+    async def _handle_process(self, process: asyncssh.SSHServerProcess[bytes]) -> None:
+        command = process.command
+        argv = ["/bin/sh", "-c", command] if command else ["/bin/sh"]
+        try:
+            proc = await asyncio.create_subprocess_exec(
+                *argv,
+                stdin=asyncio.subprocess.PIPE,
+                stdout=asyncio.subprocess.PIPE,
+                stderr=asyncio.subprocess.PIPE,
+                env=self._env(),
+                cwd=str(self.state_dir),
+                start_new_session=True,  # its own process group, killed as a whole
+            )
+        except OSError as exc:
+            process.stderr.write(f"gpuws demo host: cannot start command: {exc.strerror}\n".encode())
+            process.exit(127)
+            return
+        self._groups.add(proc.pid)
+        pumps = [
+            asyncio.create_task(self._pump_in(process, proc)),
+            asyncio.create_task(_pump_out(proc.stdout, process.stdout)),
+            asyncio.create_task(_pump_out(proc.stderr, process.stderr)),
+        ]
+        finished: asyncio.Future[Any] = asyncio.ensure_future(asyncio.gather(pumps[1], pumps[2], proc.wait()))
+        closed: asyncio.Future[Any] = asyncio.ensure_future(process.wait_closed())
+        try:
+            await asyncio.wait({finished, closed}, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            if proc.returncode is None:
+                _kill_group(proc.pid)  # the client went away (or the server stops): no orphans
+                await proc.wait()
+            self._groups.discard(proc.pid)
+            for task in pumps:
+                task.cancel()
+            closed.cancel()
+            finished.cancel()
+            await asyncio.gather(*pumps, finished, closed, return_exceptions=True)
+        if not process.is_closing():
+            rc = proc.returncode if proc.returncode is not None else 255
+            process.exit(rc if rc >= 0 else 128 - rc)
+
+    async def _pump_in(self, process: asyncssh.SSHServerProcess[bytes], proc: asyncio.subprocess.Process) -> None:
+        """Client stdin -> command stdin; client signals -> the command's process group."""
+        assert proc.stdin is not None
+        while True:
+            try:
+                data = await process.stdin.read(65536)
+            except asyncssh.SignalReceived as exc:
+                sig = getattr(signal, f"SIG{exc.signal}", signal.SIGTERM)
+                _kill_group(proc.pid, sig)
+                continue
+            except (asyncssh.BreakReceived, asyncssh.TerminalSizeChanged):
+                continue
+            if not data:
+                break
+            try:
+                proc.stdin.write(data)
+                await proc.stdin.drain()
+            except (BrokenPipeError, ConnectionResetError):
+                return
+        with contextlib.suppress(BrokenPipeError, ConnectionResetError):
+            proc.stdin.close()
+
+
+async def _pump_out(source: asyncio.StreamReader | None, sink: Any) -> None:
+    assert source is not None
+    while data := await source.read(65536):
+        sink.write(data)
+        await sink.drain()
+
+
+async def serve_forever(gpus: str, port: int, state_dir: Path | None) -> int:
+    """Run a demo host until SIGINT/SIGTERM, printing its connection JSON line first."""
+    host = DemoHost(gpus=gpus, port=port, state_dir=state_dir)
+    info = await host.start()
+    print(info.to_json(), flush=True)
+    print(f"SIMULATED GPU host (gpuws demo) listening on {info.host}:{info.port} as user "
+          f"{info.user!r}; Ctrl-C stops it.", file=sys.stderr, flush=True)
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(sig, stop.set)
+    try:
+        await stop.wait()
+    finally:
+        await host.stop()
+    return 0

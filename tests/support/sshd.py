@@ -109,10 +109,10 @@ class SshdServer:
         """Start sshd and wait until it accepts TCP connections."""
         Path("/run/sshd").mkdir(parents=True, exist_ok=True) if os.geteuid() == 0 else None
         config = self._write_config()
-        log = self.log_path.open("ab")
-        self.process = subprocess.Popen(
-            [SSHD, "-D", "-e", "-f", str(config)], stdout=log, stderr=log, start_new_session=True
-        )
+        with self.log_path.open("ab") as log:  # the child keeps its own copy of the descriptor
+            self.process = subprocess.Popen(
+                [SSHD, "-D", "-e", "-f", str(config)], stdout=log, stderr=log, start_new_session=True
+            )
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if self.process.poll() is not None:

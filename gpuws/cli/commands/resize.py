@@ -1,10 +1,298 @@
-"""`gpuws` subcommands: resize (not yet implemented)."""
+"""`gpuws slices NAME` and `gpuws resize NAME TARGET`: MIG layouts and provider instance types.
+
+Exit codes of `resize`: 0 target verified, already there, or a dry run; 1 failed but the
+previous layout was restored and verified; 2 refused before anything changed (bad target, busy
+GPU, no confirmation); 3 the rollback failed too (the message says what the host has now).
+"""
 
 from __future__ import annotations
 
 import argparse
+import asyncio
+import sys
 from typing import Any
+
+from gpuws.cli.output import fail, print_json, sim_banner
+from gpuws.core.errors import GpuwsError
+from gpuws.core.models import HostProfile, SecretKind
+from gpuws.core.resize.audit import AuditLog, AuditRecord, now_iso
+from gpuws.core.resize.catalog import VGPU_FRACTIONS
+from gpuws.core.resize.layout import Layout, LayoutError, valid_layouts
+from gpuws.core.resize.plan import Plan
+from gpuws.core.resize.pricing import PriceBook, price_book
+from gpuws.core.resize.provider import plan_provider_resize
+from gpuws.core.resize.state import GpuMigState
+
+EXIT_OK, EXIT_ROLLED_BACK, EXIT_REFUSED, EXIT_ROLLBACK_FAILED = 0, 1, 2, 3
+PROVIDER_PREFIX = "type:"
 
 
 def register(sub: argparse._SubParsersAction[Any]) -> None:
-    """Register this module's subcommands (none yet)."""
+    """Register `gpuws slices` and `gpuws resize`."""
+    slices = sub.add_parser("slices", help="list the layouts each GPU of a host can be resized to")
+    slices.add_argument("name", help="host profile name ('demo' for the built-in simulated host)")
+    slices.add_argument("--json", action="store_true", help="print JSON")
+    slices.add_argument("--accept-new", action="store_true", help="trust an unknown host key on first connect")
+    slices.set_defaults(handler=_slices)
+
+    resize = sub.add_parser(
+        "resize",
+        help="resize a GPU between MIG layouts and the full card, or change the instance type",
+        description="TARGET: 'full', a MIG layout such as '7x1g.10gb' or '3g.40gb,3g.40gb', or "
+        "'type:INSTANCE_TYPE' for the cloud provider (see `gpuws slices NAME`).",
+    )
+    resize.add_argument("name", help="host profile name ('demo' for the built-in simulated host)")
+    resize.add_argument("target", help="'full', a MIG layout like 7x1g.10gb, or type:INSTANCE_TYPE")
+    resize.add_argument("--gpu", type=int, default=0, metavar="I", help="GPU index (default 0)")
+    resize.add_argument("--dry-run", action="store_true", help="print the plan and change nothing")
+    resize.add_argument("--yes", action="store_true", help="do not ask for the typed confirmation")
+    resize.add_argument("--stop-processes", action="store_true",
+                        help="stop the compute processes on the GPU instead of refusing")
+    resize.add_argument("--json", action="store_true", help="print JSON")
+    resize.add_argument("--accept-new", action="store_true", help="trust an unknown host key on first connect")
+    resize.set_defaults(handler=_resize)
+
+
+# -- slices -------------------------------------------------------------------------------------
+
+
+def _slices(args: argparse.Namespace) -> int:
+    try:
+        return asyncio.run(_slices_async(args))
+    except GpuwsError as exc:
+        return fail(str(exc))
+
+
+def slice_rows(state: GpuMigState, prices: PriceBook) -> list[dict[str, Any]]:
+    """The valid targets of one GPU with memory, compute share and price per hour."""
+    model = state.model
+    current = state.layout
+    rows: list[dict[str, Any]] = []
+    if model is not None and state.mig_capable:
+        for layout in valid_layouts(model):
+            profiles = [p for p in (model.profile(n) for n in layout.instances) if p is not None]
+            memory = model.memory_gib if layout.is_full else sum(p.memory_gib for p in profiles)
+            compute = 7 if layout.is_full else sum(p.compute_slices for p in profiles)
+            rows.append({
+                "target": layout.describe(),
+                "kind": "full" if layout.is_full else "mig",
+                "memory_gib": round(memory, 2),
+                "compute_share": round(compute / 7, 4),
+                "price_per_hour": prices.layout_price(layout, model),
+                "current": layout == current,
+            })
+    elif "GRID" in state.name or "vGPU" in state.name:
+        for fraction in VGPU_FRACTIONS:
+            rows.append({
+                "target": fraction.name, "kind": "vgpu", "memory_gib": None,
+                "compute_share": float(fraction.fraction),
+                "price_per_hour": prices.fraction_price(fraction.fraction, fraction.name),
+                "current": False,
+                "note": "time-sliced vGPU: change it through the provider (type:INSTANCE_TYPE)",
+            })
+    else:
+        rows.append({"target": "full", "kind": "full", "memory_gib": None, "compute_share": 1.0,
+                     "price_per_hour": prices.full_card, "current": True, "note": "not MIG-capable"})
+    return rows
+
+
+async def _slices_async(args: argparse.Namespace) -> int:
+    from gpuws.remote.resize import MigResizer
+    from gpuws.remote.targets import open_target
+
+    async with open_target(args.name, accept_new=args.accept_new) as conn:
+        gpus = await MigResizer(conn.runner).read_gpus()
+        profile = conn.profile
+    doc = []
+    for state in gpus:
+        prices = price_book(profile, state.model, len(gpus))
+        doc.append({"gpu": state.index, "name": state.name, "current": state.layout.describe(),
+                    "price_source": prices.source, "targets": slice_rows(state, prices)})
+    if args.json:
+        print_json({"host": args.name, "simulated": profile.simulated, "gpus": doc})
+        return EXIT_OK
+    banner = sim_banner(profile.simulated)
+    for gpu in doc:
+        print(f"{banner}GPU {gpu['gpu']}: {gpu['name']} (now: {gpu['current']}; prices: {gpu['price_source']})")
+        for row in gpu["targets"]:
+            mark = "*" if row["current"] else " "
+            mem = f"{row['memory_gib']:.1f} GiB" if row["memory_gib"] is not None else "-"
+            print(f"  {mark} {row['target']:<24} {mem:>11}  compute {row['compute_share']:>6.1%}  "
+                  f"{_money(row['price_per_hour'])}/h" + (f"  ({row['note']})" if row.get("note") else ""))
+    return EXIT_OK
+
+
+def _money(value: float | None) -> str:
+    return "$?" if value is None else f"${value:,.2f}"
+
+
+# -- resize -------------------------------------------------------------------------------------
+
+
+def _resize(args: argparse.Namespace) -> int:
+    try:
+        if args.target.startswith(PROVIDER_PREFIX):
+            return asyncio.run(_provider_resize(args))
+        return asyncio.run(_mig_resize(args))
+    except LayoutError as exc:
+        return fail(str(exc), EXIT_REFUSED)
+    except GpuwsError as exc:
+        from gpuws.remote.resize import ResizeRefused
+
+        return fail(str(exc), EXIT_REFUSED if isinstance(exc, ResizeRefused) else 1)
+
+
+def _confirm(args: argparse.Namespace, what: str) -> bool:
+    """Destructive plans need --yes, or the host name typed on a terminal."""
+    if args.yes:
+        return True
+    if not sys.stdin.isatty():
+        print(f"gpuws: refusing: {what} is destructive; pass --yes (not a terminal, cannot ask)", file=sys.stderr)
+        return False
+    print(f"{what} is destructive. Type the host name ({args.name}) to continue: ", end="", file=sys.stderr, flush=True)
+    return sys.stdin.readline().strip() == args.name
+
+
+def _print_plan(banner: str, header: str, prices: tuple[float | None, float | None], plan: Plan) -> None:
+    before, after = prices
+    diff = f" ({after - before:+,.2f})" if before is not None and after is not None else ""
+    print(f"{banner}{header}")
+    print(f"price/h: {_money(before)} -> {_money(after)}{diff}")
+    if plan.empty:
+        print("plan: nothing to do (already at target)")
+        return
+    print(f"plan ({len(plan.steps)} steps{', destructive' if plan.destructive else ''}):")
+    for number, step in enumerate(plan.steps, start=1):
+        flag = "  [destructive]" if step.destructive else ""
+        print(f"  {number}. {step.description}{flag}\n     $ {step.command}")
+
+
+async def _mig_resize(args: argparse.Namespace) -> int:
+    from gpuws.remote.resize import TARGET_VERIFIED, MigResizer, Progress
+    from gpuws.remote.targets import open_target
+
+    async with open_target(args.name, accept_new=args.accept_new) as conn:
+        profile = conn.profile
+        resizer = MigResizer(conn.runner)
+        gpus = await resizer.read_gpus()
+        state, model, plan = await resizer.plan(args.gpu, args.target)
+        prices = price_book(profile, model, len(gpus))
+        price_pair = (prices.layout_price(plan.before, model), prices.layout_price(plan.after, model))
+        banner = sim_banner(profile.simulated)
+        header = f"{args.name} GPU {state.index} ({state.name}): {plan.before.describe()} -> {plan.after.describe()}"
+        doc: dict[str, Any] = {
+            "host": args.name, "gpu": state.index, "simulated": profile.simulated, "backend": "mig",
+            "plan": plan.to_dict(), "before": plan.before.describe(), "after": plan.after.describe(),
+            "price_per_hour": {"before": price_pair[0], "after": price_pair[1], "source": prices.source},
+        }
+        if args.dry_run or plan.empty:
+            doc["outcome"] = "dry run: nothing changed" if args.dry_run and not plan.empty else "already at target"
+            _emit(args, doc, lambda: _print_plan(banner, header, price_pair, plan))
+            if plan.empty and not args.dry_run:
+                _audit(profile, state, plan, args.target, doc["outcome"], True, [])
+            return EXIT_OK
+        if not args.json:
+            _print_plan(banner, header, price_pair, plan)
+        if plan.destructive and not _confirm(args, f"resizing GPU {state.index} of {args.name}"):
+            return EXIT_REFUSED
+
+        def progress(p: Progress) -> None:
+            if not args.json:
+                count = f"[{p.done}/{p.total}] " if p.total else ""
+                print(f"  {p.phase}: {count}{p.message}", file=sys.stderr, flush=True)
+
+        started = now_iso()
+        result = await resizer.resize(args.gpu, plan.after, stop_processes=args.stop_processes, progress=progress)
+        _audit(profile, state, plan, args.target, result.outcome, result.ok, result.log, started,
+               after=result.after)
+    doc.update(result.to_dict())
+    doc["after"] = result.after.describe() if result.after else None
+    doc["price_per_hour"]["after"] = prices.layout_price(result.after, model) if result.after else None
+    _emit(args, doc, lambda: _print_outcome(banner, doc))
+    if result.ok:
+        return EXIT_OK
+    return EXIT_ROLLED_BACK if result.outcome != TARGET_VERIFIED and "rollback failed" not in result.outcome \
+        else EXIT_ROLLBACK_FAILED
+
+
+def _print_outcome(banner: str, doc: dict[str, Any]) -> None:
+    for warning in doc.get("warnings", []):
+        print(f"warning: {warning}")
+    if doc.get("error"):
+        print(f"error: {doc['error']}")
+    print(f"{banner}outcome: {doc['outcome']}; GPU {doc['gpu']} is now {doc['after'] or 'unknown'}")
+
+
+def _emit(args: argparse.Namespace, doc: dict[str, Any], human: Any) -> None:
+    if args.json:
+        print_json(doc)
+    else:
+        human()
+
+
+def _audit(
+    profile: HostProfile, state: GpuMigState, plan: Plan, target: str, outcome: str, ok: bool,
+    log: list[str], started: str | None = None, after: Layout | None = None,
+) -> None:
+    AuditLog().append(AuditRecord(
+        host=profile.name, gpu=state.index, backend="mig", target=target,
+        before=plan.before.describe(), after=(after or plan.before).describe() if after or plan.empty else None,
+        outcome=outcome, ok=ok, plan=[s.to_dict() for s in plan.steps], log=log,
+        started_at=started or now_iso(), simulated=profile.simulated,
+    ))
+
+
+# -- provider -----------------------------------------------------------------------------------
+
+
+async def _provider_resize(args: argparse.Namespace) -> int:
+    from gpuws.core.profiles import ProfileStore
+    from gpuws.core.secrets import SecretStore
+    from gpuws.remote.probe import probe
+    from gpuws.remote.resize import run_provider_resize
+    from gpuws.remote.targets import open_target
+
+    profile = ProfileStore().get(args.name)
+    plan = plan_provider_resize(profile.provider, args.target[len(PROVIDER_PREFIX):])
+    doc: dict[str, Any] = {"host": args.name, "backend": "provider", "plan": plan.to_dict(),
+                           "before": profile.slice_profile, "after": plan.instance_type,
+                           "price_per_hour": {"before": profile.price_per_hour, "after": None}}
+
+    def show() -> None:
+        print(f"{args.name}: change the instance type to {plan.instance_type} via {plan.kind}")
+        for number, step in enumerate(plan.to_dict()["steps"], start=1):
+            print(f"  {number}. {step['action']}\n     $ {step['command']}")
+
+    if args.dry_run:
+        doc["outcome"] = "dry run: nothing changed"
+        _emit(args, doc, show)
+        return EXIT_OK
+    if not args.json:
+        show()
+    if not _confirm(args, f"changing the instance type of {args.name} (it will be stopped)"):
+        return EXIT_REFUSED
+    try:
+        token = SecretStore().get(args.name, SecretKind.TOKEN)
+    except GpuwsError:
+        token = None
+    if token is None:
+        print("note: no provider token in the keyring; the provider CLI uses its own configuration",
+              file=sys.stderr)
+
+    async def reconnect() -> str:
+        async with open_target(args.name, accept_new=args.accept_new) as conn:
+            inventory = await probe(conn.runner)
+        return ", ".join(g.name for g in inventory.gpus) or "no GPU"
+
+    started = now_iso()
+    result = await run_provider_resize(plan, token=token, reconnect=reconnect)
+    AuditLog().append(AuditRecord(
+        host=args.name, gpu=None, backend="provider", target=args.target, before=profile.slice_profile,
+        after=plan.instance_type if result.ok else None, outcome=result.outcome, ok=result.ok,
+        plan=plan.to_dict()["steps"], log=result.log, started_at=started, simulated=profile.simulated,
+    ))
+    doc.update(result.to_dict())
+    _emit(args, doc, lambda: print(f"outcome: {result.outcome}" + (f"\nerror: {result.error}" if result.error else "")))
+    if result.ok:
+        return EXIT_OK
+    return EXIT_ROLLBACK_FAILED if "rollback failed" in result.outcome else EXIT_ROLLED_BACK

@@ -1,0 +1,68 @@
+"""Hourly prices per slice: derived from the full-card price by compute share, editable per host.
+
+The full-card price of one GPU is, in order: the host's `slice_prices["full"]`, the host's
+`price_per_hour` split evenly over its GPUs, or the catalog's illustrative reference price
+(only for hosts without any price, such as the demo host; `source` says which). A MIG layout
+costs the sum of its instances (each `slice_prices[profile]`, or full price x compute share).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from fractions import Fraction
+
+from gpuws.core.models import HostProfile
+from gpuws.core.resize.catalog import FULL, GpuModel, MigProfile
+from gpuws.core.resize.layout import Layout
+
+
+@dataclass(frozen=True)
+class PriceBook:
+    """Prices for the slices of one GPU."""
+
+    full_card: float | None
+    overrides: Mapping[str, float] = field(default_factory=dict)
+    source: str = "none"  # "override", "profile", "reference" or "none"
+
+    def profile_price(self, profile: MigProfile) -> float | None:
+        if profile.name in self.overrides:
+            return self.overrides[profile.name]
+        return self.fraction_price(profile.compute_fraction)
+
+    def fraction_price(self, fraction: Fraction, name: str | None = None) -> float | None:
+        if name is not None and name in self.overrides:
+            return self.overrides[name]
+        return None if self.full_card is None else round(self.full_card * float(fraction), 4)
+
+    def layout_price(self, layout: Layout, model: GpuModel | None) -> float | None:
+        """What the GPU costs per hour in this layout (None when no price is known)."""
+        if layout.is_full:
+            return self.full_card
+        if model is None:
+            return None
+        overridden = 0.0
+        derived = Fraction(0)  # summed exactly, rounded once: 7 x 1/7 of $2.00 is $2.00
+        for name in layout.instances:
+            profile = model.profile(name)
+            if profile is None:
+                return None
+            if profile.name in self.overrides:
+                overridden += self.overrides[profile.name]
+            else:
+                derived += profile.compute_fraction
+        if derived and self.full_card is None:
+            return None
+        return round(overridden + (self.full_card or 0.0) * float(derived), 4)
+
+
+def price_book(profile: HostProfile | None, model: GpuModel | None, gpu_count: int = 1) -> PriceBook:
+    """The price book for one GPU of a host with `gpu_count` GPUs."""
+    overrides = dict(profile.slice_prices) if profile else {}
+    if FULL in overrides:
+        return PriceBook(overrides[FULL], overrides, "override")
+    if profile is not None and profile.price_per_hour is not None:
+        return PriceBook(round(profile.price_per_hour / max(gpu_count, 1), 4), overrides, "profile")
+    if model is not None and model.reference_price_per_hour:
+        return PriceBook(model.reference_price_per_hour, overrides, "reference")
+    return PriceBook(None, overrides, "none")

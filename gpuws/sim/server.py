@@ -54,11 +54,14 @@ class DemoHostInfo:
 
 
 def _install_bin(bin_dir: Path) -> None:
-    """`nvidia-smi` and `python3` wrappers: the emulator, and a python that sees the fake NVML."""
+    """Wrappers: the `nvidia-smi` emulator, a python that sees the fake NVML, and `kill`/`ps` that
+    know the simulated processes (gpuws.sim.procs)."""
     bin_dir.mkdir(parents=True, exist_ok=True)
     wrappers = {
         "nvidia-smi": f'#!/bin/sh\nexec "{sys.executable}" -m gpuws.sim.nvidia_smi "$@"\n',
         "python3": f'#!/bin/sh\nexec "{sys.executable}" "$@"\n',
+        "kill": f'#!/bin/sh\nexec "{sys.executable}" -m gpuws.sim.procs kill "$@"\n',
+        "ps": f'#!/bin/sh\nexec "{sys.executable}" -m gpuws.sim.procs ps "$@"\n',
     }
     for name, text in wrappers.items():
         path = bin_dir / name

@@ -47,6 +47,10 @@ def install_sim_nvidia_smi(bin_dir: Path, python: str = sys.executable) -> Path:
     smi = bin_dir / "nvidia-smi"
     smi.write_text(f'#!/bin/sh\nPYTHONPATH="{REPO_ROOT}" exec "{python}" -m gpuws.sim.nvidia_smi "$@"\n')
     smi.chmod(0o755)
+    for tool in ("kill", "ps"):  # so simulated GPU processes can be listed and stopped
+        wrapper = bin_dir / tool
+        wrapper.write_text(f'#!/bin/sh\nPYTHONPATH="{REPO_ROOT}" exec "{python}" -m gpuws.sim.procs {tool} "$@"\n')
+        wrapper.chmod(0o755)
     return smi
 
 

@@ -7,6 +7,8 @@
 
 from __future__ import annotations
 
+import asyncio
+import inspect
 import os
 from collections.abc import Iterator
 from pathlib import Path
@@ -24,8 +26,9 @@ def isolated_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[P
     monkeypatch.setenv("GPUWS_CONFIG_DIR", str(tmp_path / "config"))
     monkeypatch.setenv("GPUWS_TEST_HOME", str(home))
     monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "xdg-config"))
-    monkeypatch.setenv("XDG_DATA_HOME_GPUWS", str(tmp_path / "xdg-data"))
-    # Not HOME itself: gnome-keyring and dbus were started with the session's HOME.
+    # HOME too, so ~/.ssh/known_hosts and ~/.ssh/config are the test's own. The keyring is
+    # reached through the D-Bus session address, which does not depend on HOME.
+    monkeypatch.setenv("HOME", str(home))
     yield home
 
 
@@ -50,3 +53,14 @@ def sshd(tmp_path: Path) -> Iterator[object]:
         yield server
     finally:
         server.stop()
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_pyfunc_call(pyfuncitem: pytest.Function) -> bool | None:
+    """Run `async def` tests in a fresh event loop (no asyncio pytest plugin needed)."""
+    if not inspect.iscoroutinefunction(pyfuncitem.obj):
+        return None
+    names = pyfuncitem._fixtureinfo.argnames
+    kwargs = {name: pyfuncitem.funcargs[name] for name in names}
+    asyncio.run(pyfuncitem.obj(**kwargs))
+    return True

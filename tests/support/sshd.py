@@ -130,6 +130,9 @@ class SshdServer:
 
     def stop(self) -> None:
         """Kill sshd and every session it started (like a host going away)."""
+        # Each connection's sshd child leads its own session, so killing the listener's group
+        # alone would leave live connections up.
+        self.kill_sessions()
         if self.process is not None and self.process.poll() is None:
             with contextlib.suppress(ProcessLookupError):
                 os.killpg(self.process.pid, 9)

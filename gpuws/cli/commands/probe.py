@@ -1,10 +1,148 @@
-"""`gpuws` subcommands: probe (not yet implemented)."""
+"""`gpuws probe NAME [--accept-new] [--json]`: connect to a host and print its GPU inventory."""
 
 from __future__ import annotations
 
 import argparse
+import asyncio
+import getpass
+import sys
+from collections.abc import Sequence
 from typing import Any
+
+from gpuws.cli.output import fail, print_json, sim_banner
+from gpuws.core.errors import GpuwsError
+from gpuws.core.inventory import GpuInfo, Inventory
+from gpuws.core.runner import CommandTimeout
+
+# Exit statuses, so scripts can tell failures apart (documented in --help).
+EXIT_ERROR = 1
+EXIT_AUTH = 3
+EXIT_HOST_KEY = 4
+EXIT_UNREACHABLE = 5
+EXIT_NO_DRIVER = 6
+EXIT_TIMEOUT = 7
+
+_EPILOG = """exit status: 0 ok, 1 other error, 3 authentication failed, 4 unknown or changed host key,
+5 host unreachable, 6 no NVIDIA driver on the host, 7 timed out"""
 
 
 def register(sub: argparse._SubParsersAction[Any]) -> None:
-    """Register this module's subcommands (none yet)."""
+    """Register `gpuws probe`."""
+    parser = sub.add_parser(
+        "probe",
+        help="show a host's GPUs and facts (nvidia-smi -q -x over SSH)",
+        description="Connect to the host of profile NAME and print its GPU inventory. "
+        "NAME 'demo' without such a profile uses the built-in simulated GPU host.",
+        epilog=_EPILOG,
+    )
+    parser.add_argument("name", metavar="NAME", help="host profile name")
+    parser.add_argument("--accept-new", action="store_true",
+                        help="trust the host key if this host has none recorded yet (never a changed key)")
+    parser.add_argument("--json", action="store_true", help="print the inventory as JSON")
+    parser.add_argument("--timeout", type=float, default=60.0, metavar="S",
+                        help="seconds allowed for the probe command on the host (default 60)")
+    parser.set_defaults(handler=run_probe)
+
+
+def run_probe(args: argparse.Namespace) -> int:
+    from gpuws.remote.auth import AuthFailed
+    from gpuws.remote.connection import HostUnreachable, NotConnected
+    from gpuws.remote.hostkeys import HostKeyChanged, HostKeyRevoked, UnknownHostKey
+    from gpuws.remote.probe import NoDriverFound
+
+    try:
+        inventory = asyncio.run(_probe(args.name, args.accept_new, args.timeout))
+    except AuthFailed as exc:
+        return fail(str(exc), EXIT_AUTH)
+    except (UnknownHostKey, HostKeyChanged, HostKeyRevoked) as exc:
+        return fail(str(exc), EXIT_HOST_KEY)
+    except (HostUnreachable, NotConnected) as exc:
+        return fail(str(exc), EXIT_UNREACHABLE)
+    except NoDriverFound as exc:
+        return fail(str(exc), EXIT_NO_DRIVER)
+    except CommandTimeout as exc:
+        return fail(f"probe of {args.name}: {exc}", EXIT_TIMEOUT)
+    except GpuwsError as exc:
+        return fail(str(exc), EXIT_ERROR)
+    if args.json:
+        print_json(inventory.to_dict())
+    else:
+        print(format_inventory(args.name, inventory))
+    return 0
+
+
+async def _probe(name: str, accept_new: bool, timeout: float) -> Inventory:
+    from gpuws.remote.probe import probe
+    from gpuws.remote.targets import open_target
+
+    interactive = sys.stdin.isatty() and sys.stderr.isatty()
+    options: dict[str, Any] = {}
+    if interactive:
+        options = {"confirm_host_key": _ask_host_key, "kbdint_prompt": _ask_kbdint}
+    async with open_target(name, accept_new=accept_new, **options) as connection:
+        return await probe(connection.runner, timeout=timeout, require_driver=True, host_label=name)
+
+
+async def _ask_host_key(question: object) -> bool:
+    """OpenSSH's question on a TTY; only a typed "yes" trusts the key."""
+    def ask() -> bool:
+        print(question, file=sys.stderr)
+        answer = input("Are you sure you want to continue connecting (yes/no)? ")
+        return answer.strip().lower() == "yes"
+
+    return await asyncio.to_thread(ask)
+
+
+async def _ask_kbdint(title: str, instructions: str, prompts: Sequence[tuple[str, bool]]) -> list[str]:
+    def ask() -> list[str]:
+        print(title, file=sys.stderr)
+        if instructions:
+            print(instructions, file=sys.stderr)
+        return [input(text) if echo else getpass.getpass(text) for text, echo in prompts]
+
+    return await asyncio.to_thread(ask)
+
+
+def _value(value: object, unit: str = "") -> str:
+    if value is None:
+        return "-"
+    if isinstance(value, float):
+        value = f"{value:g}"
+    return f"{value}{unit}"
+
+
+def _pcie(gpu: GpuInfo) -> str:
+    text = f"gen{_value(gpu.pcie_gen_current)}/{_value(gpu.pcie_gen_max)} " \
+           f"x{_value(gpu.pcie_width_current)}/{_value(gpu.pcie_width_max)}"
+    return text + (" DEGRADED" if gpu.pcie_degraded else "")
+
+
+def format_inventory(name: str, inventory: Inventory) -> str:
+    """The human-readable probe result: a host line, a tools line and a GPU table."""
+    host = inventory.host
+    ram = f"{host.ram_mib / 1024:.0f} GiB RAM" if host.ram_mib is not None else "RAM unknown"
+    lines = [
+        f"{sim_banner(inventory.simulated)}{name} ({_value(host.hostname)}): {_value(host.os)}, "
+        f"kernel {_value(host.kernel)}, {_value(host.cpu_count)} CPUs, {ram}",
+        "tools: " + "  ".join(
+            f"{label} {'yes' if present else 'no'}" for label, present in (
+                ("python3", host.has_python3), ("nvidia-ml-py", host.has_nvml), ("torch", host.has_torch),
+                ("cupy", host.has_cupy), ("nvcc", host.has_nvcc))),
+    ]
+    if not inventory.gpus:
+        lines.append("no GPUs reported")
+        return "\n".join(lines)
+    header = ("IDX", "NAME", "MEMORY", "DRIVER", "CUDA", "MIG", "VIRT", "PCIE", "POWER", "ECC")
+    rows = [header]
+    for gpu in inventory.gpus:
+        virt = gpu.vgpu_profile if gpu.is_vgpu_slice and gpu.vgpu_profile else gpu.virtualization_mode
+        rows.append((str(gpu.index), gpu.name, _value(gpu.memory_total_mib, " MiB"), _value(gpu.driver_version),
+                     _value(gpu.cuda_version), _value(gpu.mig_mode), _value(virt), _pcie(gpu),
+                     _value(gpu.power_limit_w, " W"), _value(gpu.ecc_mode)))
+        for mig in gpu.mig_devices:
+            rows.append(("", f"  MIG {mig.index}: {_value(mig.profile)}", _value(mig.memory_total_mib, " MiB"),
+                         "", "", "", "", "", "", ""))
+    widths = [max(len(row[i]) for row in rows) for i in range(len(header))]
+    lines += ["  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True)).rstrip()
+              for row in rows]
+    return "\n".join(lines)

@@ -1,0 +1,94 @@
+"""Turn a profile's auth method into asyncssh connect options, with secrets from the keyring.
+
+Each method is explicit: a profile that says "key" authenticates with that key file only (no
+agent, no password), so a wrong key fails as a wrong key rather than quietly succeeding through
+whatever else the machine happens to have.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import asyncssh
+
+from gpuws.core.errors import GpuwsError
+from gpuws.core.models import AuthMethod, HostProfile, SecretKind
+
+if TYPE_CHECKING:
+    from gpuws.core.secrets import SecretStore
+
+# (title, instructions, [(prompt, echo)]) -> answers, or None to give up.
+KbdintPrompt = Callable[[str, str, Sequence[tuple[str, bool]]], Awaitable[Sequence[str] | None]]
+
+
+class AuthFailed(GpuwsError):
+    """The host refused every credential we offered (or we had none to offer)."""
+
+
+def _secret_store(secrets: SecretStore | None) -> SecretStore:
+    if secrets is not None:
+        return secrets
+    from gpuws.core.secrets import SecretStore  # imported late: keyring is slow to load
+
+    return SecretStore()
+
+
+async def _load_key(profile: HostProfile, secrets: SecretStore | None) -> asyncssh.SSHKey:
+    if not profile.key_path:
+        raise AuthFailed(f"profile {profile.name} uses key auth but has no key file")
+    path = Path(profile.key_path).expanduser()
+
+    def read(passphrase: str | None) -> asyncssh.SSHKey:
+        return asyncssh.read_private_key(path, passphrase)
+
+    try:
+        return await asyncio.to_thread(read, None)
+    except OSError as exc:
+        raise AuthFailed(f"cannot read key file {path}: {exc.strerror}") from None
+    except (asyncssh.KeyImportError, asyncssh.KeyEncryptionError) as exc:
+        if "passphrase" not in str(exc).lower():
+            raise AuthFailed(f"key file {path} is not a private key asyncssh can read") from None
+    # Encrypted: its passphrase lives in the keyring, never in the profile.
+    passphrase = await asyncio.to_thread(_secret_store(secrets).get, profile.name, SecretKind.PASSPHRASE)
+    if passphrase is None:
+        raise AuthFailed(
+            f"key file {path} is encrypted; store its passphrase with "
+            f"`gpuws secret set {profile.name} --kind passphrase`"
+        )
+    try:
+        return await asyncio.to_thread(read, passphrase)
+    except (asyncssh.KeyImportError, asyncssh.KeyEncryptionError):
+        raise AuthFailed(f"the stored passphrase does not unlock key file {path}") from None
+
+
+async def connect_options(
+    profile: HostProfile, *, secrets: SecretStore | None = None, password: str | None = None
+) -> dict[str, Any]:
+    """asyncssh.connect keyword arguments for this profile's auth method."""
+    method = AuthMethod(profile.auth)
+    if method is AuthMethod.AGENT:
+        # As `ssh` does: the agent, plus the default identities or the profile's key file.
+        options: dict[str, Any] = {"preferred_auth": "publickey"}
+        if profile.key_path:
+            options["client_keys"] = [await _load_key(profile, secrets)]
+        return options
+    if method is AuthMethod.KEY:
+        return {"client_keys": [await _load_key(profile, secrets)], "agent_path": None,
+                "preferred_auth": "publickey"}
+    if method is AuthMethod.PASSWORD:
+        if password is None:
+            password = await asyncio.to_thread(_secret_store(secrets).get, profile.name, SecretKind.PASSWORD)
+        if password is None:
+            raise AuthFailed(
+                f"no password stored for {profile.name}; run `gpuws secret set {profile.name} --kind password`"
+            )
+        return {"password": password, "client_keys": None, "agent_path": None,
+                "preferred_auth": "password,keyboard-interactive"}
+    # Keyboard-interactive: answered by the prompt callback (a TTY or a GUI dialog).
+    options = {"client_keys": None, "agent_path": None, "preferred_auth": "keyboard-interactive"}
+    if password is not None:
+        options["password"] = password
+    return options

@@ -1,0 +1,266 @@
+"""Host key checks as OpenSSH does them, around asyncssh.
+
+We read `~/.ssh/known_hosts` and gpuws' own known_hosts (`gpuws.core.paths.known_hosts_path()`):
+plain and hashed (`|1|salt|hash`) host fields, `[host]:port` for ports other than 22, wildcard
+patterns with negation, and `@revoked` lines (`@cert-authority` lines are skipped: we do not
+trust host certificates). The verdict is ours rather than asyncssh's so that a refusal can say
+exactly what is wrong: an unknown key shows its SHA256 fingerprint, a changed key names the old
+and new fingerprints and the file:line to fix. A changed or revoked key is never accepted.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import hashlib
+import hmac
+import os
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from enum import StrEnum
+from pathlib import Path
+
+import asyncssh
+from filelock import FileLock
+
+from gpuws.core.errors import GpuwsError
+from gpuws.core.paths import known_hosts_path
+
+DEFAULT_SSH_PORT = 22
+
+
+class UnknownHostKey(GpuwsError):
+    """The host offered a key no known_hosts file has for it (and nobody accepted it)."""
+
+    def __init__(self, host: str, port: int, key: asyncssh.SSHKey) -> None:
+        self.host, self.port = host, port
+        self.key = key
+        self.key_type = key_type_label(key)
+        self.fingerprint = fingerprint(key)
+        super().__init__(
+            f"unknown host key for {host_token(host, port)}: {key_type_label(key)} {self.fingerprint}; "
+            "verify it with the host's owner, then rerun with --accept-new to trust it"
+        )
+
+
+class HostKeyChanged(GpuwsError):
+    """The host offered a different key than the one recorded for it: always refused."""
+
+    def __init__(self, host: str, port: int, key: asyncssh.SSHKey, known: KnownHostEntry) -> None:
+        self.host, self.port = host, port
+        self.key_type = key_type_label(key)
+        self.old_fingerprint = fingerprint(known.key)
+        self.new_fingerprint = fingerprint(key)
+        self.known = known
+        super().__init__(
+            f"HOST KEY CHANGED for {host_token(host, port)}: recorded {self.old_fingerprint} "
+            f"({known.location}), now offered {self.new_fingerprint}; refusing to connect "
+            "(this may be an attack; if the host was really reinstalled, delete line "
+            f"{known.line_no} of {known.path})"
+        )
+
+
+class HostKeyRevoked(GpuwsError):
+    """The host offered a key marked @revoked in a known_hosts file."""
+
+    def __init__(self, host: str, port: int, key: asyncssh.SSHKey, entry: KnownHostEntry) -> None:
+        super().__init__(
+            f"host key {fingerprint(key)} of {host_token(host, port)} is revoked ({entry.location}); "
+            "refusing to connect"
+        )
+
+
+class HostKeyStatus(StrEnum):
+    TRUSTED = "trusted"
+    UNKNOWN = "unknown"
+    CHANGED = "changed"
+    REVOKED = "revoked"
+
+
+@dataclass(frozen=True)
+class KnownHostEntry:
+    """One usable line of a known_hosts file."""
+
+    path: Path
+    line_no: int
+    marker: str | None  # None, "revoked" (cert-authority lines are not kept)
+    hosts: str  # the host field as written: patterns or one |1|salt|hash
+    key: asyncssh.SSHKey
+
+    @property
+    def location(self) -> str:
+        return f"{self.path}:{self.line_no}"
+
+    def matches(self, host: str, port: int) -> bool:
+        return host_field_matches(self.hosts, host_token(host, port))
+
+
+@dataclass(frozen=True)
+class HostKeyCheck:
+    """The verdict for one offered key, with the entry that decided it (if any)."""
+
+    status: HostKeyStatus
+    entry: KnownHostEntry | None = None
+
+
+def fingerprint(key: asyncssh.SSHKey) -> str:
+    """The key's `SHA256:...` fingerprint, as `ssh-keygen -l` prints it."""
+    return str(key.get_fingerprint("sha256"))
+
+
+def key_type_label(key: asyncssh.SSHKey) -> str:
+    """A short key type for messages, e.g. ED25519 or RSA."""
+    algorithm = key.get_algorithm()
+    return algorithm.removeprefix("ssh-").split("-")[0].upper()
+
+
+def host_token(host: str, port: int) -> str:
+    """How known_hosts names a host: `host` on port 22, `[host]:port` elsewhere."""
+    host = host.lower()
+    return host if port == DEFAULT_SSH_PORT else f"[{host}]:{port}"
+
+
+def default_known_hosts_files() -> list[Path]:
+    """The files we read, in order: the user's OpenSSH file, then gpuws' own."""
+    return [Path.home() / ".ssh" / "known_hosts", known_hosts_path()]
+
+
+def _glob_to_regex(pattern: str) -> re.Pattern[str]:
+    # OpenSSH patterns know only `*` and `?`; `[` is literal (it is part of `[host]:port`).
+    parts = (".*" if c == "*" else "." if c == "?" else re.escape(c) for c in pattern)
+    return re.compile("".join(parts), re.IGNORECASE | re.DOTALL)
+
+
+def _hashed_matches(field: str, token: str) -> bool:
+    try:
+        _, magic, salt_b64, hash_b64 = field.split("|")
+        if magic != "1":
+            return False
+        salt = base64.b64decode(salt_b64, validate=True)
+        expected = base64.b64decode(hash_b64, validate=True)
+    except (ValueError, binascii.Error):
+        return False
+    actual = hmac.new(salt, token.encode(), hashlib.sha1).digest()
+    return hmac.compare_digest(actual, expected)
+
+
+def host_field_matches(field: str, token: str) -> bool:
+    """Whether a known_hosts host field matches `token` (OpenSSH semantics, negation wins)."""
+    if field.startswith("|"):
+        return _hashed_matches(field, token)
+    matched = False
+    for pattern in field.split(","):
+        negated = pattern.startswith("!")
+        if _glob_to_regex(pattern.removeprefix("!")).fullmatch(token):
+            if negated:
+                return False
+            matched = True
+    return matched
+
+
+def parse_known_hosts(path: Path) -> list[KnownHostEntry]:
+    """The usable lines of one known_hosts file; comments, bad lines and CA lines are skipped."""
+    try:
+        text = path.read_text(encoding="utf-8", errors="replace")
+    except FileNotFoundError:
+        return []
+    except OSError as exc:
+        raise GpuwsError(f"cannot read known_hosts file {path}: {exc.strerror}") from None
+    entries: list[KnownHostEntry] = []
+    for line_no, raw in enumerate(text.splitlines(), start=1):
+        fields = raw.split()
+        if not fields or fields[0].startswith("#"):
+            continue
+        marker = None
+        if fields[0].startswith("@"):
+            marker = fields[0][1:]
+            fields = fields[1:]
+            if marker != "revoked":  # @cert-authority: host certificates are not trusted here
+                continue
+        if len(fields) < 3:
+            continue
+        try:
+            key = asyncssh.import_public_key(f"{fields[1]} {fields[2]}")
+        except (asyncssh.KeyImportError, ValueError):
+            continue  # a key type we cannot read cannot match what the server offers either
+        entries.append(KnownHostEntry(path, line_no, marker, fields[0], key))
+    return entries
+
+
+class KnownHosts:
+    """The known_hosts files gpuws consults, and the one it records new keys in."""
+
+    def __init__(self, files: Sequence[Path] | None = None, record_path: Path | None = None) -> None:
+        self.files = list(files) if files is not None else default_known_hosts_files()
+        self.record_path = record_path if record_path is not None else self.files[-1]
+
+    def entries_for(self, host: str, port: int) -> list[KnownHostEntry]:
+        """Every line, in every file, whose host field matches host:port."""
+        return [e for path in self.files for e in parse_known_hosts(path) if e.matches(host, port)]
+
+    def preferred_algorithms(self, host: str, port: int) -> list[str]:
+        """Host key algorithms to ask for first, so the server offers a key type we know."""
+        algorithms: list[str] = []
+        for entry in self.entries_for(host, port):
+            if entry.marker is None:
+                for alg in entry.key.sig_algorithms:
+                    name = alg.decode()
+                    if name not in algorithms:
+                        algorithms.append(name)
+        return algorithms
+
+    def check(self, host: str, port: int, key: asyncssh.SSHKey) -> HostKeyCheck:
+        """OpenSSH's verdict: revoked, trusted, changed (same key type, other key) or unknown."""
+        entries = self.entries_for(host, port)
+        for entry in entries:
+            if entry.marker == "revoked" and entry.key == key:
+                return HostKeyCheck(HostKeyStatus.REVOKED, entry)
+        plain = [e for e in entries if e.marker is None]
+        for entry in plain:
+            if entry.key == key:
+                return HostKeyCheck(HostKeyStatus.TRUSTED, entry)
+        for entry in plain:
+            if entry.key.get_algorithm() == key.get_algorithm():
+                return HostKeyCheck(HostKeyStatus.CHANGED, entry)
+        return HostKeyCheck(HostKeyStatus.UNKNOWN)
+
+    def record(self, host: str, port: int, key: asyncssh.SSHKey) -> Path:
+        """Append host:port's key to gpuws' known_hosts in OpenSSH line format."""
+        path = self.record_path
+        path.parent.mkdir(parents=True, exist_ok=True)
+        kind, blob = key.export_public_key("openssh").decode().split()[:2]
+        line = f"{host_token(host, port)} {kind} {blob}\n"
+        # A lock because two app instances may accept keys at the same moment.
+        with FileLock(str(path) + ".lock"):
+            fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+            with os.fdopen(fd, "a", encoding="utf-8") as handle:
+                handle.write(line)
+        return path
+
+
+def parse_public_key(text: str) -> asyncssh.SSHKey:
+    """A key from `type base64 [comment]` or a known_hosts line `host type base64`."""
+    fields = text.split()
+    for start in range(min(2, len(fields))):
+        try:
+            return asyncssh.import_public_key(" ".join(fields[start : start + 2]))
+        except (asyncssh.KeyImportError, ValueError):
+            continue
+    raise GpuwsError("not an OpenSSH public key or known_hosts line")
+
+
+def check_or_raise(
+    known: KnownHosts, host: str, port: int, key: asyncssh.SSHKey, trusted: Iterable[asyncssh.SSHKey] = ()
+) -> HostKeyCheck:
+    """Check a key and raise for revoked or changed keys; trusted in-memory keys pass."""
+    if any(key == t for t in trusted):
+        return HostKeyCheck(HostKeyStatus.TRUSTED)
+    result = known.check(host, port, key)
+    if result.status is HostKeyStatus.REVOKED:
+        assert result.entry is not None
+        raise HostKeyRevoked(host, port, key, result.entry)
+    if result.status is HostKeyStatus.CHANGED:
+        assert result.entry is not None
+        raise HostKeyChanged(host, port, key, result.entry)
+    return result

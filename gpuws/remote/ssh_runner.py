@@ -1,0 +1,226 @@
+"""`SshRunner`: a `CommandRunner` over a `HostConnection`, which never leaves orphans behind.
+
+Why this design. sshd runs each exec request as `$SHELL -c STRING` in a new session, so that
+shell is a process group leader. We send `exec sh -c WRAPPER gpuws-run ARGV...` (each argument
+through `shlex.quote`; WRAPPER is our constant): `exec` keeps the pid, so the wrapper is still the
+group leader, and everything the command starts is in that group unless it leaves on purpose.
+The wrapper reports the group id as the first stderr line and then `exec`s the command.
+
+- Cancel or timeout: we run `kill -s KILL -- -PGID` on a second channel of the same connection.
+  Closing the channel alone would not do it: without a pty, sshd sends no signal, so `sleep 300`
+  in a child shell would outlive us.
+- Connection drop: nobody is left to send that kill, so the wrapper leaves a tiny watchdog behind
+  that polls, once a second, whether its sshd parent still exists, and kills the group once it
+  is gone. It exits with the command and inherits no output pipe, so the channel closes as soon
+  as the command exits.
+
+When the wrapper is not a group leader (an unusual server), it reports only its own pid and we
+kill just that, never a group we do not own.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import re
+import shlex
+from collections import deque
+from collections.abc import AsyncIterator, Mapping, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+import asyncssh
+
+from gpuws.core.errors import GpuwsError
+from gpuws.core.runner import CommandResult, CommandTimeout
+
+if TYPE_CHECKING:
+    from gpuws.remote.connection import HostConnection
+
+WRAPPER = r"""pgid=$$
+if [ -r "/proc/$$/stat" ]; then read -r _ _ _ _ pgid _ < "/proc/$$/stat"; fi
+if [ "$pgid" = "$$" ]; then
+  printf 'gpuws-pgid %s\n' "$$" >&2
+  if [ -d "/proc/$PPID" ]; then
+    ( while [ -d "/proc/$$" ]; do
+        [ -d "/proc/$PPID" ] || { kill -s KILL -- "-$$"; exit 0; }
+        sleep 1
+      done ) </dev/null >/dev/null 2>&1 &
+  fi
+else
+  printf 'gpuws-pid %s\n' "$$" >&2
+fi
+exec "$@"
+"""
+_IDENT = re.compile(r"gpuws-(pgid|pid) (\d+)")
+_ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+_STDERR_TAIL = 64 * 1024  # keep this much of a stream's stderr for error messages
+
+
+class RemoteCommandError(GpuwsError):
+    """A command could not be started, or its channel died before it finished."""
+
+
+def remote_command_line(argv: Sequence[str], env: Mapping[str, str] | None = None) -> str:
+    """The exact string sent to sshd for argv: every argument quoted, never interpreted."""
+    if not argv:
+        raise RemoteCommandError("empty command")
+    prefix: list[str] = []
+    if env:
+        for name, value in env.items():
+            if not _ENV_NAME.fullmatch(name):
+                raise RemoteCommandError(f"invalid environment variable name {name!r}")
+            prefix.append(f"{name}={value}")
+        prefix.insert(0, "env")  # sshd only accepts AcceptEnv names, so env(1) sets them
+    words = ["exec", "sh", "-c", shlex.quote(WRAPPER), "gpuws-run"]
+    return " ".join(words + [shlex.quote(str(arg)) for arg in [*prefix, *argv]])
+
+
+@dataclass
+class _Remote:
+    """A started remote command and how to kill it."""
+
+    process: asyncssh.SSHClientProcess[str]
+    argv: tuple[str, ...]
+    kill_argv: list[str] | None = None
+    stderr_head: str = ""  # a first stderr line that turned out not to be ours
+
+    async def read_ident(self) -> None:
+        line = await self.process.stderr.readline()
+        match = _IDENT.fullmatch(line.strip())
+        if match is None:
+            self.stderr_head = line
+        elif match.group(1) == "pgid":
+            self.kill_argv = ["kill", "-s", "KILL", "--", f"-{match.group(2)}"]
+        else:
+            self.kill_argv = ["kill", "-s", "KILL", match.group(2)]
+
+    @property
+    def finished(self) -> bool:
+        return self.process.exit_status is not None or self.process.exit_signal is not None
+
+
+class SshRunner:
+    """Runs argv on the connection's host; cancel or timeout kills the remote process group."""
+
+    def __init__(self, connection: HostConnection, *, reconnect_wait: float = 30.0) -> None:
+        self._connection = connection
+        self._reconnect_wait = reconnect_wait
+
+    async def _start(self, argv: Sequence[str], input: str | None,
+                     env: Mapping[str, str] | None) -> _Remote:
+        command = remote_command_line(argv, env)
+        for attempt in (1, 2):
+            conn = await self._connection.ssh(timeout=self._reconnect_wait)
+            try:
+                process = await conn.create_process(command, encoding="utf-8", errors="replace")
+                break
+            except (asyncssh.ChannelOpenError, asyncssh.ConnectionLost, asyncssh.DisconnectError) as exc:
+                # The link may have dropped between ssh() and the channel open: wait out the
+                # reconnect once. Nothing ran yet, so retrying cannot run the command twice.
+                if attempt == 1 and await _closes_soon(conn):
+                    continue
+                raise RemoteCommandError(f"cannot start {argv[0]} on {self._connection.profile.name}: "
+                                         f"{exc.reason}") from None
+        remote = _Remote(process, tuple(argv))
+        if input is not None:
+            process.stdin.write(input)
+        process.stdin.write_eof()
+        try:
+            await remote.read_ident()
+        except BaseException:
+            await asyncio.shield(self._stop(remote))
+            raise
+        return remote
+
+    async def _stop(self, remote: _Remote) -> None:
+        """Kill the remote process group (best effort: the host may be gone already)."""
+        if not remote.finished and remote.kill_argv is not None:
+            with contextlib.suppress(Exception):
+                conn = await self._connection.ssh(timeout=2)
+                await conn.run(shlex.join(remote.kill_argv), check=False, timeout=5)
+        remote.process.close()
+        with contextlib.suppress(Exception):
+            await asyncio.wait_for(remote.process.wait_closed(), 5)
+
+    async def run(
+        self,
+        argv: Sequence[str],
+        *,
+        input: str | None = None,
+        timeout: float | None = None,
+        env: Mapping[str, str] | None = None,
+    ) -> CommandResult:
+        remote: _Remote | None = None
+        try:
+            async with asyncio.timeout(timeout):
+                remote = await self._start(argv, input, env)
+                stdout, stderr = await asyncio.gather(remote.process.stdout.read(),
+                                                      remote.process.stderr.read())
+                await remote.process.wait_closed()
+        except TimeoutError:
+            if remote is not None:
+                await asyncio.shield(self._stop(remote))
+            raise CommandTimeout(f"{argv[0]} timed out after {timeout:g} s") from None
+        except asyncio.CancelledError:
+            if remote is not None:
+                await asyncio.shield(self._stop(remote))
+            raise
+        except (asyncssh.ConnectionLost, asyncssh.DisconnectError):
+            raise self._lost(argv) from None
+        assert remote is not None
+        return CommandResult(tuple(argv), self._exit_status(remote), stdout, remote.stderr_head + stderr)
+
+    def _exit_status(self, remote: _Remote) -> int:
+        process = remote.process
+        if process.exit_status is not None:
+            return int(process.exit_status)
+        if process.exit_signal is not None:
+            signal_name = process.exit_signal[0]
+            return -_SIGNALS.get(signal_name, 1)  # like subprocess: minus the signal number
+        raise self._lost(remote.argv)
+
+    def _lost(self, argv: Sequence[str]) -> RemoteCommandError:
+        return RemoteCommandError(f"connection to {self._connection.profile.name} was lost while {argv[0]} ran")
+
+    async def stream(
+        self,
+        argv: Sequence[str],
+        *,
+        input: str | None = None,
+        env: Mapping[str, str] | None = None,
+    ) -> AsyncIterator[str]:
+        remote = await self._start(argv, input, env)
+        stderr_tail: deque[str] = deque(maxlen=256)
+
+        async def drain_stderr() -> None:
+            # Unread stderr would fill the channel window and stall stdout too.
+            while chunk := await remote.process.stderr.read(_STDERR_TAIL):
+                stderr_tail.append(chunk)
+
+        drainer = asyncio.get_running_loop().create_task(drain_stderr())
+        try:
+            try:
+                while line := await remote.process.stdout.readline():
+                    yield line.rstrip("\r\n")
+                await remote.process.wait_closed()
+            except (asyncssh.ConnectionLost, asyncssh.DisconnectError):
+                raise self._lost(argv) from None
+            self._exit_status(remote)  # raises when the connection died mid-stream
+        finally:
+            drainer.cancel()
+            if not remote.finished:
+                await asyncio.shield(self._stop(remote))
+
+
+async def _closes_soon(conn: asyncssh.SSHClientConnection, within: float = 1.0) -> bool:
+    """Whether the connection is closing (a dropped link) rather than refusing one channel."""
+    try:
+        await asyncio.wait_for(conn.wait_closed(), within)
+    except TimeoutError:
+        return False
+    return True
+
+
+_SIGNALS = {"HUP": 1, "INT": 2, "QUIT": 3, "ABRT": 6, "KILL": 9, "SEGV": 11, "PIPE": 13, "ALRM": 14,
+            "TERM": 15, "USR1": 10, "USR2": 12}

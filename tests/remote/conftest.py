@@ -1,0 +1,1 @@
+"""The SSH layer's tests use the shared fixtures in tests/conftest.py (isolated HOME, async tests)."""

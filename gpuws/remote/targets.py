@@ -11,7 +11,7 @@ import contextlib
 from collections.abc import AsyncIterator
 from typing import TYPE_CHECKING, Any
 
-from gpuws.core.models import AuthMethod, HostProfile
+from gpuws.core.models import HostProfile
 from gpuws.core.paths import data_dir
 from gpuws.remote.connection import HostConnection
 
@@ -56,14 +56,12 @@ async def open_target(
 
         raise ProfileNotFound(name)
 
-    from gpuws.sim.server import DemoHost
+    from gpuws.sim.server import DemoHost, demo_profile
 
     demo = DemoHost(state_dir=data_dir() / "demo-host")
     info = await demo.start()
     try:
-        demo_profile = HostProfile(name=DEMO_NAME, host=info.host, port=info.port, user=info.user,
-                                   auth=AuthMethod.PASSWORD, simulated=True)
-        connection = HostConnection(demo_profile, password=info.password,
+        connection = HostConnection(demo_profile(info), password=info.password,
                                     known_host_key=info.known_hosts_line, **connection_options)
         async with connection:
             yield connection

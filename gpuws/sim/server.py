@@ -25,6 +25,7 @@ from typing import Any
 
 import asyncssh
 
+from gpuws.core.models import AlertThresholds, AuthMethod, HostProfile
 from gpuws.core.simulation import SIM_ENV_VAR, SIM_STATE_ENV_VAR
 from gpuws.sim.models import DEFAULT_GPU_SPEC, parse_gpu_spec
 from gpuws.sim.state import SimStateStore
@@ -281,3 +282,37 @@ async def serve_forever(gpus: str, port: int, state_dir: Path | None) -> int:
     finally:
         await host.stop()
     return 0
+
+
+DEMO_PROFILE_NAME = "demo"
+
+# Illustrative prices so the demo shows costs and price differences; not any provider's list.
+DEMO_PRICE_PER_HOUR = 9.80
+DEMO_SLICE_PRICES = {
+    "full": 2.45,
+    "1g.10gb": 0.30,
+    "1g.20gb": 0.42,
+    "2g.20gb": 0.62,
+    "3g.40gb": 0.95,
+    "4g.40gb": 1.30,
+    "7g.80gb": 2.45,
+}
+
+
+def demo_profile(info: DemoHostInfo) -> HostProfile:
+    """The in-memory profile for a running demo host (never saved; its password stays in memory).
+
+    Alert thresholds are short so a viewer sees the idle alert within minutes.
+    """
+    return HostProfile(
+        name=DEMO_PROFILE_NAME,
+        host=info.host,
+        port=info.port,
+        user=info.user,
+        auth=AuthMethod.PASSWORD,
+        price_per_hour=DEMO_PRICE_PER_HOUR,
+        slice_prices=dict(DEMO_SLICE_PRICES),
+        alerts=AlertThresholds(idle_minutes=1.0),
+        notes="The built-in simulated GPU host (not saved).",
+        simulated=True,
+    )

@@ -1,0 +1,127 @@
+"""Telemetry store: tiers, gaps on disconnect and time jumps, bounded memory, CSV export."""
+
+from __future__ import annotations
+
+import csv
+import io
+import math
+
+import numpy as np
+import pytest
+
+from gpuws.core.telemetry.export import export_csv
+from gpuws.core.telemetry.sample import GpuSample, MigRef
+from gpuws.core.telemetry.store import TelemetryStore, TierSpec
+
+T0 = 1_700_000_000.0
+
+
+def feed(store: TelemetryStore, host: str, start: float, seconds: float, hz: float = 1.0, gpus: int = 1,
+         util: float | None = None) -> float:
+    n = int(seconds * hz)
+    for i in range(n):
+        t = start + i / hz
+        store.ingest_samples(host, [
+            GpuSample(t=t, gpu=g, util_gpu_pct=(t - T0) % 100 if util is None else util, mem_used_mib=1000.0 + g,
+                      temp_c=None)
+            for g in range(gpus)
+        ])
+    return start + n / hz
+
+
+def test_raw_window_returns_full_rate_values_and_nan_for_unsupported() -> None:
+    store = TelemetryStore()
+    end = feed(store, "h", T0, 60, hz=10)
+    t, util = store.series("h", "0", "util_gpu_pct", end - 10, end)
+    assert len(t) == 100 and np.all(np.diff(t) > 0)
+    assert util[-1] == pytest.approx((end - 0.1 - T0) % 100, abs=1e-3)
+    _, temp = store.series("h", "0", "temp_c", end - 10, end)
+    assert np.isnan(temp).all()  # None stays missing, not 0
+    assert store.latest("h")["0"].mem_used_mib == 1000.0
+
+
+def test_long_windows_use_downsampled_min_mean_max() -> None:
+    store = TelemetryStore()
+    end = feed(store, "h", T0, 3 * 3600, hz=1)
+    hour = store.window("h", "0", end - 3600, end)
+    assert hour.tier == "5s" and 715 <= len(hour.t) <= 722
+    day = store.window("h", "0", end - 24 * 3600, end)
+    assert day.tier == "60s" and 179 <= len(day.t) <= 182
+    col = day.metrics.index("util_gpu_pct")
+    full = day.t[:-1]  # the last bucket is still filling
+    assert np.all(day.min[: len(full), col] <= day.mean[: len(full), col])
+    assert np.all(day.mean[: len(full), col] <= day.max[: len(full), col])
+    # A sawtooth 0..99 over 100 s: a 60 s bucket spans most of it.
+    assert np.nanmax(day.max[:, col]) == pytest.approx(99, abs=0.01)
+    assert np.nanmin(day.min[:, col]) == pytest.approx(0, abs=0.01)
+    assert store.window("h", "0", end - 300, end).tier == "raw"
+
+
+def test_disconnect_leaves_a_gap_in_raw_and_tiers() -> None:
+    store = TelemetryStore()
+    mid = feed(store, "h", T0, 120, hz=2)
+    store.mark_offline("h", mid)
+    assert store.status("h").online is False
+    end = feed(store, "h", mid + 600, 120, hz=2)
+    assert store.status("h").online is True
+    t, util = store.series("h", "0", "util_gpu_pct", T0, end)
+    gap = np.flatnonzero(np.isnan(util))
+    assert len(gap) >= 1 and t[gap[0]] == pytest.approx(mid)
+    assert not np.isnan(util[: gap[0]]).any() and not np.isnan(util[gap[-1] + 1 :]).any()
+    hour = store.window("h", "0", T0, end, tier="5s")
+    col = hour.metrics.index("util_gpu_pct")
+    assert np.isnan(hour.mean[:, col]).any()  # empty buckets break the line too
+
+
+def test_time_jump_without_disconnect_inserts_gap() -> None:
+    store = TelemetryStore()
+    store.set_rate("h", 1.0)
+    mid = feed(store, "h", T0, 30)
+    end = feed(store, "h", mid + 20, 30)  # 20 s silence at 1 Hz: more than 3 periods
+    _, util = store.series("h", "0", "util_gpu_pct", T0, end)
+    assert np.isnan(util).sum() == 1
+    assert feed(store, "h", end, 5) == end + 5
+    _, util2 = store.series("h", "0", "util_gpu_pct", T0, end + 5)
+    assert np.isnan(util2).sum() == 1  # steady samples add no gaps
+
+
+def test_memory_is_flat_over_a_long_session() -> None:
+    store = TelemetryStore(raw_window_s=60, tiers=(TierSpec(5, 600), TierSpec(60, 3600)))
+    end = feed(store, "h", T0, 2 * 3600, hz=2, gpus=2)
+    after_2h = store.memory_bytes()
+    feed(store, "h", end, 2 * 3600, hz=2, gpus=2)
+    assert store.memory_bytes() == after_2h
+    window = store.window("h", "1", T0, end + 7200)
+    assert window.tier == "60s" and len(window.t) <= 62
+
+
+def test_mig_devices_have_their_own_series_and_keys() -> None:
+    store = TelemetryStore()
+    store.ingest_samples("h", [
+        GpuSample(t=T0, gpu=0, mem_used_mib=10),
+        GpuSample(t=T0, gpu=0, mem_used_mib=5, mig=MigRef(0, 1, 5, 0)),
+        GpuSample(t=T0, gpu=10, mem_used_mib=1),
+        GpuSample(t=T0, gpu=2, mem_used_mib=2),
+    ])
+    assert store.device_keys("h") == ["0", "0/mig1", "2", "10"]
+    with pytest.raises(KeyError):
+        store.window("h", "7", T0, T0 + 1)
+
+
+def test_export_csv_raw_and_downsampled() -> None:
+    store = TelemetryStore()
+    end = feed(store, "h", T0, 30, hz=1, gpus=2)
+    store.mark_offline("h", end)
+    buf = io.StringIO()
+    assert export_csv(store, "h", T0, end, buf) == 60  # the gap row is not exported
+    rows = list(csv.DictReader(io.StringIO(buf.getvalue())))
+    assert rows[0]["time"] == "2023-11-14T22:13:20.000Z" and rows[0]["device"] == "0"
+    assert rows[0]["temp_c"] == "" and float(rows[5]["util_gpu_pct"]) == 5.0
+    assert {r["device"] for r in rows} == {"0", "1"}
+    buf = io.StringIO()
+    export_csv(store, "h", T0, end, buf, tier="60s", devices=["1"])
+    banded = list(csv.DictReader(io.StringIO(buf.getvalue())))
+    assert banded and banded[0]["tier"] == "60s"
+    assert float(banded[0]["util_gpu_pct_min"]) <= float(banded[0]["util_gpu_pct"]) <= float(
+        banded[0]["util_gpu_pct_max"])
+    assert math.isclose(float(banded[0]["mem_used_mib"]), 1001.0)

@@ -1,10 +1,159 @@
-"""`gpuws` subcommands: bench (not yet implemented)."""
+"""`gpuws bench NAME [--quick|--full] [--json]`: the GPU sanity benchmark, scored against datasheets."""
 
 from __future__ import annotations
 
 import argparse
+import asyncio
+import sys
+from pathlib import Path
 from typing import Any
+
+from gpuws.cli.output import fail, print_json, sim_banner
+from gpuws.core.bench.report import build_report, text_table, to_json, to_markdown
+from gpuws.core.bench.results import BenchRun, ResultStore, compare
+from gpuws.core.errors import GpuwsError
+
+EXIT_ERROR = 1
+EXIT_AUTH = 3
+EXIT_HOST_KEY = 4
+EXIT_UNREACHABLE = 5
+EXIT_TIMEOUT = 7
+EXIT_FAIL = 8
+EXIT_INCONCLUSIVE = 9
+
+_EPILOG = """exit status: 0 pass or warn, 8 a check failed, 9 inconclusive (something could not run,
+e.g. no CUDA toolchain or a CPU-only host), 1 other error, 3 authentication failed, 4 unknown or
+changed host key, 5 host unreachable, 7 timed out.
+Runs are kept per host under the data directory (bench/NAME/) and compared with earlier runs."""
 
 
 def register(sub: argparse._SubParsersAction[Any]) -> None:
-    """Register this module's subcommands (none yet)."""
+    """Register `gpuws bench`."""
+    parser = sub.add_parser(
+        "bench",
+        help="run the GPU sanity benchmark on a host and score it against the datasheet",
+        description="Send the benchmark runner to the host of profile NAME, run it in a temporary "
+        "directory (removed afterwards), and show each figure against the card's datasheet. "
+        "NAME 'demo' without such a profile uses the built-in simulated GPU host.",
+        epilog=_EPILOG,
+    )
+    parser.add_argument("name", metavar="NAME", help="host profile name")
+    mode = parser.add_mutually_exclusive_group()
+    mode.add_argument("--quick", dest="mode", action="store_const", const="quick",
+                      help="short run, under a minute on a modern GPU (default)")
+    mode.add_argument("--full", dest="mode", action="store_const", const="full",
+                      help="longer repeats and stress, under five minutes")
+    parser.add_argument("--json", action="store_true", help="print the scored report as one JSON object")
+    parser.add_argument("--accept-new", action="store_true",
+                        help="trust the host key if this host has none recorded yet (never a changed key)")
+    parser.add_argument("--timeout", type=float, default=None, metavar="S",
+                        help="overall time limit in seconds (default 90 quick, 330 full)")
+    parser.add_argument("--expect-gpus", type=int, default=None, metavar="N", help="expected GPU count")
+    parser.add_argument("--expect-mig", choices=["enabled", "disabled"], default=None,
+                        help="expected MIG mode of every GPU")
+    parser.add_argument("--expect-model", default=None, metavar="MODEL",
+                        help='expected catalog model, e.g. "H100 SXM"')
+    parser.add_argument("--export-json", type=Path, default=None, metavar="PATH", help="also write the report here")
+    parser.add_argument("--export-md", type=Path, default=None, metavar="PATH",
+                        help="also write the report (with the comparison) as Markdown")
+    parser.add_argument("--no-save", action="store_true", help="do not keep this run in the host's history")
+    parser.set_defaults(handler=run_bench, mode="quick")
+
+
+def _expected(args: argparse.Namespace) -> dict[str, Any] | None:
+    expected: dict[str, Any] = {}
+    if args.expect_gpus is not None:
+        expected["gpu_count"] = args.expect_gpus
+    if args.expect_mig is not None:
+        expected["mig_mode"] = args.expect_mig.capitalize()
+    if args.expect_model:
+        expected["model"] = args.expect_model
+    return expected or None
+
+
+class _Progress:
+    """Human progress lines as runner events arrive."""
+
+    def __init__(self, enabled: bool) -> None:
+        self.enabled = enabled
+        self.simulated = False
+
+    def __call__(self, event: dict[str, Any]) -> None:
+        if not self.enabled:
+            return
+        kind = event.get("type")
+        if event.get("simulated"):
+            self.simulated = True
+        banner = sim_banner(self.simulated)
+        if kind == "progress":
+            print(f"{banner}[{event.get('step')}/{event.get('total')}] {event.get('message')}", flush=True)
+        elif kind == "log" and event.get("level") in ("warning", "error"):
+            print(f"{banner}  {event.get('level')}: {event.get('message')}", flush=True)
+        elif kind == "result" and event.get("value") is not None and not str(event.get("check")).startswith("env."):
+            where = "" if event.get("gpu") is None else f" gpu{event['gpu']}"
+            print(f"{banner}  {event.get('check')}{where}: {event['value']} {event.get('unit') or ''}", flush=True)
+
+
+def run_bench(args: argparse.Namespace) -> int:
+    from gpuws.remote.auth import AuthFailed
+    from gpuws.remote.connection import HostUnreachable, NotConnected
+    from gpuws.remote.hostkeys import HostKeyChanged, HostKeyRevoked, UnknownHostKey
+
+    if args.timeout is not None and args.timeout <= 0:
+        return fail("--timeout must be positive")
+    progress = _Progress(enabled=not args.json)
+    try:
+        run = asyncio.run(_bench(args, progress))
+    except AuthFailed as exc:
+        return fail(str(exc), EXIT_AUTH)
+    except (UnknownHostKey, HostKeyChanged, HostKeyRevoked) as exc:
+        return fail(str(exc), EXIT_HOST_KEY)
+    except (HostUnreachable, NotConnected) as exc:
+        return fail(str(exc), EXIT_UNREACHABLE)
+    except GpuwsError as exc:
+        return fail(str(exc), EXIT_ERROR)
+
+    store = ResultStore()
+    report = build_report(run)
+    others = {f"earlier {r.started_at}": r for r in store.history(run.host)[-3:]}
+    others.update({f"host {h}": r for h, r in store.latest_per_host(run).items()})
+    comparison = compare(run, others)
+    saved = None if args.no_save else store.save(run)
+    try:
+        if args.export_json:
+            args.export_json.write_text(to_json(report) + "\n", encoding="utf-8")
+        if args.export_md:
+            args.export_md.write_text(to_markdown(report, comparison), encoding="utf-8")
+    except OSError as exc:
+        return fail(f"cannot write the export: {exc.strerror or exc}")
+
+    if args.json:
+        print_json(report)
+    else:
+        print()
+        print(text_table(report))
+        changed = [c for c in comparison if c.change is not None and abs(c.change) >= 0.1]
+        for c in changed:
+            gpu = "" if c.gpu is None else f" gpu{c.gpu}"
+            print(f"  {c.check}{gpu}: {c.change:+.0%} against earlier runs / other hosts (median {c.baseline:,.1f})")
+        if saved is not None:
+            print(f"saved: {saved}")
+    if report["timed_out"] and not report["checks"]:
+        return EXIT_TIMEOUT
+    return {"pass": 0, "warn": 0, "fail": EXIT_FAIL}.get(report["verdict"], EXIT_INCONCLUSIVE)
+
+
+async def _bench(args: argparse.Namespace, progress: _Progress) -> BenchRun:
+    from gpuws.cli.commands.probe import _ask_host_key, _ask_kbdint
+    from gpuws.remote.bench import run_benchmark
+    from gpuws.remote.targets import open_target
+
+    options: dict[str, Any] = {}
+    if sys.stdin.isatty() and sys.stderr.isatty():
+        options = {"confirm_host_key": _ask_host_key, "kbdint_prompt": _ask_kbdint}
+    async with open_target(args.name, accept_new=args.accept_new, **options) as connection:
+        progress.simulated = bool(connection.profile.simulated)
+        if progress.enabled:
+            print(f"{sim_banner(progress.simulated)}running the {args.mode} benchmark on {args.name} ...", flush=True)
+        return await run_benchmark(connection.runner, args.mode, host=args.name, expected=_expected(args),
+                                   on_event=progress, timeout=args.timeout)

@@ -1,0 +1,429 @@
+"""Scoring a benchmark run: each figure against the detected card's datasheet.
+
+The runner on the host only measures; this module judges. Thresholds (ratio = measured / datasheet):
+
+| check | datasheet figure | pass | warn | fail |
+|---|---|---|---|---|
+| gemm_fp32/tf32/fp16/bf16/fp8 | dense peak TFLOP/s | >= 0.70 | >= 0.50 | below |
+| mem_copy, mem_triad | memory bandwidth GB/s | >= 0.75 | >= 0.55 | below |
+| h2d, d2h (pinned) | PCIe one-direction bandwidth of the link | >= 0.70 | >= 0.45 | below |
+| p2p | NVLink one direction (half the total) when links are up, else PCIe | >= 0.60 | >= 0.35 | below |
+| scaling | efficiency = speedup / GPUs (no datasheet) | >= 0.80 | >= 0.60 | below |
+| stress | mismatches against the reference GEMM | 0 | 0, but HW/thermal throttling seen | any mismatch |
+| env.ecc | volatile uncorrected errors -> fail; aggregate uncorrected, or ECC off on an ECC card -> warn |
+| env.retired_pages | retirement pending or row-remap failure -> fail; remap pending, double-bit |
+| | retired pages or uncorrectable remapped rows -> warn |
+| env.persistence | Disabled -> warn |
+| env.pcie | link width below the card's maximum -> fail (a lower generation at idle is power saving) |
+| env.throttle_idle | HW slowdown / HW thermal / power brake at idle -> fail; SW thermal or power cap at idle -> warn |
+| env.nvlink | fewer links up than present -> warn |
+| env.driver | CUDA runtime newer than the driver supports: same major -> warn, newer major -> fail |
+| env.topology | GPU count, MIG mode or model not as the profile expects -> fail |
+
+**Inconclusive** is its own verdict, never a pass: the check could not run (init error, zero
+iterations, allocation failure, no toolchain, timeout), the model is unknown (no datasheet), the
+GPU is a MIG or vGPU slice (a full-card datasheet says nothing about it), or the figure came from
+the CPU harness ("CPU harness check — not a GPU measurement"), or a figure is more than 15% above
+the datasheet (a wrong model or a broken timer, not a fast card). **Skipped** means not applicable
+(e.g. FP8 on an A100, P2P with one GPU) and does not count either way.
+
+A run's overall verdict: fail if anything failed, else inconclusive if anything was, else warn if
+anything warned, else pass.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import asdict, dataclass, field
+from enum import StrEnum
+from typing import Any
+
+from gpuws.core.bench.datasheets import Datasheet, datasheet_for, detect_model, is_vgpu_name
+
+CPU_LABEL = "CPU harness check \u2014 not a GPU measurement"
+NO_TOOLCHAIN = (
+    "no CUDA toolchain: install PyTorch with CUDA (pip install torch) or CuPy, or the CUDA toolkit (nvcc)"
+)
+GEMM_CHECKS = ("gemm_fp32", "gemm_tf32", "gemm_fp16", "gemm_bf16", "gemm_fp8")
+PERF_CHECKS = (*GEMM_CHECKS, "mem_copy", "mem_triad", "h2d", "d2h", "p2p")
+
+
+class Verdict(StrEnum):
+    PASS = "pass"  # noqa: S105 - a verdict, not a password
+    WARN = "warn"
+    FAIL = "fail"
+    INCONCLUSIVE = "inconclusive"
+    SKIPPED = "skipped"
+
+
+@dataclass(frozen=True)
+class Thresholds:
+    """Ratio limits: at or above `pass_at` passes, at or above `warn_at` warns, else fails."""
+
+    pass_at: float
+    warn_at: float
+
+    def judge(self, ratio: float) -> Verdict:
+        if ratio >= self.pass_at:
+            return Verdict.PASS
+        return Verdict.WARN if ratio >= self.warn_at else Verdict.FAIL
+
+
+GEMM = Thresholds(0.70, 0.50)
+MEMORY = Thresholds(0.75, 0.55)
+HOST_LINK = Thresholds(0.70, 0.45)
+PEER = Thresholds(0.60, 0.35)
+SCALING = Thresholds(0.80, 0.60)
+# A figure this far above the datasheet is not a fast card but a wrong model or a broken timer.
+IMPLAUSIBLE_RATIO = 1.15
+
+
+@dataclass
+class Outcome:
+    """One scored line of a report."""
+
+    check: str
+    gpu: int | None
+    verdict: Verdict
+    reason: str = ""
+    measured: float | None = None
+    datasheet: float | None = None
+    ratio: float | None = None
+    unit: str | None = None
+    harness: str = "gpu"
+    simulated: bool = False
+    peer: int | None = None
+    details: dict[str, Any] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        d = asdict(self)
+        d["verdict"] = self.verdict.value
+        return d
+
+
+@dataclass
+class GpuContext:
+    """What scoring needs to know about one GPU: its name, datasheet and slice state."""
+
+    index: int
+    name: str
+    model: str | None
+    datasheet: Datasheet | None
+    mig: bool = False
+    vgpu: bool = False
+    link_gen_max: int | None = None
+    link_width_max: int | None = None
+    nvlink_active: int = 0
+
+    @property
+    def unscorable(self) -> str | None:
+        """Why this GPU's figures cannot be held against a datasheet, or None."""
+        if self.mig:
+            return "MIG enabled: a slice is not comparable to the full card's datasheet"
+        if self.vgpu:
+            return "vGPU slice: not comparable to the full card's datasheet"
+        if self.datasheet is None:
+            return f"unknown model {self.name!r}: no datasheet to compare with"
+        return None
+
+
+def gpu_contexts(summary: Mapping[str, Any], results: Iterable[Mapping[str, Any]]) -> dict[int, GpuContext]:
+    """GPU contexts from the runner's summary (names, MIG) and environment facts (links)."""
+    contexts: dict[int, GpuContext] = {}
+    for g in summary.get("gpus") or []:
+        try:
+            index = int(g["index"])
+        except (KeyError, TypeError, ValueError):
+            continue
+        name = str(g.get("name") or "unknown")
+        contexts[index] = GpuContext(
+            index=index,
+            name=name,
+            model=detect_model(name),
+            datasheet=datasheet_for(name),
+            mig=str(g.get("mig_mode") or "").lower() == "enabled",
+            vgpu=is_vgpu_name(name),
+        )
+    for r in results:
+        gpu = r.get("gpu")
+        ctx = contexts.get(gpu) if isinstance(gpu, int) else None
+        facts = r.get("facts") or {}
+        if ctx is None or not isinstance(facts, dict):
+            continue
+        if r.get("check") == "env.pcie":
+            ctx.link_gen_max = _int(facts.get("gen_max"))
+            ctx.link_width_max = _int(facts.get("width_max"))
+        elif r.get("check") == "env.nvlink":
+            ctx.nvlink_active = _int(facts.get("links_active")) or 0
+    return contexts
+
+
+def _int(value: Any) -> int | None:
+    try:
+        return None if value is None else int(value)
+    except (TypeError, ValueError):
+        return None
+
+
+def _num(value: Any) -> float | None:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    return float(value)
+
+
+def score_result(r: Mapping[str, Any], contexts: Mapping[int, GpuContext],
+                 expected: Mapping[str, Any] | None = None) -> Outcome:
+    """Score one runner result line."""
+    check = str(r.get("check") or "unknown")
+    gpu = r.get("gpu") if isinstance(r.get("gpu"), int) else None
+    harness = str(r.get("harness") or "gpu")
+    base = Outcome(
+        check=check, gpu=gpu, verdict=Verdict.INCONCLUSIVE, measured=_num(r.get("value")),
+        unit=r.get("unit"), harness=harness, simulated=bool(r.get("simulated")),
+        peer=r.get("peer") if isinstance(r.get("peer"), int) else None,
+        details=dict(r.get("details") or r.get("facts") or {}),
+    )
+    status = r.get("status")
+    if status == "skipped":
+        base.verdict, base.reason = Verdict.SKIPPED, str(r.get("reason") or "not applicable")
+        return base
+    if status != "ok":
+        base.reason = str(r.get("reason") or "could not run")
+        return base
+    if check.startswith("env."):
+        return _score_env(base, r.get("facts") or {}, contexts.get(gpu) if gpu is not None else None, expected)
+    if check == "toolchain":
+        base.verdict, base.reason = Verdict.PASS, f"backend {base.details.get('backend')}"
+        return base
+    if check == "stress":
+        return _score_stress(base)
+    if harness == "cpu":
+        base.reason = CPU_LABEL
+        return base
+    if base.measured is None:
+        base.reason = "no figure was reported"
+        return base
+    if check == "scaling":
+        base.ratio = base.measured
+        base.verdict = SCALING.judge(base.measured)
+        base.reason = "speedup / GPUs" + (" (flagged: under 0.8)" if base.measured < 0.8 else "")
+        return base
+    return _score_against_datasheet(base, contexts.get(gpu) if gpu is not None else None)
+
+
+def _score_against_datasheet(o: Outcome, ctx: GpuContext | None) -> Outcome:
+    if ctx is None:
+        o.reason = "no GPU information for this figure"
+        return o
+    if ctx.unscorable:
+        o.reason = ctx.unscorable
+        return o
+    ds = ctx.datasheet
+    assert ds is not None
+    rule: Thresholds
+    if o.check in GEMM_CHECKS:
+        peak, rule, what = ds.gemm_peak(o.check), GEMM, "dense peak"
+        if peak is None:
+            o.verdict, o.reason = Verdict.SKIPPED, f"{ds.model} has no {o.check[5:].upper()} tensor cores"
+            return o
+    elif o.check in ("mem_copy", "mem_triad"):
+        peak, rule, what = ds.memory_gb_s, MEMORY, "memory bandwidth"
+    elif o.check in ("h2d", "d2h"):
+        gen = min(ctx.link_gen_max or ds.pcie_gen, ds.pcie_gen)
+        width = min(ctx.link_width_max or ds.pcie_width, ds.pcie_width)
+        peak, rule, what = ds.pcie_gb_s(gen, width), HOST_LINK, f"PCIe Gen{gen} x{width}"
+    elif o.check == "p2p":
+        if ctx.nvlink_active and ds.nvlink_gb_s:
+            peak, what = ds.nvlink_gb_s / 2, "NVLink, one direction"
+        else:
+            peak, what = ds.pcie_gb_s(), f"PCIe Gen{ds.pcie_gen} x{ds.pcie_width}"
+        rule = PEER
+    else:
+        o.reason = f"no datasheet rule for {o.check}"
+        return o
+    if not peak:
+        o.reason = f"{ds.model}: datasheet has no figure for {o.check}"
+        return o
+    assert o.measured is not None
+    o.datasheet = round(float(peak), 3)
+    o.ratio = round(o.measured / float(peak), 3)
+    if o.ratio > IMPLAUSIBLE_RATIO:
+        o.reason = (f"{o.ratio:.0%} of {ds.model} {what}: above what the card can do "
+                    "(wrong model detected, or a timing error)")
+        return o
+    o.verdict = rule.judge(o.ratio)
+    o.reason = f"{o.ratio:.0%} of {ds.model} {what}"
+    return o
+
+
+def _score_stress(o: Outcome) -> Outcome:
+    if o.measured is None:
+        o.reason = "no mismatch count was reported"
+        return o
+    if o.measured > 0:
+        o.verdict = Verdict.FAIL
+        o.reason = f"{int(o.measured)} mismatching elements against the reference GEMM"
+        if o.harness == "cpu":
+            o.reason += f" ({CPU_LABEL})"
+        return o
+    if o.harness == "cpu":
+        o.reason = f"no mismatches; {CPU_LABEL}"
+        return o
+    telemetry = o.details.get("telemetry") or {}
+    seen = set(telemetry.get("throttle_reasons_seen") or [])
+    bad = sorted(seen & {"hw_slowdown", "hw_thermal_slowdown", "hw_power_brake_slowdown", "sw_thermal_slowdown"})
+    if bad:
+        o.verdict = Verdict.WARN
+        o.reason = "no mismatches, but the card throttled under load: " + ", ".join(bad)
+    else:
+        o.verdict, o.reason = Verdict.PASS, "no mismatches"
+    return o
+
+
+def _version(text: Any) -> tuple[int, int] | None:
+    try:
+        major, minor = str(text).split(".")[:2]
+        return int(major), int(minor)
+    except (ValueError, TypeError):
+        return None
+
+
+def _score_env(o: Outcome, facts: Mapping[str, Any], ctx: GpuContext | None,
+               expected: Mapping[str, Any] | None) -> Outcome:
+    v = Verdict
+    check = o.check
+    if check == "env.driver":
+        driver, runtime = _version(facts.get("driver_cuda_version")), _version(facts.get("runtime_cuda_version"))
+        if runtime is None:
+            o.verdict, o.reason = v.SKIPPED, "no CUDA runtime on the host to compare with the driver"
+        elif driver is None:
+            o.reason = "the driver's CUDA version could not be read"
+        elif runtime <= driver:
+            o.verdict, o.reason = v.PASS, f"CUDA runtime {runtime[0]}.{runtime[1]} <= driver's {driver[0]}.{driver[1]}"
+        elif runtime[0] == driver[0]:
+            o.verdict = v.WARN
+            o.reason = (f"CUDA runtime {runtime[0]}.{runtime[1]} is newer than the driver's {driver[0]}.{driver[1]}:"
+                        " works only through minor-version compatibility (no PTX JIT); update the driver")
+        else:
+            o.verdict = v.FAIL
+            o.reason = (f"CUDA runtime {runtime[0]}.{runtime[1]} needs a newer driver"
+                        f" (driver supports {driver[0]}.{driver[1]})")
+        return o
+    if check == "env.ecc":
+        mode = facts.get("ecc_mode")
+        if _int(facts.get("uncorrected_volatile")):
+            o.verdict = v.FAIL
+            o.reason = f"{facts['uncorrected_volatile']} uncorrected ECC errors since the last reset"
+        elif _int(facts.get("uncorrected_aggregate")):
+            o.verdict = v.WARN
+            o.reason = f"{facts['uncorrected_aggregate']} uncorrected ECC errors in the card's lifetime"
+        elif mode is None:
+            o.verdict, o.reason = v.SKIPPED, "ECC not supported or not reported"
+        elif str(mode).lower() != "enabled" and (ctx is None or ctx.datasheet is None or ctx.datasheet.ecc):
+            o.verdict, o.reason = v.WARN, f"ECC is {mode} on a card that has it"
+        else:
+            o.verdict, o.reason = v.PASS, f"ECC {mode}, no uncorrected errors"
+        return o
+    if check == "env.retired_pages":
+        yes = {k: str(facts.get(k) or "").lower() in ("yes", "true", "1") for k in
+               ("pending", "remapped_failure", "remapped_pending")}
+        if yes["pending"] or yes["remapped_failure"]:
+            o.verdict = v.FAIL
+            o.reason = "page retirement pending (reset the GPU)" if yes["pending"] else "row remapping failed"
+        elif yes["remapped_pending"] or _int(facts.get("double_bit")) or _int(facts.get("remapped_uncorrectable")):
+            o.verdict, o.reason = v.WARN, "rows remapped or pages retired after uncorrectable errors"
+        elif all(facts.get(k) is None for k in ("pending", "single_bit", "double_bit", "remapped_pending")):
+            o.verdict, o.reason = v.SKIPPED, "not reported by this GPU"
+        else:
+            o.verdict, o.reason = v.PASS, "no retired pages or remapped rows pending"
+        return o
+    if check == "env.persistence":
+        mode = facts.get("persistence_mode")
+        if mode is None:
+            o.verdict, o.reason = v.SKIPPED, "not reported"
+        elif str(mode).lower() == "enabled":
+            o.verdict, o.reason = v.PASS, "persistence mode on"
+        else:
+            o.verdict, o.reason = v.WARN, "persistence mode off: start nvidia-persistenced (or nvidia-smi -pm 1)"
+        return o
+    if check == "env.pcie":
+        wc, wm = _int(facts.get("width_current")), _int(facts.get("width_max"))
+        gc, gm = _int(facts.get("gen_current")), _int(facts.get("gen_max"))
+        if wc is None or wm is None:
+            o.verdict, o.reason = v.SKIPPED, "PCIe link not reported"
+        elif wc < wm:
+            o.verdict, o.reason = v.FAIL, f"PCIe link runs at x{wc} of x{wm}: reseat the card or check the slot"
+        else:
+            o.verdict = v.PASS
+            o.reason = f"Gen{gc} x{wc} (max Gen{gm} x{wm})" + (
+                "; a lower generation at idle is power saving" if gc is not None and gm is not None and gc < gm else "")
+        return o
+    if check == "env.throttle_idle":
+        reasons = set(facts.get("reasons") or [])
+        hard = sorted(reasons & {"hw_slowdown", "hw_thermal_slowdown", "hw_power_brake_slowdown"})
+        soft = sorted(reasons & {"sw_thermal_slowdown", "sw_power_cap"})
+        if facts.get("reasons") is None:
+            o.verdict, o.reason = v.SKIPPED, "throttle reasons not reported"
+        elif hard:
+            o.verdict, o.reason = v.FAIL, "throttling while idle: " + ", ".join(hard)
+        elif soft:
+            o.verdict, o.reason = v.WARN, "throttling while idle: " + ", ".join(soft)
+        else:
+            o.verdict, o.reason = v.PASS, "no throttling at idle"
+        return o
+    if check == "env.nvlink":
+        total, active = _int(facts.get("links_total")) or 0, _int(facts.get("links_active")) or 0
+        if total == 0:
+            o.verdict, o.reason = v.SKIPPED, "no NVLink on this GPU"
+        elif active < total:
+            o.verdict, o.reason = v.WARN, f"{active} of {total} NVLink links up"
+        else:
+            o.verdict, o.reason = v.PASS, f"{active} NVLink links up"
+        return o
+    if check == "env.topology":
+        return _score_topology(o, facts, expected)
+    o.reason = f"no rule for {check}"
+    return o
+
+
+def _score_topology(o: Outcome, facts: Mapping[str, Any], expected: Mapping[str, Any] | None) -> Outcome:
+    want = dict(expected or facts.get("expected") or {})
+    count = _int(facts.get("gpu_count"))
+    problems = []
+    if want.get("gpu_count") is not None and count != _int(want["gpu_count"]):
+        problems.append(f"{count} GPU(s), profile expects {want['gpu_count']}")
+    if want.get("mig_mode") is not None:
+        modes = {str(m or "N/A").lower() for m in facts.get("mig_modes") or []}
+        if modes != {str(want["mig_mode"]).lower()}:
+            problems.append(f"MIG mode {sorted(modes)}, profile expects {want['mig_mode']}")
+    if want.get("model"):
+        models = {detect_model(str(n)) for n in facts.get("names") or []}
+        if models != {want["model"]}:
+            problems.append(f"model {sorted(str(m) for m in models)}, profile expects {want['model']}")
+    if problems:
+        o.verdict, o.reason = Verdict.FAIL, "; ".join(problems)
+    else:
+        o.verdict = Verdict.PASS
+        o.reason = f"{count} GPU(s)" + (" as expected" if want else " (no expected profile given)")
+    return o
+
+
+def overall(outcomes: Iterable[Outcome]) -> Verdict:
+    """Fail beats inconclusive beats warn beats pass; skipped lines do not count."""
+    seen = {o.verdict for o in outcomes}
+    for verdict in (Verdict.FAIL, Verdict.INCONCLUSIVE, Verdict.WARN, Verdict.PASS):
+        if verdict in seen:
+            return verdict
+    return Verdict.INCONCLUSIVE  # nothing ran at all
+
+
+def score_run(summary: Mapping[str, Any], results: Sequence[Mapping[str, Any]],
+              expected: Mapping[str, Any] | None = None) -> list[Outcome]:
+    """Score every result of a run; a run without a summary or results is one inconclusive line."""
+    contexts = gpu_contexts(summary, results)
+    outcomes = [score_result(r, contexts, expected) for r in results]
+    if summary.get("error"):
+        outcomes.append(Outcome("run", None, Verdict.INCONCLUSIVE, f"runner error: {summary['error']}"))
+    elif not outcomes:
+        outcomes.append(Outcome("run", None, Verdict.INCONCLUSIVE, "the runner reported no results"))
+    return outcomes

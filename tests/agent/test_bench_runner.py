@@ -1,0 +1,138 @@
+"""The on-host benchmark runner run as it is, the way a user runs it on a GPU machine."""
+
+from __future__ import annotations
+
+import ast
+import importlib.util
+import json
+import subprocess
+import sys
+import time
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import pytest
+
+RUNNER = Path(__file__).resolve().parents[2] / "gpuws" / "agent" / "bench_runner.py"
+NO_TOOLCHAIN = (
+    "no CUDA toolchain: install PyTorch with CUDA (pip install torch) or CuPy, or the CUDA toolkit (nvcc)"
+)
+# A python3 without NumPy, PyTorch or CuPy (Debian's own); the venv's has NumPy.
+BARE_PYTHON = "/usr/bin/python3"
+
+
+def run_runner(python: str, *args: str, tmp_path: Path, timeout: float = 60) -> list[dict[str, Any]]:
+    env = {"PATH": "/usr/bin:/bin", "HOME": str(tmp_path), "LANG": "C.UTF-8"}  # no nvidia-smi here
+    proc = subprocess.run([python, str(RUNNER), "--json", *args], capture_output=True, text=True,
+                          env=env, timeout=timeout, check=False)
+    assert proc.returncode == 0, proc.stderr
+    events = [json.loads(line) for line in proc.stdout.splitlines()]
+    assert events[-1]["type"] == "summary", "the summary always comes last"
+    return events
+
+
+def load_runner() -> ModuleType:
+    spec = importlib.util.spec_from_file_location("gpuws_bench_runner_under_test", RUNNER)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_runner_is_standalone() -> None:
+    """Only the standard library at the top; optional toolchains are imported inside guards."""
+    tree = ast.parse(RUNNER.read_text())
+    top = {alias.name.split(".")[0] for node in tree.body if isinstance(node, ast.Import) for alias in node.names}
+    top |= {node.module.split(".")[0] for node in tree.body if isinstance(node, ast.ImportFrom) and node.module}
+    assert top <= set(sys.stdlib_module_names) | {"__future__"}
+    everywhere = {alias.name for node in ast.walk(tree) if isinstance(node, ast.Import) for alias in node.names}
+    everywhere |= {node.module or "" for node in ast.walk(tree) if isinstance(node, ast.ImportFrom)}
+    assert not {m for m in everywhere if m.split(".")[0] == "gpuws"}, "no gpuws import in the runner"
+    assert {m.split(".")[0] for m in everywhere} - set(sys.stdlib_module_names) <= {"torch", "cupy", "numpy",
+                                                                                   "pynvml", "__future__"}
+    assert RUNNER.read_text().isascii(), "sent byte-counted over SSH: keep it ASCII"
+
+
+def test_cpu_harness_runs_timing_and_correctness_on_numpy(tmp_path: Path) -> None:
+    events = run_runner(sys.executable, "--quick", tmp_path=tmp_path)
+    results = [e for e in events if e["type"] == "result"]
+    summary = events[-1]
+    assert (summary["backend"], summary["harness"], summary["simulated"]) == ("numpy-cpu", "cpu", False)
+    toolchain = next(r for r in results if r["check"] == "toolchain")
+    assert (toolchain["status"], toolchain["reason"]) == ("inconclusive", NO_TOOLCHAIN)
+    cpu = {r["check"]: r for r in results if r["harness"] == "cpu"}
+    assert all(r["label"] == "CPU harness check \u2014 not a GPU measurement" for r in cpu.values())
+    gemm = cpu["gemm_fp32"]
+    assert gemm["status"] == "ok" and gemm["value"] > 0
+    assert gemm["details"]["repeats"] == 3 and gemm["details"]["min_s"] <= gemm["details"]["median_s"]
+    assert cpu["mem_copy"]["value"] > 0 and cpu["mem_triad"]["value"] > 0
+    stress = cpu["stress"]
+    assert stress["value"] == 0 and stress["details"]["iterations"] > 0
+    assert stress["details"]["reference_rel_error"] < 1e-4
+    # GPU parts are never a pass on a CPU-only host.
+    gpu_parts = [r for r in results if r["harness"] == "gpu" and r["check"] not in ("env.driver", "toolchain")]
+    assert gpu_parts and all(r["status"] == "inconclusive" for r in gpu_parts)
+    assert [e["step"] for e in events if e["type"] == "progress"] == list(range(1, 9))
+
+
+def test_no_toolchain_and_no_numpy_is_inconclusive_with_what_to_install(tmp_path: Path) -> None:
+    probe = subprocess.run([BARE_PYTHON, "-c", "import numpy"], capture_output=True, check=False)
+    assert probe.returncode != 0, f"{BARE_PYTHON} must lack NumPy for this test"
+    events = run_runner(BARE_PYTHON, "--quick", tmp_path=tmp_path)
+    results = [e for e in events if e["type"] == "result"]
+    toolchain = next(r for r in results if r["check"] == "toolchain")
+    assert toolchain["reason"] == NO_TOOLCHAIN
+    assert all(r["status"] != "ok" or r["check"].startswith("env.") for r in results)
+    assert not [r for r in results if r["harness"] == "cpu"]
+    assert events[-1]["backend"] is None
+
+
+def test_overall_timeout_stops_the_run_and_says_so(tmp_path: Path) -> None:
+    started = time.monotonic()
+    events = run_runner(sys.executable, "--full", "--timeout", "0.3", tmp_path=tmp_path)
+    assert time.monotonic() - started < 15
+    summary = events[-1]
+    assert summary["timed_out"] is True
+    results = [e for e in events if e["type"] == "result"]
+    assert any(r["check"] == "timeout" and r["status"] == "inconclusive" for r in results) or any(
+        r["status"] == "inconclusive" and "zero iterations" in (r["reason"] or "") for r in results)
+
+
+def test_correctness_check_counts_mismatches() -> None:
+    """A GEMM that starts giving different answers is caught, as gpu-burn does."""
+    runner = load_runner()
+    import numpy
+
+    state = runner.NumpyStress(runner.NumpyBackend(numpy), 64)
+    assert state.verify_reference() < 1e-4  # the reference agrees with a float64 product
+    state.step()
+    assert state.mismatches() == 0
+    state.b[3, 5] += 10.0  # a flipped value in device memory: column 5 of every row changes
+    state.step()
+    # Every row whose a[i, 3] is not tiny now differs from the reference.
+    assert 48 <= state.mismatches() <= 64
+
+
+def test_zero_iterations_is_inconclusive_not_a_figure() -> None:
+    runner = load_runner()
+    import numpy
+
+    harness = runner.Harness(runner.NumpyBackend(numpy), runner.Emitter(), "quick", time.monotonic() + 5, [])
+    assert harness.figure([], 1e9, 1e9)["status"] == "inconclusive"
+    assert harness.figure([0.5, 0.25, 1.0], 1e9, 1e9)["value"] == 2.0
+
+
+def test_malformed_expected_profile_is_a_clear_error(tmp_path: Path) -> None:
+    proc = subprocess.run([sys.executable, str(RUNNER), "--json", "--expected", "{nope"], capture_output=True,
+                          text=True, check=False, env={"PATH": "/usr/bin:/bin"})
+    assert proc.returncode == 2
+    assert json.loads(proc.stdout.splitlines()[-1])["error"] == "--expected is not valid JSON"
+
+
+@pytest.mark.parametrize("mask", [0x1, 0x44, 0x1000])
+def test_throttle_reasons_are_decoded(mask: int) -> None:
+    runner = load_runner()
+    names = runner.decode_throttle(mask)
+    assert {0x1: ["gpu_idle"], 0x44: ["sw_power_cap", "hw_thermal_slowdown"],
+            0x1000: ["unknown_0x1000"]}[mask] == names

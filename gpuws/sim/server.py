@@ -123,6 +123,7 @@ class DemoHost:
         self.password = secrets.token_urlsafe(18)
         self._server: asyncssh.SSHAcceptor | None = None
         self._groups: set[int] = set()
+        self._handlers: set[asyncio.Task[None]] = set()  # running command handlers
         self.info: DemoHostInfo | None = None
 
     @property
@@ -194,8 +195,15 @@ class DemoHost:
             self._server.close()
             await self._server.wait_closed()
             self._server = None
+        # Let each handler reap its killed command, so no subprocess transport outlives the host.
+        if self._handlers:
+            await asyncio.wait(set(self._handlers), timeout=5.0)
 
     async def _handle_process(self, process: asyncssh.SSHServerProcess[bytes]) -> None:
+        task = asyncio.current_task()
+        if task is not None:
+            self._handlers.add(task)  # type: ignore[arg-type]
+            task.add_done_callback(self._handlers.discard)  # type: ignore[arg-type]
         command = process.command
         argv = ["/bin/sh", "-c", command] if command else ["/bin/sh"]
         try:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import sys
-import warnings
 from pathlib import Path
 
 from tests.support.sshd import SshdServer
@@ -84,12 +83,6 @@ def install_nvml_python3(bin_dir: Path) -> Path:
 
 
 def start_sshd(server: SshdServer) -> SshdServer:
-    """`server.start()`, minus the ResourceWarning its unclosed log file handle raises.
-
-    SshdServer.start() opens sshd.log and never closes its own handle (the child keeps a dup);
-    until tests/support/sshd.py closes it, silence that one warning here.
-    """
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", ResourceWarning)
-        server.start()
+    """Start `server` and return it (for use in expressions)."""
+    server.start()
     return server

@@ -1,10 +1,348 @@
-"""`gpuws` subcommands: session (not yet implemented)."""
+"""The working session from a terminal: `gpuws tunnel`, `cost`, `cp`, `start`, `stop`."""
 
 from __future__ import annotations
 
 import argparse
-from typing import Any
+import asyncio
+import shlex
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from gpuws.cli.output import fail, print_json
+from gpuws.core.errors import GpuwsError, ValidationError
+
+if TYPE_CHECKING:
+    from gpuws.core.session import HostCost
+
+PRESET_CHOICES = ("jupyter", "tensorboard", "vnc", "dcv", "novnc")
 
 
 def register(sub: argparse._SubParsersAction[Any]) -> None:
-    """Register this module's subcommands (none yet)."""
+    """Register `gpuws tunnel`, `cost`, `cp`, `start` and `stop`."""
+    p = sub.add_parser(
+        "tunnel",
+        help="forward a local port to a service on the host (Jupyter, TensorBoard, VNC...)",
+        description="Forward 127.0.0.1:LOCAL here to 127.0.0.1:REMOTE on the host of profile NAME, print the "
+        "local URL, open it, and stay in the foreground until Ctrl-C. The tunnel comes back by itself after "
+        "the SSH connection drops and reconnects.",
+    )
+    p.add_argument("name", metavar="NAME", help="host profile name ('demo': the built-in simulated host)")
+    p.add_argument("--remote", type=int, metavar="PORT", help="port of the service on the host "
+                   "(default: the preset's; for jupyter, the running server's)")
+    p.add_argument("--local", type=int, metavar="PORT", help="local port (default: the same as --remote if free, "
+                   "else any free port)")
+    p.add_argument("--preset", choices=PRESET_CHOICES, help="what the service is: sets the usual port and URL")
+    p.add_argument("--no-start", action="store_true", help="jupyter: do not start a server when none is running")
+    p.add_argument("--logdir", metavar="DIR", help="tensorboard: start `tensorboard --logdir DIR` on the host first")
+    p.add_argument("--no-browser", action="store_true", help="print the URL but do not open it")
+    p.add_argument("--show-token", action="store_true", help="print the Jupyter URL with its token (hidden otherwise)")
+    p.add_argument("--accept-new", action="store_true", help="trust the host key if none is recorded yet")
+    p.add_argument("--json", action="store_true", help="print one JSON line: local_port, remote_port, url")
+    p.set_defaults(handler=run_tunnel)
+
+    p = sub.add_parser("cost", help="what your hosts cost: running session, today, this month, budget",
+                       description="Running cost of each host's open session, its totals for today and this "
+                       "month, and where it stands against its (monthly) budget.")
+    p.add_argument("name", metavar="NAME", nargs="?", help="only this host")
+    p.add_argument("--csv", metavar="FILE", help="export the session history as CSV to FILE ('-': stdout)")
+    p.add_argument("--json", action="store_true", help="print JSON")
+    p.set_defaults(handler=run_cost)
+
+    p = sub.add_parser("cp", help="copy a file to or from a host over SFTP (resumes partial copies)",
+                       description="Copy SRC to DST; exactly one of them is NAME:PATH on a host (like scp). A "
+                       "partial copy left by an interrupted transfer is continued, not started over.")
+    p.add_argument("src", metavar="SRC")
+    p.add_argument("dst", metavar="DST")
+    p.add_argument("--no-resume", action="store_true", help="always copy from the start")
+    p.add_argument("--accept-new", action="store_true", help="trust the host key if none is recorded yet")
+    p.add_argument("--json", action="store_true", help="print the result as JSON")
+    p.set_defaults(handler=run_cp)
+
+    for action, text in (("start", "start the host's instance through its cloud provider"),
+                         ("stop", "stop the host's instance through its cloud provider")):
+        p = sub.add_parser(action, help=text, description=f"{text[0].upper()}{text[1:]}, with the same provider "
+                           "command templates as resize (the provider token comes from the keyring).")
+        p.add_argument("name", metavar="NAME", help="host profile name")
+        p.add_argument("--dry-run", action="store_true", help="print the provider commands, run nothing")
+        p.add_argument("--json", action="store_true", help="print the result as JSON")
+        if action == "stop":
+            p.add_argument("--pre-stop", metavar="COMMAND", help="run COMMAND on the host first (e.g. save a "
+                           "checkpoint); the instance is not stopped if it fails")
+            p.add_argument("--accept-new", action="store_true", help="trust the host key if none is recorded yet")
+        p.set_defaults(handler=run_power_cli, action=action)
+
+
+# -- shared ------------------------------------------------------------------------------------
+
+
+def _interactive_options() -> dict[str, Any]:
+    if sys.stdin.isatty() and sys.stderr.isatty():
+        from gpuws.cli.commands.probe import _ask_host_key, _ask_kbdint
+
+        return {"confirm_host_key": _ask_host_key, "kbdint_prompt": _ask_kbdint}
+    return {}
+
+
+def _run(coro: Any) -> int:
+    """Run a command's coroutine; a GpuwsError is one line on stderr, exit 1."""
+    try:
+        return int(asyncio.run(coro))
+    except GpuwsError as exc:
+        return fail(str(exc))
+
+
+# -- tunnel ------------------------------------------------------------------------------------
+
+
+def run_tunnel(args: argparse.Namespace) -> int:
+    return _run(_tunnel(args))
+
+
+async def _tunnel(args: argparse.Namespace) -> int:
+    from gpuws.core.tunnels import Preset, RemoteServiceDown, parse_preset, spec_for, vnc_viewer_argv
+    from gpuws.remote.jupyter import find_or_start, start_tensorboard
+    from gpuws.remote.targets import open_target
+    from gpuws.remote.tunnels import Tunnel, TunnelState
+
+    preset = parse_preset(args.preset)
+    if preset is Preset.CUSTOM and args.remote is None:
+        raise ValidationError("remote", "give --remote PORT (or a --preset)")
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(sig, stop.set)
+
+    def on_connection(state: object, detail: str) -> None:
+        if str(state) == "reconnecting" and not args.json:
+            print(f"gpuws: {detail}", file=sys.stderr, flush=True)
+
+    def on_tunnel(_t: object, state: TunnelState, detail: str) -> None:
+        if detail and state in (TunnelState.FAILED, TunnelState.WAITING):
+            print(f"gpuws: tunnel: {detail}", file=sys.stderr, flush=True)
+
+    async with open_target(args.name, accept_new=args.accept_new, on_state=on_connection,
+                           **_interactive_options()) as conn:
+        token = None
+        fresh = False
+        if preset is Preset.JUPYTER and args.remote is None:
+            server, fresh = await find_or_start(conn.runner, start=not args.no_start)
+            token, remote = server.token or None, server.port
+        else:
+            remote = args.remote
+        if preset is Preset.TENSORBOARD and args.logdir:
+            remote = remote or 6006
+            await start_tensorboard(conn.runner, args.logdir, remote)
+            fresh = True
+        spec = spec_for(preset, remote, args.local)
+        async with Tunnel(conn, spec, token=token, on_state=on_tunnel) as tunnel:
+            try:
+                await (tunnel.wait_ready(60) if fresh else tunnel.probe())
+            except RemoteServiceDown as exc:
+                if not args.json:
+                    print(f"gpuws: warning: {exc}; the tunnel stays open for when it starts", file=sys.stderr)
+            shown = tunnel.url if args.show_token else tunnel.display_url
+            if args.json:
+                print_json({"local_port": tunnel.local_port, "remote_port": spec.remote_port, "url": shown,
+                            "preset": spec.preset.value})
+            else:
+                print(f"{spec.info.label}: {shown}  ->  {args.name}:{spec.remote_port}  (Ctrl-C to close)", flush=True)
+            if not args.no_browser:
+                _open(tunnel.url, spec.info.opens_in_browser, vnc_viewer_argv(tunnel.local_port or 0))
+            await stop.wait()
+    if not args.json:
+        print("tunnel closed", file=sys.stderr)
+    return 0
+
+
+def _open(url: str, browser: bool, viewer: list[str] | None) -> None:
+    """Open the tunnel's URL in the browser, or a VNC viewer (the token stays out of any output)."""
+    if not browser and viewer:
+        subprocess.Popen(viewer, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                         start_new_session=True)
+        return
+    import webbrowser
+
+    if not webbrowser.open(url):
+        print("gpuws: no browser or viewer found; open the URL yourself", file=sys.stderr)
+
+
+# -- cost --------------------------------------------------------------------------------------
+
+
+def run_cost(args: argparse.Namespace) -> int:
+    from gpuws.core.cost import sessions_csv
+    from gpuws.core.profiles import ProfileStore
+    from gpuws.core.session import SessionLedger, budget_warning, cost_report
+
+    try:
+        profiles = ProfileStore().load()
+        if args.name:
+            profiles = [p for p in profiles if p.name == args.name]
+            if not profiles:
+                from gpuws.core.profiles import ProfileNotFound
+
+                raise ProfileNotFound(args.name)
+        ledger = SessionLedger()
+        sessions = ledger.all_sessions()
+    except GpuwsError as exc:
+        return fail(str(exc))
+    now = time.time()
+    if args.csv:
+        wanted = {p.name for p in profiles}
+        text = sessions_csv([s for s in sessions if s.host in wanted], now)
+        if args.csv == "-":
+            sys.stdout.write(text)
+        else:
+            Path(args.csv).write_text(text, encoding="utf-8")
+            print(f"wrote {args.csv}", file=sys.stderr)
+        return 0
+    report = cost_report(profiles, sessions, now)
+    if args.json:
+        print_json({
+            "hosts": [c.to_dict() for c in report],
+            "daily": round(sum(c.daily for c in report), 4),
+            "monthly": round(sum(c.monthly for c in report), 4),
+        })
+        return 0
+    if not report:
+        print("no hosts (add one with `gpuws hosts add`)")
+        return 0
+    print(_cost_table(report))
+    for cost in report:
+        warning = budget_warning(cost)
+        if warning:
+            print(f"warning: {warning}", file=sys.stderr)
+    return 0
+
+
+def _cost_table(report: list[HostCost]) -> str:
+    def money(value: float | None) -> str:
+        return "-" if value is None else f"{value:.2f}"
+
+    rows = [("HOST", "PRICE/H", "RUNNING", "TODAY", "MONTH", "BUDGET")]
+    for c in report:
+        budget = "-" if c.budget.budget is None else f"{c.budget.spent:.2f}/{c.budget.budget:.2f} ({c.budget.level})"
+        rows.append((c.host, money(c.price_per_hour), money(c.running), money(c.daily), money(c.monthly), budget))
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+    return "\n".join("  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip() for row in rows)
+
+
+# -- cp ----------------------------------------------------------------------------------------
+
+
+def split_remote(arg: str) -> tuple[str | None, str]:
+    """("NAME", "PATH") for "NAME:PATH", (None, arg) for a local path (one with "/" before any ":")."""
+    head, sep, tail = arg.partition(":")
+    if not sep or not head or "/" in head or "\\" in head or (len(head) == 1 and sys.platform.startswith("win")):
+        return None, arg
+    return head, tail or "~"
+
+
+def run_cp(args: argparse.Namespace) -> int:
+    src_host, src = split_remote(args.src)
+    dst_host, dst = split_remote(args.dst)
+    if (src_host is None) == (dst_host is None):
+        return fail("cp: give exactly one side as NAME:PATH on a host (the other is a local path)", 2)
+    return _run(_cp(args, src_host, src, dst_host, dst))
+
+
+async def _cp(args: argparse.Namespace, src_host: str | None, src: str, dst_host: str | None, dst: str) -> int:
+    from gpuws.remote.files import download, upload
+    from gpuws.remote.targets import open_target
+
+    name = src_host or dst_host
+    assert name is not None
+    progress = _Progress() if sys.stderr.isatty() and not args.json else None
+    async with open_target(name, accept_new=args.accept_new, **_interactive_options()) as conn:
+        if dst_host is not None:
+            result = await upload(conn, Path(src).expanduser(), dst, progress=progress, resume=not args.no_resume)
+        else:
+            result = await download(conn, src, Path(dst).expanduser(), progress=progress, resume=not args.no_resume)
+    if progress:
+        progress.finish()
+    if args.json:
+        print_json({"source": args.src, "destination": result.destination, "size": result.size,
+                    "resumed_from": result.resumed_from})
+    else:
+        resumed = f" (resumed at {result.resumed_from} bytes)" if result.resumed_from else ""
+        print(f"copied {result.size} bytes to {result.destination}{resumed}")
+    return 0
+
+
+class _Progress:
+    """A one-line progress bar on stderr, redrawn at most 10 times a second."""
+
+    def __init__(self) -> None:
+        self._last = 0.0
+        self._start = time.monotonic()
+
+    def __call__(self, done: int, total: int) -> None:
+        now = time.monotonic()
+        if now - self._last < 0.1 and done < total:
+            return
+        self._last = now
+        frac = done / total if total else 1.0
+        bar = "#" * int(frac * 30)
+        rate = done / max(now - self._start, 1e-6) / 1e6
+        sys.stderr.write(f"\r[{bar:<30}] {frac * 100:5.1f}%  {done / 1e6:8.1f} MB  {rate:6.1f} MB/s")
+        sys.stderr.flush()
+
+    def finish(self) -> None:
+        sys.stderr.write("\n")
+
+
+# -- start / stop ------------------------------------------------------------------------------
+
+
+def run_power_cli(args: argparse.Namespace) -> int:
+    from gpuws.core.models import SecretKind
+    from gpuws.core.profiles import ProfileStore
+    from gpuws.core.secrets import SecretStore
+    from gpuws.remote.provider_ops import plan_power, run_power
+
+    try:
+        profile = ProfileStore().get(args.name)
+        plan = plan_power(profile.provider, args.action)
+        pre_stop = shlex.split(args.pre_stop) if getattr(args, "pre_stop", None) else None
+    except (GpuwsError, ValueError) as exc:
+        return fail(str(exc))
+    if args.dry_run:
+        doc = {**plan.to_dict(), "pre_stop": pre_stop, "outcome": "dry run: nothing changed"}
+        if args.json:
+            print_json(doc)
+        else:
+            for step in doc["steps"]:
+                print(step["command"])
+        return 0
+    try:
+        token = SecretStore().get(args.name, SecretKind.TOKEN)
+    except GpuwsError:
+        token = None
+
+    def report(line: str) -> None:
+        if not args.json:
+            print(f"$ {line}" if not line.startswith("running") else line, file=sys.stderr, flush=True)
+
+    async def go() -> Any:
+        if pre_stop:
+            from gpuws.remote.targets import open_target
+
+            async with open_target(args.name, accept_new=getattr(args, "accept_new", False),
+                                   **_interactive_options()) as conn:
+                return await run_power(plan, token=token, pre_stop=pre_stop, host_runner=conn.runner,
+                                       progress=report)
+        return await run_power(plan, token=token, progress=report)
+
+    try:
+        result = asyncio.run(go())
+    except GpuwsError as exc:
+        return fail(str(exc))
+    if args.json:
+        print_json(result.to_dict())
+    elif result.ok:
+        print(f"{args.name}: {'started' if args.action == 'start' else 'stopped'}")
+    return 0 if result.ok else fail(result.error or f"{args.action} failed")

@@ -1,0 +1,257 @@
+"""Local port forwards over a `HostConnection` that survive reconnects.
+
+Why not asyncssh's `forward_local_port`: its listener belongs to one SSH connection and dies with
+it, so after a reconnect the browser tab would point at a closed port. Here the local listener
+belongs to the `Tunnel` and outlives the connection: each accepted client opens a direct-tcpip
+channel on whatever connection is live *now* (waiting out a reconnect in progress), so the same
+URL keeps working when the link comes back. Counting open channels also tells idle-stop whether
+the tunnel is in use.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+from collections.abc import Callable
+from enum import StrEnum
+from typing import TYPE_CHECKING
+
+import asyncssh
+
+from gpuws.core.errors import GpuwsError
+from gpuws.core.tunnels import (
+    LOOPBACK,
+    LocalPortBusy,
+    RemoteServiceDown,
+    TunnelError,
+    TunnelSpec,
+    is_address_in_use,
+    redact_url,
+    tunnel_url,
+)
+
+if TYPE_CHECKING:
+    from gpuws.remote.connection import HostConnection
+
+log = logging.getLogger(__name__)
+
+_CHUNK = 64 * 1024
+_LOOPBACK_NAMES = frozenset({"127.0.0.1", "localhost", "::1"})
+
+
+class TunnelState(StrEnum):
+    CLOSED = "closed"
+    OPEN = "open"  # listening; channels go through the live connection
+    WAITING = "waiting"  # listening; the SSH connection is down or reconnecting
+    FAILED = "failed"  # the last channel could not be opened (see `last_error`)
+
+
+TunnelCallback = Callable[["Tunnel", TunnelState, str], None]
+
+
+class Tunnel:
+    """127.0.0.1:`local_port` here forwarded to `spec.remote_host`:`spec.remote_port` on the host."""
+
+    def __init__(
+        self,
+        connection: HostConnection,
+        spec: TunnelSpec,
+        *,
+        token: str | None = None,
+        on_state: TunnelCallback | None = None,
+        reconnect_wait: float = 60.0,
+    ) -> None:
+        self.connection = connection
+        self.spec = spec
+        self._token = token  # Jupyter's, only ever put in `url` (never logged)
+        self._on_state = on_state
+        self._reconnect_wait = reconnect_wait
+        self._server: asyncio.Server | None = None
+        self._clients: set[asyncio.Task[None]] = set()
+        self.local_port: int | None = None
+        self.state = TunnelState.CLOSED
+        self.last_error = ""
+        self.active_channels = 0
+        self.last_activity: float | None = None  # time.time() of the last byte either way
+
+    # -- public ---------------------------------------------------------------------------------
+
+    @property
+    def url(self) -> str:
+        """What to open (with the Jupyter token): give it to a browser, never to a log."""
+        if self.local_port is None:
+            raise TunnelError("the tunnel is not open")
+        return tunnel_url(self.spec, self.local_port, token=self._token)
+
+    @property
+    def display_url(self) -> str:
+        """The URL with the token masked, for logs and labels."""
+        return redact_url(self.url)
+
+    @property
+    def remote_label(self) -> str:
+        """HOST:PORT of the service as the user thinks of it."""
+        host = self.spec.remote_host
+        if host in _LOOPBACK_NAMES:
+            host = self.connection.profile.host
+        return f"{host}:{self.spec.remote_port}"
+
+    @property
+    def in_use(self) -> bool:
+        """True while a client (browser, viewer) has a channel open through the tunnel."""
+        return self.active_channels > 0
+
+    def set_token(self, token: str | None) -> None:
+        self._token = token
+
+    def sync_state(self) -> TunnelState:
+        """Follow the connection's state (call it from the connection's state callback)."""
+        if self._server is not None:
+            if self._connection_live():
+                self._set_state(TunnelState.OPEN, "")
+            else:
+                self._set_state(TunnelState.WAITING, "waiting for the SSH connection to come back")
+        return self.state
+
+    async def open(self) -> int:
+        """Start listening on the local port; returns it. Raises LocalPortBusy if it is taken."""
+        if self._server is not None and self.local_port is not None:
+            return self.local_port
+        last_busy: OSError | None = None
+        for port in self.spec.local_port_candidates():
+            try:
+                self._server = await asyncio.start_server(self._serve_client, LOOPBACK, port)
+            except OSError as exc:
+                if not is_address_in_use(exc):
+                    raise TunnelError(f"cannot listen on local port {port}: {exc.strerror or exc}") from None
+                last_busy = exc
+                continue
+            self.local_port = int(self._server.sockets[0].getsockname()[1])
+            break
+        if self._server is None or self.local_port is None:
+            # Only an explicit --local can end up here: without one, port 0 always binds.
+            raise LocalPortBusy(self.spec.local_port or 0) from last_busy
+        log.info("tunnel %s -> %s open", self.local_port, self.remote_label)
+        self._set_state(TunnelState.OPEN if self._connection_live() else TunnelState.WAITING, "")
+        return self.local_port
+
+    async def probe(self, timeout: float = 10.0) -> None:
+        """Check a service answers on the host side; raises RemoteServiceDown if nothing listens."""
+        ssh = await self.connection.ssh(timeout)
+        try:
+            _reader, writer = await asyncio.wait_for(
+                ssh.open_connection(self.spec.remote_host, self.spec.remote_port, encoding=None), timeout
+            )
+        except asyncssh.ChannelOpenError as exc:
+            raise self._channel_error(exc) from None
+        except TimeoutError:
+            raise TunnelError(f"no answer from {self.remote_label} within {timeout:g} s") from None
+        writer.close()
+
+    async def wait_ready(self, timeout: float = 30.0, interval: float = 0.5) -> None:
+        """Probe until the service answers (a server just started needs a moment)."""
+        deadline = time.monotonic() + timeout
+        while True:
+            try:
+                await self.probe(timeout=max(1.0, deadline - time.monotonic()))
+                return
+            except RemoteServiceDown:
+                if time.monotonic() >= deadline:
+                    raise
+                await asyncio.sleep(interval)
+
+    async def close(self) -> None:
+        """Stop listening and drop every forwarded connection."""
+        server, self._server = self._server, None
+        if server is not None:
+            server.close()
+        for task in list(self._clients):
+            task.cancel()
+        await asyncio.gather(*self._clients, return_exceptions=True)
+        if server is not None:
+            await server.wait_closed()
+        self._set_state(TunnelState.CLOSED, "")
+
+    async def __aenter__(self) -> Tunnel:
+        await self.open()
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
+
+    # -- forwarding -----------------------------------------------------------------------------
+
+    def _connection_live(self) -> bool:
+        return str(self.connection.state) in ("connected", "no_driver")
+
+    def _channel_error(self, exc: asyncssh.ChannelOpenError) -> TunnelError:
+        if exc.code == asyncssh.OPEN_CONNECT_FAILED:
+            host = self.spec.remote_host
+            shown = self.connection.profile.host if host in _LOOPBACK_NAMES else host
+            return RemoteServiceDown(shown, self.spec.remote_port)
+        if exc.code == asyncssh.OPEN_ADMINISTRATIVELY_PROHIBITED:
+            return TunnelError(f"the host refuses port forwarding (AllowTcpForwarding): {exc.reason}")
+        return TunnelError(f"cannot open a channel to {self.remote_label}: {exc.reason}")
+
+    async def _serve_client(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        task = asyncio.current_task()
+        assert task is not None
+        self._clients.add(task)
+        try:
+            await self._forward(reader, writer)
+        except asyncio.CancelledError:
+            pass
+        finally:
+            self._clients.discard(task)
+            writer.close()
+            with contextlib.suppress(Exception):
+                await writer.wait_closed()
+
+    async def _forward(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        if not self._connection_live():
+            self._set_state(TunnelState.WAITING, "waiting for the SSH connection to come back")
+        try:
+            ssh = await self.connection.ssh(self._reconnect_wait)
+            chan_reader, chan_writer = await ssh.open_connection(
+                self.spec.remote_host, self.spec.remote_port, encoding=None
+            )
+        except asyncssh.ChannelOpenError as exc:
+            self._set_state(TunnelState.FAILED, str(self._channel_error(exc)))
+            return
+        except (GpuwsError, asyncssh.Error, OSError) as exc:
+            self._set_state(TunnelState.WAITING, str(exc) or type(exc).__name__)
+            return
+        self._set_state(TunnelState.OPEN, "")
+        self.active_channels += 1
+        try:
+            await asyncio.gather(self._pump(reader, chan_writer), self._pump(chan_reader, writer))
+        finally:
+            self.active_channels -= 1
+            chan_writer.close()
+
+    async def _pump(
+        self, source: asyncio.StreamReader | asyncssh.SSHReader[bytes],
+        sink: asyncio.StreamWriter | asyncssh.SSHWriter[bytes],
+    ) -> None:
+        try:
+            while data := await source.read(_CHUNK):
+                self.last_activity = time.time()
+                sink.write(data)
+                await sink.drain()
+            if sink.can_write_eof():
+                sink.write_eof()
+        except (OSError, asyncssh.Error, asyncssh.BreakReceived):
+            # One side went away (browser tab closed, link dropped): just end this connection.
+            sink.close()
+
+    def _set_state(self, state: TunnelState, detail: str) -> None:
+        if (state, detail) == (self.state, self.last_error):
+            return
+        self.state, self.last_error = state, detail
+        if self._on_state is not None:
+            try:
+                self._on_state(self, state, detail)
+            except Exception:  # a broken listener must not break the tunnel
+                log.exception("tunnel state callback failed")

@@ -1,0 +1,199 @@
+"""A simple remote file browser: list a directory on the host, go in and up, download and upload.
+
+All SFTP work runs on the loop thread (`gpuws.remote.files`); progress comes back through
+`AsyncBridge.post`, at most a few times a second, so a fast transfer never floods the GUI.
+Cancel cancels the transfer's future; the partial file is resumed by the next transfer.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures
+import time
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from PySide6.QtCore import Qt
+from PySide6.QtWidgets import (
+    QFileDialog,
+    QHBoxLayout,
+    QLineEdit,
+    QProgressBar,
+    QPushButton,
+    QTreeWidget,
+    QTreeWidgetItem,
+    QVBoxLayout,
+    QWidget,
+)
+
+from gpuws.remote.files import RemoteEntry, TransferResult, download, list_dir, upload
+from gpuws.ui.bridge import AsyncBridge
+from gpuws.ui.widgets import muted_label
+
+
+def size_text(size: int) -> str:
+    value = float(size)
+    for unit in ("B", "KiB", "MiB", "GiB"):
+        if value < 1024 or unit == "GiB":
+            return f"{value:.0f} {unit}" if unit == "B" else f"{value:.1f} {unit}"
+        value /= 1024
+    return f"{size} B"
+
+
+class FileBrowser(QWidget):
+    """Browse one host's files over SFTP. `connection` is a connected HostConnection."""
+
+    def __init__(self, connection: Any, bridge: AsyncBridge, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.connection = connection
+        self.bridge = bridge
+        self.path = "~"
+        self.entries: list[RemoteEntry] = []
+        self._transfer: concurrent.futures.Future[Any] | None = None
+        self._last_progress = 0.0
+        self.setWindowTitle(f"Files on {connection.profile.name}")
+
+        layout = QVBoxLayout(self)
+        nav = QHBoxLayout()
+        self.up_button = QPushButton("Up", self)
+        self.up_button.clicked.connect(self.go_up)
+        self.path_edit = QLineEdit(self)
+        self.path_edit.setPlaceholderText("path on the host")
+        self.path_edit.returnPressed.connect(lambda: self.navigate(self.path_edit.text()))
+        self.refresh_button = QPushButton("Refresh", self)
+        self.refresh_button.clicked.connect(lambda: self.navigate(self.path))
+        nav.addWidget(self.up_button)
+        nav.addWidget(self.path_edit, 1)
+        nav.addWidget(self.refresh_button)
+        layout.addLayout(nav)
+
+        self.tree = QTreeWidget(self)
+        self.tree.setHeaderLabels(["Name", "Size", "Modified"])
+        self.tree.setRootIsDecorated(False)
+        self.tree.setColumnWidth(0, 280)
+        self.tree.itemDoubleClicked.connect(self._on_activated)
+        layout.addWidget(self.tree, 1)
+
+        actions = QHBoxLayout()
+        self.download_button = QPushButton("Download…", self)
+        self.download_button.clicked.connect(self.ask_download)
+        self.upload_button = QPushButton("Upload…", self)
+        self.upload_button.clicked.connect(self.ask_upload)
+        self.progress = QProgressBar(self)
+        self.progress.setVisible(False)
+        self.cancel_button = QPushButton("Cancel", self)
+        self.cancel_button.setVisible(False)
+        self.cancel_button.clicked.connect(self.cancel)
+        actions.addWidget(self.download_button)
+        actions.addWidget(self.upload_button)
+        actions.addWidget(self.progress, 1)
+        actions.addWidget(self.cancel_button)
+        layout.addLayout(actions)
+        self.status = muted_label("", self)
+        layout.addWidget(self.status)
+
+    # -- listing --------------------------------------------------------------------------------
+
+    def navigate(self, path: str) -> None:
+        self.status.setText(f"Listing {path}…")
+        self.bridge.run_async(list_dir(self.connection, path), self._on_listed, self._on_error)
+
+    def go_up(self) -> None:
+        if self.path not in ("/", "~"):
+            self.navigate(self.path.rstrip("/").rsplit("/", 1)[0] or "/")
+
+    def _on_listed(self, result: tuple[str, list[RemoteEntry]]) -> None:
+        self.path, self.entries = result
+        self.path_edit.setText(self.path)
+        self.tree.clear()
+        for entry in self.entries:
+            modified = datetime.fromtimestamp(entry.mtime).strftime("%Y-%m-%d %H:%M") if entry.mtime else ""
+            item = QTreeWidgetItem([entry.name + ("/" if entry.is_dir else ""),
+                                    "" if entry.is_dir else size_text(entry.size), modified])
+            item.setData(0, Qt.ItemDataRole.UserRole, entry.path)
+            item.setTextAlignment(1, Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
+            self.tree.addTopLevelItem(item)
+        self.status.setText(f"{len(self.entries)} entries")
+
+    def _on_activated(self, item: QTreeWidgetItem, _column: int) -> None:
+        entry = self._entry(item)
+        if entry is not None and entry.is_dir:
+            self.navigate(entry.path)
+
+    def _entry(self, item: QTreeWidgetItem | None) -> RemoteEntry | None:
+        if item is None:
+            return None
+        path = item.data(0, Qt.ItemDataRole.UserRole)
+        return next((e for e in self.entries if e.path == path), None)
+
+    def _on_error(self, exc: BaseException) -> None:
+        self._end_transfer()
+        self.status.setText(str(exc))
+
+    # -- transfers ------------------------------------------------------------------------------
+
+    def ask_download(self) -> None:
+        entry = self._entry(self.tree.currentItem())
+        if entry is None or entry.is_dir:
+            self.status.setText("Select a file to download.")
+            return
+        target, _ = QFileDialog.getSaveFileName(self, "Download to", str(Path.home() / entry.name))
+        if target:
+            self.start_download(entry.path, Path(target))
+
+    def ask_upload(self) -> None:
+        source, _ = QFileDialog.getOpenFileName(self, "Upload a file", str(Path.home()))
+        if source:
+            self.start_upload(Path(source))
+
+    def start_download(self, remote: str, local: Path) -> concurrent.futures.Future[Any]:
+        return self._start(download(self.connection, remote, local, progress=self._progress_from_loop),
+                           f"Downloading {remote}")
+
+    def start_upload(self, local: Path) -> concurrent.futures.Future[Any]:
+        remote = self.path.rstrip("/") + "/"
+        return self._start(upload(self.connection, local, remote, progress=self._progress_from_loop),
+                           f"Uploading {local.name}")
+
+    def cancel(self) -> None:
+        if self._transfer is not None:
+            self._transfer.cancel()
+            self._end_transfer()
+            self.status.setText("Cancelled; the next copy of this file continues where it stopped.")
+
+    def _start(self, coro: Any, text: str) -> concurrent.futures.Future[Any]:
+        self.progress.setRange(0, 1000)
+        self.progress.setValue(0)
+        self.progress.setVisible(True)
+        self.cancel_button.setVisible(True)
+        self.download_button.setEnabled(False)
+        self.upload_button.setEnabled(False)
+        self.status.setText(text + "…")
+        self._transfer = self.bridge.run_async(coro, self._on_done, self._on_error)
+        return self._transfer
+
+    def _progress_from_loop(self, done: int, total: int) -> None:
+        # Called on the loop thread: throttle, then hop to the GUI thread.
+        now = time.monotonic()
+        if now - self._last_progress < 0.1 and done < total:
+            return
+        self._last_progress = now
+        self.bridge.post(lambda: self._show_progress(done, total))
+
+    def _show_progress(self, done: int, total: int) -> None:
+        if self._transfer is not None:
+            self.progress.setValue(int(1000 * done / total) if total else 1000)
+            self.progress.setFormat(f"{size_text(done)} of {size_text(total)}")
+
+    def _on_done(self, result: TransferResult) -> None:
+        self._end_transfer()
+        resumed = f" (resumed at {size_text(result.resumed_from)})" if result.resumed_from else ""
+        self.status.setText(f"Copied {size_text(result.size)} to {result.destination}{resumed}")
+        self.navigate(self.path)
+
+    def _end_transfer(self) -> None:
+        self._transfer = None
+        self.progress.setVisible(False)
+        self.cancel_button.setVisible(False)
+        self.download_button.setEnabled(True)
+        self.upload_button.setEnabled(True)

@@ -1,0 +1,525 @@
+"""The Session tab: running cost and budget, tunnels, terminal, files, and instance start/stop.
+
+Cost comes from `gpuws.core.session.SessionLedger` (the same file `gpuws cost` reads), refreshed
+on a timer. Tunnels are kept per host, so switching hosts does not close them; they follow the
+connection through reconnects by themselves (`gpuws.remote.tunnels`). Remote work always runs
+on the loop thread through the bridge.
+"""
+
+from __future__ import annotations
+
+import shlex
+import subprocess
+import time
+from pathlib import Path
+from typing import Any
+
+from PySide6.QtCore import Qt, QTimer, QUrl
+from PySide6.QtGui import QDesktopServices, QGuiApplication
+from PySide6.QtWidgets import (
+    QCheckBox,
+    QComboBox,
+    QFileDialog,
+    QGridLayout,
+    QHBoxLayout,
+    QHeaderView,
+    QLabel,
+    QLineEdit,
+    QProgressBar,
+    QPushButton,
+    QScrollArea,
+    QSpinBox,
+    QTableWidget,
+    QTableWidgetItem,
+    QVBoxLayout,
+    QWidget,
+)
+
+from gpuws.core.cost import sessions_csv
+from gpuws.core.errors import GpuwsError
+from gpuws.core.idle import GpuActivity, IdleDetector, IdleEvent
+from gpuws.core.models import HostProfile
+from gpuws.core.session import HostCost, SessionLedger, budget_warning, host_cost
+from gpuws.core.terminal import ssh_argv, ssh_command_line, terminal_argv
+from gpuws.core.tunnels import PRESETS, Preset, spec_for, vnc_viewer_argv
+from gpuws.ui.tabs import HostContext
+from gpuws.ui.widgets import Banner, BannerKind, Card, heading, muted_label
+
+REFRESH_MS = 2000
+
+
+class SessionTab(QWidget):
+    """Running cost, budget, tunnels and shutdown for this host.
+
+    Interface: `SessionTab(parent=None)`, `set_host(context: HostContext | None)`.
+    """
+
+    def __init__(self, parent: QWidget | None = None, *, ledger: SessionLedger | None = None) -> None:
+        super().__init__(parent)
+        self.context: HostContext | None = None
+        self.ledger = ledger or SessionLedger()
+        self.tunnels: dict[str, list[Any]] = {}  # host name -> open gpuws.remote.tunnels.Tunnel
+        self.idle: dict[str, IdleDetector] = {}
+        self._tracked: set[str] = set()
+        self.last_cost: HostCost | None = None
+
+        scroll = QScrollArea(self)
+        scroll.setWidgetResizable(True)
+        scroll.setFrameShape(QScrollArea.Shape.NoFrame)
+        body = QWidget(scroll)
+        scroll.setWidget(body)
+        outer = QVBoxLayout(self)
+        outer.setContentsMargins(0, 0, 0, 0)
+        outer.addWidget(scroll)
+        layout = QVBoxLayout(body)
+        layout.setContentsMargins(16, 16, 16, 16)
+        layout.setSpacing(12)
+
+        self.banner = Banner(BannerKind.WARNING, "", body)
+        self.banner.setVisible(False)
+        layout.addWidget(self.banner)
+        grid = QGridLayout()
+        grid.setSpacing(12)
+        grid.addWidget(self._cost_card(body), 0, 0)
+        grid.addWidget(self._access_card(body), 0, 1)
+        grid.addWidget(self._tunnel_card(body), 1, 0, 1, 2)
+        grid.addWidget(self._instance_card(body), 2, 0, 1, 2)
+        grid.setColumnStretch(0, 1)
+        grid.setColumnStretch(1, 1)
+        layout.addLayout(grid)
+        layout.addStretch(1)
+
+        self.timer = QTimer(self)
+        self.timer.setInterval(REFRESH_MS)
+        self.timer.timeout.connect(self.refresh_cost)
+        self.timer.start()
+        self.set_host(None)
+
+    # -- building -------------------------------------------------------------------------------
+
+    def _card(self, parent: QWidget, title: str) -> tuple[Card, QVBoxLayout]:
+        card = Card(parent)
+        box = QVBoxLayout(card)
+        box.setContentsMargins(16, 14, 16, 14)
+        box.setSpacing(8)
+        box.addWidget(heading(title, 1.1, card))
+        return card, box
+
+    def _cost_card(self, parent: QWidget) -> Card:
+        card, box = self._card(parent, "Cost")
+        self.running_label = heading("—", 2.0, card)
+        self.rate_label = muted_label("", card)
+        box.addWidget(self.running_label)
+        box.addWidget(self.rate_label)
+        totals = QGridLayout()
+        self.today_label = QLabel("—", card)
+        self.month_label = QLabel("—", card)
+        totals.addWidget(muted_label("Today", card), 0, 0)
+        totals.addWidget(self.today_label, 0, 1)
+        totals.addWidget(muted_label("This month", card), 1, 0)
+        totals.addWidget(self.month_label, 1, 1)
+        totals.setColumnStretch(1, 1)
+        box.addLayout(totals)
+        self.budget_bar = QProgressBar(card)
+        self.budget_bar.setRange(0, 1000)
+        self.budget_bar.setTextVisible(True)
+        box.addWidget(self.budget_bar)
+        self.export_button = QPushButton("Export history (CSV)…", card)
+        self.export_button.clicked.connect(self.export_csv)
+        box.addWidget(self.export_button)
+        return card
+
+    def _access_card(self, parent: QWidget) -> Card:
+        card, box = self._card(parent, "Terminal and files")
+        self.ssh_label = QLabel("", card)
+        self.ssh_label.setWordWrap(True)
+        self.ssh_label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        font = self.ssh_label.font()
+        font.setFamily("monospace")
+        self.ssh_label.setFont(font)
+        box.addWidget(self.ssh_label)
+        row = QHBoxLayout()
+        self.terminal_button = QPushButton("Open terminal", card)
+        self.terminal_button.clicked.connect(self.open_terminal)
+        self.copy_button = QPushButton("Copy ssh command", card)
+        self.copy_button.clicked.connect(self.copy_ssh_command)
+        self.files_button = QPushButton("Browse files…", card)
+        self.files_button.clicked.connect(self.open_files)
+        row.addWidget(self.terminal_button)
+        row.addWidget(self.copy_button)
+        row.addWidget(self.files_button)
+        row.addStretch(1)
+        box.addLayout(row)
+        self.access_status = muted_label("", card)
+        self.access_status.setWordWrap(True)
+        box.addWidget(self.access_status)
+        box.addStretch(1)
+        return card
+
+    def _tunnel_card(self, parent: QWidget) -> Card:
+        card, box = self._card(parent, "Tunnels")
+        row = QHBoxLayout()
+        self.preset_combo = QComboBox(card)
+        for preset in (Preset.JUPYTER, Preset.TENSORBOARD, Preset.VNC, Preset.DCV, Preset.NOVNC, Preset.CUSTOM):
+            self.preset_combo.addItem(PRESETS[preset].label, preset.value)
+        self.preset_combo.currentIndexChanged.connect(self._on_preset)
+        self.remote_spin = QSpinBox(card)
+        self.remote_spin.setRange(0, 65535)
+        self.remote_spin.setSpecialValueText("auto")
+        self.local_spin = QSpinBox(card)
+        self.local_spin.setRange(0, 65535)
+        self.local_spin.setSpecialValueText("auto")
+        self.open_tunnel_button = QPushButton("Open tunnel", card)
+        self.open_tunnel_button.clicked.connect(self.open_tunnel)
+        for label, widget in (("Service", self.preset_combo), ("Remote port", self.remote_spin),
+                              ("Local port", self.local_spin)):
+            row.addWidget(muted_label(label, card))
+            row.addWidget(widget)
+        row.addStretch(1)
+        row.addWidget(self.open_tunnel_button)
+        box.addLayout(row)
+        self.tunnel_table = QTableWidget(0, 4, card)
+        self.tunnel_table.setHorizontalHeaderLabels(["Service", "Local URL", "On the host", "State"])
+        header = self.tunnel_table.horizontalHeader()
+        for column in (0, 2, 3):
+            header.setSectionResizeMode(column, QHeaderView.ResizeMode.ResizeToContents)
+        header.setSectionResizeMode(1, QHeaderView.ResizeMode.Stretch)
+        self.tunnel_table.verticalHeader().setVisible(False)
+        self.tunnel_table.setEditTriggers(QTableWidget.EditTrigger.NoEditTriggers)
+        self.tunnel_table.setSelectionBehavior(QTableWidget.SelectionBehavior.SelectRows)
+        self.tunnel_table.setMinimumHeight(90)
+        self.tunnel_table.setMaximumHeight(180)
+        box.addWidget(self.tunnel_table)
+        buttons = QHBoxLayout()
+        self.browse_tunnel_button = QPushButton("Open in browser", card)
+        self.browse_tunnel_button.clicked.connect(self.open_selected_tunnel)
+        self.close_tunnel_button = QPushButton("Close tunnel", card)
+        self.close_tunnel_button.clicked.connect(self.close_selected_tunnel)
+        self.tunnel_status = muted_label("", card)
+        self.tunnel_status.setWordWrap(True)
+        buttons.addWidget(self.browse_tunnel_button)
+        buttons.addWidget(self.close_tunnel_button)
+        buttons.addWidget(self.tunnel_status, 1)
+        box.addLayout(buttons)
+        self._on_preset()
+        return card
+
+    def _instance_card(self, parent: QWidget) -> Card:
+        card, box = self._card(parent, "Instance")
+        row = QHBoxLayout()
+        self.start_button = QPushButton("Start instance", card)
+        self.start_button.clicked.connect(lambda: self.power("start"))
+        self.stop_button = QPushButton("Stop instance", card)
+        self.stop_button.clicked.connect(lambda: self.power("stop"))
+        row.addWidget(self.start_button)
+        row.addWidget(self.stop_button)
+        row.addStretch(1)
+        box.addLayout(row)
+        idle_row = QHBoxLayout()
+        self.idle_check = QCheckBox("Stop when idle for", card)
+        self.idle_minutes = QSpinBox(card)
+        self.idle_minutes.setRange(1, 1440)
+        self.idle_minutes.setValue(30)
+        self.idle_minutes.setSuffix(" min")
+        self.pre_stop_edit = QLineEdit(card)
+        self.pre_stop_edit.setPlaceholderText("pre-stop command on the host, e.g. python save_checkpoint.py")
+        idle_row.addWidget(self.idle_check)
+        idle_row.addWidget(self.idle_minutes)
+        idle_row.addWidget(self.pre_stop_edit, 1)
+        box.addLayout(idle_row)
+        self.instance_status = muted_label("GPUs idle with no session or tunnel in use trigger a warning with "
+                                           "the money spent idle.", card)
+        self.instance_status.setWordWrap(True)
+        box.addWidget(self.instance_status)
+        return card
+
+    # -- host -----------------------------------------------------------------------------------
+
+    @property
+    def profile(self) -> HostProfile | None:
+        return self.context.profile if self.context is not None else None
+
+    def set_host(self, context: HostContext | None) -> None:
+        self.context = context
+        enabled = context is not None
+        for widget in (self.terminal_button, self.copy_button, self.files_button, self.open_tunnel_button,
+                       self.start_button, self.stop_button, self.export_button):
+            widget.setEnabled(enabled)
+        if context is not None:
+            self.track(context.session)
+            self._on_state(context.profile, str(context.session.state))
+        self._show_ssh_command()
+        self._fill_tunnels()
+        self.refresh_cost()
+
+    def track(self, session: Any) -> None:
+        """Meter the cost of a HostSession (and keep its tunnels' state) whether or not it is shown.
+
+        The window should call this for every host session it creates; `set_host` calls it too.
+        """
+        if session.profile.name in self._tracked:
+            return
+        self._tracked.add(session.profile.name)
+        session.state_changed.connect(lambda state, _detail, s=session: self._on_state(s.profile, str(state)))
+        self._on_state(session.profile, str(session.state))
+
+    def _on_state(self, profile: HostProfile, state: str) -> None:
+        """Cost runs while the host is connected; tunnels show whether they wait for a reconnect."""
+        now = time.time()
+        if state in ("connected", "no_driver"):
+            self.ledger.begin(profile, now)
+            self.ledger.reprice(profile, now)
+        elif state in ("disconnected", "unreachable", "auth_failed", "host_key_changed"):
+            self.ledger.end(profile.name, now)
+        for tunnel in self.tunnels.get(profile.name, []):
+            tunnel.sync_state()
+        if self.profile is not None and self.profile.name == profile.name:
+            self._fill_tunnels()
+            self.refresh_cost()
+
+    def _connection(self) -> Any:
+        if self.context is None or self.context.session.connection is None:
+            self.tunnel_status.setText("Connect to the host first.")
+            self.access_status.setText("Connect to the host first.")
+            return None
+        return self.context.session.connection
+
+    # -- cost -----------------------------------------------------------------------------------
+
+    def refresh_cost(self) -> None:
+        profile = self.profile
+        if profile is None:
+            self.running_label.setText("—")
+            self.rate_label.setText("Select a host.")
+            return
+        try:
+            cost = host_cost(profile, self.ledger.all_sessions(), time.time())
+        except (GpuwsError, OSError) as exc:
+            self.rate_label.setText(str(exc))
+            return
+        self.last_cost = cost
+        self.running_label.setText(f"{cost.running:.2f}" if cost.running is not None else "not running")
+        price = f"{cost.price_per_hour:.2f} / h" if cost.price_per_hour else "no hourly price set"
+        slice_text = f" · {cost.slice_profile}" if cost.slice_profile else ""
+        self.rate_label.setText(f"this session · {price}{slice_text}")
+        self.today_label.setText(f"{cost.daily:.2f}")
+        self.month_label.setText(f"{cost.monthly:.2f}")
+        if cost.budget.budget:
+            self.budget_bar.setVisible(True)
+            self.budget_bar.setValue(min(1000, int(1000 * cost.budget.spent / cost.budget.budget)))
+            self.budget_bar.setFormat(f"{cost.budget.spent:.2f} of {cost.budget.budget:.2f} monthly budget")
+        else:
+            self.budget_bar.setVisible(False)
+        warning = budget_warning(cost)
+        self.banner.setVisible(warning is not None)
+        if warning:
+            self.banner.set_kind(BannerKind.ERROR if cost.budget.level == "exceeded" else BannerKind.WARNING)
+            self.banner.set_text(warning)
+
+    def export_csv(self, path: str | None = None) -> None:
+        target = path or QFileDialog.getSaveFileName(self, "Export session history", "gpuws-sessions.csv",
+                                                     "CSV (*.csv)")[0]
+        if target:
+            Path(target).write_text(sessions_csv(self.ledger.all_sessions(), time.time()), encoding="utf-8")
+
+    # -- terminal and files ---------------------------------------------------------------------
+
+    def _lookup(self, name: str) -> HostProfile:
+        from gpuws.core.profiles import ProfileStore
+
+        return ProfileStore().get(name)
+
+    def _show_ssh_command(self) -> None:
+        profile = self.profile
+        if profile is None:
+            self.ssh_label.setText("")
+            return
+        try:
+            self.ssh_label.setText(ssh_command_line(profile, self._lookup))
+        except GpuwsError as exc:
+            self.ssh_label.setText(str(exc))
+
+    def copy_ssh_command(self) -> None:
+        if self.profile is not None:
+            QGuiApplication.clipboard().setText(self.ssh_label.text())
+            self.access_status.setText("ssh command copied.")
+
+    def open_terminal(self) -> None:
+        if self.profile is None:
+            return
+        try:
+            argv = terminal_argv(ssh_argv(self.profile, self._lookup))
+            subprocess.Popen(argv, stdin=subprocess.DEVNULL, start_new_session=True)
+        except (GpuwsError, OSError) as exc:
+            self.access_status.setText(str(exc))
+
+    def open_files(self) -> None:
+        connection = self._connection()
+        if connection is None or self.context is None:
+            return
+        from gpuws.ui.file_browser import FileBrowser
+
+        browser = FileBrowser(connection, self.context.bridge)
+        browser.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
+        browser.resize(720, 480)
+        browser.show()
+        browser.navigate("~")
+
+    # -- tunnels --------------------------------------------------------------------------------
+
+    def _on_preset(self) -> None:
+        preset = Preset(self.preset_combo.currentData())
+        port = PRESETS[preset].default_port
+        # Jupyter: "auto" finds the running server (or starts one) and its token.
+        self.remote_spin.setValue(0 if preset is Preset.JUPYTER else port or 0)
+
+    def open_tunnel(self) -> None:
+        connection = self._connection()
+        if connection is None or self.context is None:
+            return
+        preset = Preset(self.preset_combo.currentData())
+        remote = self.remote_spin.value() or None
+        local = self.local_spin.value() or None
+        try:
+            if preset is not Preset.JUPYTER or remote is not None:
+                spec_for(preset, remote, local)  # refuse bad input before going to the host
+        except GpuwsError as exc:
+            self.tunnel_status.setText(str(exc))
+            return
+        host = self.context.profile.name
+        self.tunnel_status.setText("Opening…")
+        self.context.bridge.run_async(self._open_tunnel(connection, preset, remote, local),
+                                      lambda t: self._on_tunnel_open(host, t),
+                                      lambda exc: self.tunnel_status.setText(str(exc)))
+
+    async def _open_tunnel(self, connection: Any, preset: Preset, remote: int | None, local: int | None) -> Any:
+        from gpuws.core.tunnels import RemoteServiceDown
+        from gpuws.remote.jupyter import find_or_start
+        from gpuws.remote.tunnels import Tunnel
+
+        token = None
+        fresh = False
+        if preset is Preset.JUPYTER and remote is None:
+            server, fresh = await find_or_start(connection.runner)
+            token, remote = server.token or None, server.port
+        tunnel = Tunnel(connection, spec_for(preset, remote, local), token=token)
+        await tunnel.open()
+        try:
+            await (tunnel.wait_ready(60) if fresh else tunnel.probe())
+        except RemoteServiceDown as exc:
+            tunnel.last_error = str(exc)  # shown in the table; the tunnel stays for when it starts
+        return tunnel
+
+    def _on_tunnel_open(self, host: str, tunnel: Any) -> None:
+        self.tunnels.setdefault(host, []).append(tunnel)
+        self.tunnel_status.setText(tunnel.last_error or f"Tunnel open: {tunnel.display_url}")
+        self._fill_tunnels()
+        if not tunnel.last_error:
+            self._open_url(tunnel)
+
+    def _fill_tunnels(self) -> None:
+        rows = self.tunnels.get(self.profile.name, []) if self.profile is not None else []
+        self.tunnel_table.setRowCount(len(rows))
+        for i, tunnel in enumerate(rows):
+            state = str(tunnel.state) + (f" — {tunnel.last_error}" if tunnel.last_error else "")
+            for col, text in enumerate((tunnel.spec.info.label, tunnel.display_url, tunnel.remote_label, state)):
+                self.tunnel_table.setItem(i, col, QTableWidgetItem(text))
+
+    def _selected_tunnel(self) -> Any:
+        rows = self.tunnels.get(self.profile.name, []) if self.profile is not None else []
+        index = self.tunnel_table.currentRow()
+        return rows[index] if 0 <= index < len(rows) else None
+
+    def _open_url(self, tunnel: Any) -> None:
+        if tunnel.spec.info.opens_in_browser:
+            QDesktopServices.openUrl(QUrl(tunnel.url))  # the token goes to the browser, nowhere else
+            return
+        viewer = vnc_viewer_argv(tunnel.local_port or 0)
+        if viewer:
+            subprocess.Popen(viewer, stdin=subprocess.DEVNULL, start_new_session=True)
+        elif not QDesktopServices.openUrl(QUrl(tunnel.url)):
+            self.tunnel_status.setText(f"No VNC viewer found; connect yours to {tunnel.display_url}")
+
+    def open_selected_tunnel(self) -> None:
+        tunnel = self._selected_tunnel()
+        if tunnel is not None:
+            self._open_url(tunnel)
+
+    def close_selected_tunnel(self) -> None:
+        tunnel = self._selected_tunnel()
+        if tunnel is None or self.profile is None or self.context is None:
+            return
+        self.tunnels[self.profile.name].remove(tunnel)
+        self.context.bridge.run_async(tunnel.close())
+        self._fill_tunnels()
+
+    def tunnels_in_use(self, host: str) -> bool:
+        """Whether a tunnel to `host` carries a connection right now (idle-stop's "in use")."""
+        return any(t.in_use for t in self.tunnels.get(host, []))
+
+    # -- instance and idle stop -----------------------------------------------------------------
+
+    def power(self, action: str) -> None:
+        if self.context is None:
+            return
+        from gpuws.remote.provider_ops import plan_power, run_power
+
+        profile = self.context.profile
+        try:
+            plan = plan_power(profile.provider, action)
+        except GpuwsError as exc:
+            self.instance_status.setText(str(exc))
+            return
+        try:
+            text = self.pre_stop_edit.text().strip()
+            pre_stop = shlex.split(text) if action == "stop" and text else None
+        except ValueError as exc:
+            self.instance_status.setText(f"pre-stop command: {exc}")
+            return
+        connection = self.context.session.connection
+        host_runner = connection.runner if connection is not None else None
+
+        async def go() -> Any:
+            token = await _provider_token(profile.name)
+            return await run_power(plan, token=token, pre_stop=pre_stop, host_runner=host_runner)
+
+        self.instance_status.setText(f"{action.capitalize()}ing {profile.name}…")
+        self.context.bridge.run_async(
+            go(),
+            lambda r: self.instance_status.setText(f"{profile.name}: {action} done" if r.ok else (r.error or "")),
+            lambda exc: self.instance_status.setText(str(exc)),
+        )
+
+    def feed_activity(
+        self, host: HostProfile, t: float, gpus: list[GpuActivity], ssh_in_use: bool
+    ) -> IdleEvent | None:
+        """Feed one telemetry moment for `host`; warns (and stops, if asked) after the idle minutes."""
+        detector = self.idle.get(host.name)
+        if detector is None or detector.minutes != self.idle_minutes.value():
+            detector = IdleDetector(host.name, minutes=self.idle_minutes.value(),
+                                    util_pct=host.alerts.idle_util_pct, price_per_hour=host.price_per_hour)
+            self.idle[host.name] = detector
+        event = detector.update(t, gpus, in_use=ssh_in_use or self.tunnels_in_use(host.name))
+        if event is not None:
+            self.banner.set_kind(BannerKind.WARNING)
+            self.banner.set_text(event.message)
+            self.banner.setVisible(True)
+            if self.idle_check.isChecked() and self.profile is not None and self.profile.name == host.name:
+                self.power("stop")
+        return event
+
+
+async def _provider_token(name: str) -> str | None:
+    """The provider token from the keyring, or None (the provider CLI then uses its own login)."""
+    import asyncio
+
+    from gpuws.core.models import SecretKind
+    from gpuws.core.secrets import SecretStore
+
+    def read() -> str | None:
+        try:
+            return SecretStore().get(name, SecretKind.TOKEN)
+        except GpuwsError:
+            return None
+
+    return await asyncio.to_thread(read)

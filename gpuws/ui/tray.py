@@ -1,0 +1,90 @@
+"""The tray icon: each host's status and running cost, and quick actions.
+
+Where the desktop has no system tray (`QSystemTrayIcon.isSystemTrayAvailable()` false, e.g.
+offscreen) the tray is built but never shown; notifications then go nowhere, which is fine
+because the window shows the same warnings.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from PySide6.QtGui import QAction, QIcon
+from PySide6.QtWidgets import QApplication, QMenu, QStyle, QSystemTrayIcon, QWidget
+
+
+@dataclass(frozen=True)
+class TrayHost:
+    """One host line in the tray menu."""
+
+    name: str
+    state: str
+    running_cost: float | None
+    idle: bool = False
+
+    @property
+    def text(self) -> str:
+        cost = f" · {self.running_cost:.2f}" if self.running_cost is not None else ""
+        idle = " · idle" if self.idle else ""
+        return f"{self.name} — {self.state}{cost}{idle}"
+
+
+class GpuwsTray(QSystemTrayIcon):
+    """Host status and running cost at a glance; open the window, connect, stop an idle host."""
+
+    def __init__(
+        self,
+        *,
+        open_window: Callable[[], None],
+        connect_host: Callable[[str], None],
+        stop_host: Callable[[str], None],
+        icon: QIcon | None = None,
+        parent: QWidget | None = None,
+    ) -> None:
+        app = QApplication.instance()
+        style = app.style() if isinstance(app, QApplication) else None
+        fallback = style.standardIcon(QStyle.StandardPixmap.SP_ComputerIcon) if style else QIcon()
+        super().__init__(icon or fallback, parent)
+        self._open_window = open_window
+        self._connect_host = connect_host
+        self._stop_host = stop_host
+        self.menu = QMenu(parent)
+        self.setContextMenu(self.menu)
+        self.hosts: list[TrayHost] = []
+        self.activated.connect(self._on_activated)
+        self.update_hosts([])
+
+    @staticmethod
+    def available() -> bool:
+        return QSystemTrayIcon.isSystemTrayAvailable()
+
+    def update_hosts(self, hosts: list[TrayHost]) -> None:
+        """Rebuild the menu: one submenu per host with its status, cost and actions."""
+        self.hosts = list(hosts)
+        self.menu.clear()
+        open_action = QAction("Open gpuws", self.menu)
+        open_action.triggered.connect(self._open_window)
+        self.menu.addAction(open_action)
+        self.menu.addSeparator()
+        for host in self.hosts:
+            sub = self.menu.addMenu(host.text)
+            connect = QAction("Connect", sub)
+            connect.triggered.connect(lambda _c=False, n=host.name: self._connect_host(n))
+            connect.setEnabled(host.state not in ("connected", "connecting"))
+            stop = QAction("Stop instance" + (" (idle)" if host.idle else ""), sub)
+            stop.triggered.connect(lambda _c=False, n=host.name: self._stop_host(n))
+            sub.addAction(connect)
+            sub.addAction(stop)
+        total = sum(h.running_cost or 0.0 for h in self.hosts)
+        running = [h for h in self.hosts if h.running_cost is not None]
+        self.setToolTip(f"gpuws — {len(running)} running, {total:.2f} so far" if running else "gpuws")
+
+    def notify(self, title: str, message: str) -> None:
+        """A desktop notification (idle warning, budget warning), when a tray exists."""
+        if self.isVisible():
+            self.showMessage(title, message, QSystemTrayIcon.MessageIcon.Warning, 10_000)
+
+    def _on_activated(self, reason: QSystemTrayIcon.ActivationReason) -> None:
+        if reason == QSystemTrayIcon.ActivationReason.Trigger:
+            self._open_window()

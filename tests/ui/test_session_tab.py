@@ -1,0 +1,137 @@
+"""The Session tab under pytest-qt: cost climbing with a budget warning, the ssh command with its
+jump host, and a real tunnel through sshd opened from the tab. Saves /tmp/gpuws-shots/session-tab.png."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+from PySide6.QtCore import QObject, Signal
+from PySide6.QtGui import QGuiApplication
+
+from gpuws.core.models import AuthMethod, HostProfile
+from gpuws.core.profiles import ProfileStore
+from gpuws.core.session import SessionLedger
+from gpuws.core.tunnels import Preset
+from gpuws.ui.bridge import AsyncBridge
+from gpuws.ui.tabs import HostContext
+from gpuws.ui.tabs.session import SessionTab
+from tests.support.sshd import SshdServer
+
+pytestmark = [
+    pytest.mark.gui,
+    pytest.mark.filterwarnings("ignore:unclosed file <_io.BufferedWriter name='[^']*sshd.log'>:ResourceWarning"),
+    pytest.mark.filterwarnings(
+        "ignore:Exception ignored in. <_io.FileIO name='[^']*sshd.log'.*:pytest.PytestUnraisableExceptionWarning"
+    ),
+]
+SHOTS = Path("/tmp/gpuws-shots")
+
+
+class FakeSession(QObject):
+    """The part of HostSession the tab uses: state, its signal, and the connection."""
+
+    state_changed = Signal(str, str)
+
+    def __init__(self, profile: HostProfile, connection: Any = None) -> None:
+        super().__init__()
+        self.profile = profile
+        self.state = "connected"
+        self.connection = connection
+
+
+class Opened:
+    def __init__(self) -> None:
+        self.urls: list[str] = []
+
+    def openUrl(self, url: Any) -> bool:  # QDesktopServices' name
+        self.urls.append(url.toString())
+        return True
+
+
+def test_cost_budget_and_ssh_command(qtbot: Any, bridge: AsyncBridge, tmp_path: Path) -> None:
+    store = ProfileStore()
+    store.add(HostProfile(name="bastion", host="bastion.example", user="ops"))
+    profile = HostProfile(name="a100", host="10.0.0.7", user="me", jump="bastion", price_per_hour=36.0,
+                          budget=10.0, slice_profile="full")
+    store.add(profile)
+    ledger = SessionLedger(tmp_path / "open.json")
+    ledger.begin(profile, time.time() - 14 * 60)  # 14 min at 36/h = 8.40 of a 10.00 budget
+    tab = SessionTab(ledger=ledger)
+    qtbot.addWidget(tab)
+    session = FakeSession(profile)
+    tab.set_host(HostContext(profile, session, bridge))  # type: ignore[arg-type]
+    assert tab.last_cost is not None and tab.last_cost.running == pytest.approx(8.4, abs=0.05)
+    assert tab.banner.isVisibleTo(tab) and "nearing its budget" in tab.banner.text()
+    first = tab.running_label.text()
+    time.sleep(1.1)
+    tab.refresh_cost()
+    assert float(tab.running_label.text()) > float(first)  # climbing
+
+    assert tab.ssh_label.text() == "ssh -J ops@bastion.example -l me -- 10.0.0.7"
+    tab.copy_ssh_command()
+    assert QGuiApplication.clipboard().text() == tab.ssh_label.text()
+
+    session.state = "disconnected"
+    session.state_changed.emit("disconnected", "")
+    assert ledger.running() == {} and tab.running_label.text() == "not running"
+    csv_path = tmp_path / "history.csv"
+    tab.export_csv(str(csv_path))
+    assert csv_path.read_text().splitlines()[1].startswith("a100,")
+
+
+@pytest.mark.sshd
+def test_tunnel_from_the_tab_through_sshd(
+    qtbot: Any, bridge: AsyncBridge, sshd: SshdServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import subprocess
+    import sys
+    import urllib.request
+
+    from gpuws.remote.connection import HostConnection
+    from tests.support.sshd import free_port
+
+    opened = Opened()
+    monkeypatch.setattr("gpuws.ui.tabs.session.QDesktopServices", opened)
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    www = tmp_path / "www"
+    www.mkdir()
+    (www / "index.html").write_text("tab tunnel ok")
+    port = free_port()
+    http = subprocess.Popen([sys.executable, "-m", "http.server", str(port), "--bind", "127.0.0.1",
+                             "--directory", str(www)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    profile = HostProfile(name="rig", host="127.0.0.1", port=sshd.port, user=sshd.user, auth=AuthMethod.KEY,
+                          key_path=str(sshd.client_key), price_per_hour=2.5, budget=400.0, slice_profile="full")
+    conn = HostConnection(profile, known_host_key=sshd.host_public_key)
+    bridge.run_async(conn.connect()).result(15)
+    tab = SessionTab(ledger=SessionLedger(tmp_path / "open.json"))
+    qtbot.addWidget(tab)
+    try:
+        tab.set_host(HostContext(profile, FakeSession(profile, conn), bridge))  # type: ignore[arg-type]
+        tab.preset_combo.setCurrentIndex(tab.preset_combo.findData(Preset.CUSTOM.value))
+        tab.remote_spin.setValue(port)
+        time.sleep(0.3)  # http.server binds
+        tab.open_tunnel()
+        qtbot.waitUntil(lambda: tab.tunnel_table.rowCount() == 1, timeout=10_000)
+        tunnel = tab.tunnels["rig"][0]
+        assert opened.urls == [tunnel.url]
+        assert tab.tunnel_table.item(0, 1).text() == tunnel.display_url
+        assert tab.tunnel_table.item(0, 3).text() == "open"
+        with urllib.request.urlopen(tunnel.url, timeout=10) as response:
+            assert response.read() == b"tab tunnel ok"
+
+        tab.resize(980, 760)
+        tab.show()
+        qtbot.waitExposed(tab)
+        SHOTS.mkdir(parents=True, exist_ok=True)
+        assert tab.grab().save(str(SHOTS / "session-tab.png"))
+
+        tab.tunnel_table.selectRow(0)
+        tab.close_selected_tunnel()
+        assert tab.tunnel_table.rowCount() == 0
+    finally:
+        bridge.run_async(conn.close()).result(10)
+        http.kill()
+        http.wait()

@@ -55,19 +55,28 @@ class DemoHostInfo:
 
 
 def _install_bin(bin_dir: Path) -> None:
-    """Wrappers: the `nvidia-smi` emulator, a python that sees the fake NVML, and `kill`/`ps` that
-    know the simulated processes (gpuws.sim.procs)."""
+    """Wrappers: the `nvidia-smi` emulator, a python that sees the fake NVML, `kill`/`ps` that
+    know the simulated processes (gpuws.sim.procs), and a simulated Jupyter (gpuws.sim.jupyter)."""
     bin_dir.mkdir(parents=True, exist_ok=True)
     wrappers = {
         "nvidia-smi": f'#!/bin/sh\nexec "{sys.executable}" -m gpuws.sim.nvidia_smi "$@"\n',
         "python3": f'#!/bin/sh\nexec "{sys.executable}" "$@"\n',
         "kill": f'#!/bin/sh\nexec "{sys.executable}" -m gpuws.sim.procs kill "$@"\n',
         "ps": f'#!/bin/sh\nexec "{sys.executable}" -m gpuws.sim.procs ps "$@"\n',
+        "jupyter": f'#!/bin/sh\nexec "{sys.executable}" -m gpuws.sim.jupyter "$@"\n',
+        "jupyter-lab": f'#!/bin/sh\nexec "{sys.executable}" -m gpuws.sim.jupyter lab "$@"\n',
     }
     for name, text in wrappers.items():
         path = bin_dir / name
         path.write_text(text)
         path.chmod(0o755)
+
+
+def _stop_simulated_jupyter(sim_dir: Path) -> None:
+    for entry in (sim_dir / "jupyter-runtime").glob("*.json"):
+        with contextlib.suppress(ValueError, KeyError, TypeError, OSError):
+            os.kill(int(json.loads(entry.read_text())["pid"]), signal.SIGTERM)
+        entry.unlink(missing_ok=True)
 
 
 def _kill_group(pid: int, sig: int = signal.SIGKILL) -> None:
@@ -195,6 +204,8 @@ class DemoHost:
             self._server.close()
             await self._server.wait_closed()
             self._server = None
+        # Detached servers (the simulated Jupyter) escaped the process groups: stop them too.
+        _stop_simulated_jupyter(self.sim_dir)
         # Let each handler reap its killed command, so no subprocess transport outlives the host.
         if self._handlers:
             await asyncio.wait(set(self._handlers), timeout=5.0)

@@ -1,9 +1,7 @@
 """The Jupyter preset through a real sshd: find or start a server, log in through the tunnel.
 
-The host's `jupyter` is a small stand-in (Jupyter itself is not installed in the test
-environment) that behaves as the real one does for what gpuws uses: `server list --json` lists
-running servers one JSON object a line, and `lab --port=P` serves on 127.0.0.1:P, accepting only
-requests that carry the token it got from `JUPYTER_TOKEN`.
+The host's `jupyter` is the simulated host's stand-in (gpuws.sim.jupyter; Jupyter itself is not
+installed in the test environment), which behaves as the real one does for what gpuws uses.
 """
 
 from __future__ import annotations
@@ -23,45 +21,17 @@ from gpuws.remote.connection import HostConnection
 from gpuws.remote.jupyter import JupyterError, find_or_start
 from gpuws.remote.tunnels import Tunnel
 from tests.remote.helpers import key_profile, trust
-from tests.support.sshd import SshdServer, free_port
+from tests.support.sshd import REPO_ROOT, SshdServer, free_port
 
 pytestmark = pytest.mark.sshd
 
-FAKE_JUPYTER = r'''
-import http.server, json, os, pathlib, sys, urllib.parse
-runtime = pathlib.Path(os.environ["GPUWS_SIM_STATE"]) / "jupyter-runtime"
-runtime.mkdir(exist_ok=True)
-args = sys.argv[1:]
-if args[:2] == ["server", "list"]:
-    print("Currently running servers:", file=sys.stderr)
-    for f in sorted(runtime.glob("*.json")):
-        print(f.read_text())
-    sys.exit(0)
-if args[:1] != ["lab"]:
-    sys.exit(0)
-port = int(next(a for a in args if a.startswith("--port=")).split("=")[1])
-token = os.environ.get("JUPYTER_TOKEN", "")
-class Handler(http.server.BaseHTTPRequestHandler):
-    def do_GET(self):
-        query = urllib.parse.parse_qs(urllib.parse.urlsplit(self.path).query)
-        ok = query.get("token") == [token] and token
-        self.send_response(200 if ok else 403)
-        self.end_headers()
-        self.wfile.write(b"fake jupyter ok" if ok else b"forbidden")
-    def log_message(self, *a):
-        pass
-server = http.server.HTTPServer(("127.0.0.1", port), Handler)
-info = {"port": port, "token": "", "base_url": "/", "root_dir": os.getcwd(), "pid": os.getpid()}
-(runtime / f"{os.getpid()}.json").write_text(json.dumps(info))
-server.serve_forever()
-'''
-
-
 def install_fake_jupyter(bin_dir: Path) -> None:
-    script = bin_dir / "jupyter"
-    script.write_text(f"#!{sys.executable}\n{FAKE_JUPYTER}")
-    script.chmod(0o755)
-    (bin_dir / "jupyter-lab").symlink_to(script)
+    """The simulated host's Jupyter (gpuws.sim.jupyter) as the host's `jupyter` and `jupyter-lab`."""
+    for name, sub in (("jupyter", ""), ("jupyter-lab", " lab")):
+        script = bin_dir / name
+        command = f'exec "{sys.executable}" -m gpuws.sim.jupyter{sub} "$@"'
+        script.write_text(f'#!/bin/sh\nPYTHONPATH="{REPO_ROOT}" {command}\n')
+        script.chmod(0o755)
 
 
 def get(url: str) -> tuple[int, str]:
@@ -103,7 +73,8 @@ async def test_start_jupyter_and_open_it_through_the_tunnel(
                 url = server.url(tunnel.local_port or 0)
                 assert url == tunnel.url
                 assert server.token not in tunnel.display_url and "token=***" in tunnel.display_url
-                assert await asyncio.to_thread(get, url) == (200, "fake jupyter ok")
+                status, page = await asyncio.to_thread(get, url)
+                assert status == 200 and "<h1>JupyterLab</h1>" in page and "SIMULATED" in page
                 bare = f"http://127.0.0.1:{tunnel.local_port}/"
                 assert (await asyncio.to_thread(get, bare))[0] == 403
 

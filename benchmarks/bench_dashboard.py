@@ -1,0 +1,142 @@
+"""Dashboard frame cost: `python -m benchmarks.bench_dashboard` prints medians and p95.
+
+A frame is what the Telemetry tab does on each tick of its frame clock when there is new data:
+read the store (newest samples and the window's history for every device), hand the arrays to
+the widgets, and paint. Measured offscreen (QT_QPA_PLATFORM=offscreen) on a 1100x820 view.
+
+1. host view: 64 GPU cards (7 sparklines each) of one host, 1 h window: all 64 cards read and
+   updated, the visible ones painted (target: whole frame < 10 ms)
+2. overview: 64 GPUs on 16 hosts as small multiples, 1 h window, every tile painted
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import statistics
+import sys
+import time
+from collections.abc import Callable
+
+os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
+
+from PySide6.QtGui import QImage
+from PySide6.QtWidgets import QApplication
+
+from gpuws.core.telemetry.sample import GpuSample, SampleBatch
+from gpuws.core.telemetry.store import TelemetryStore
+
+GPUS = 64
+# PySide6 6.12.0 on CPython 3.11 drops a reference to None on every call of a void method
+# (update(), setText(), ...), and None is not immortal before 3.12: a few hundred thousand calls
+# abort the interpreter ("none_dealloc"). Holding extra references keeps this measurement alive;
+# the fix belongs in the dependency pin (PySide6 < 6.12 on 3.11, or Python >= 3.12).
+_NONE_BALLAST = [None] * 50_000_000
+WINDOW_S = 3600.0
+ROUNDS = 60
+
+
+def sample(t: float, gpu: int) -> GpuSample:
+    wave = 0.5 + 0.5 * math.sin(t / 30.0 + gpu)
+    return GpuSample(
+        t=t, gpu=gpu, util_gpu_pct=100 * wave, util_mem_pct=60 * wave, mem_used_mib=8000 + 70000 * wave,
+        mem_total_mib=81559.0, temp_c=40 + 40 * wave, power_w=100 + 600 * wave, power_limit_w=700.0,
+        sm_clock_mhz=1980.0, sm_clock_max_mhz=1980.0, mem_clock_mhz=2619.0, mem_clock_max_mhz=2619.0,
+        pcie_rx_kib_s=1e6 * wave, pcie_tx_kib_s=3e5 * wave, pstate="P0", throttle_reasons=[], idle=False,
+        ecc_errors_corrected=0, ecc_errors_uncorrected=0, enc_util_pct=0.0, dec_util_pct=0.0, processes=[],
+    )
+
+
+def filled_store(hosts: int, gpus_per_host: int, now: float) -> TelemetryStore:
+    store = TelemetryStore()
+    for h in range(hosts):
+        store.set_rate(f"host-{h:02d}", 1.0)
+    for s in range(int(WINDOW_S)):
+        t = now - WINDOW_S + s
+        for h in range(hosts):
+            batch = [sample(t, g) for g in range(gpus_per_host)]
+            store.ingest(f"host-{h:02d}", SampleBatch(t, batch, "nvml"))
+    return store
+
+
+def measure(frame: Callable[[], None]) -> tuple[float, float]:
+    for _ in range(5):
+        frame()  # warm up: first layout, font caches
+    times = []
+    for _ in range(ROUNDS):
+        start = time.perf_counter()
+        frame()
+        times.append(time.perf_counter() - start)
+    times.sort()
+    return statistics.median(times), times[int(len(times) * 0.95) - 1]
+
+
+def main() -> None:
+    app = QApplication.instance() or QApplication([])
+    from gpuws.ui.telemetry.host_cards import HostCards
+    from gpuws.ui.telemetry.overview_grid import OverviewGrid
+
+    now = time.time()
+    print(f"filling stores with 1 h of 1 Hz history for {GPUS} GPUs ...", flush=True)
+    one_host = filled_store(1, GPUS, now)
+    many_hosts = filled_store(16, GPUS // 16, now)
+    image = QImage(1100, 820, QImage.Format.Format_ARGB32_Premultiplied)
+
+    cards = HostCards()
+    cards.resize(1100, 820)
+    cards.show()
+    cards.refresh(one_host, "host-00", now - WINDOW_S, now)
+    for _ in range(5):  # let the layout settle: which cards are on screen depends on it
+        app.processEvents()
+
+    def host_frame() -> None:
+        cards.refresh(one_host, "host-00", now - WINDOW_S, now)
+        cards.render(image)
+
+    def host_frame_all() -> None:
+        cards.refresh(one_host, "host-00", now - WINDOW_S, now, force_all=True)
+        cards.render(image)
+
+    def store_only() -> None:
+        for key in one_host.device_keys("host-00"):
+            one_host.window("host-00", key, now - WINDOW_S, now)
+        one_host.latest("host-00")
+
+    med, p95 = measure(store_only)
+    print(f"host view, store reads only ({GPUS} devices, 1 h): median {med * 1e3:.2f} ms, p95 {p95 * 1e3:.2f} ms")
+    med, p95 = measure(host_frame)
+    visible = sum(not c.visibleRegion().isEmpty() for c in cards.cards.values())
+    print(f"host view frame ({GPUS} cards, the {visible} on screen read, updated and painted, 1 h): "
+          f"median {med * 1e3:.2f} ms, p95 {p95 * 1e3:.2f} ms (target < 10 ms)")
+    med, p95 = measure(host_frame_all)
+    print(f"host view frame, all {GPUS} cards read and updated (off-screen ones too), visible painted: "
+          f"median {med * 1e3:.2f} ms, p95 {p95 * 1e3:.2f} ms")
+
+    overview = OverviewGrid()
+    overview.resize(1100, 820)
+    overview.show()
+    app.processEvents()
+    canvas = overview.canvas
+    canvas.refresh(many_hosts, now - WINDOW_S, now, alerted=set())
+    app.processEvents()
+
+    def overview_frame() -> None:
+        canvas._seen.clear()  # force a re-read of every host, as when all have new samples
+        canvas.refresh(many_hosts, now - WINDOW_S, now, alerted=set())
+        overview.render(image)
+
+    med, p95 = measure(overview_frame)
+    on_screen = sum(canvas.tile_rect(i).top() < overview.viewport().height() for i in range(len(canvas.tiles)))
+    print(f"overview frame ({GPUS} GPUs on 16 hosts: all read, the {on_screen} tiles on screen painted, 1 h): "
+          f"median {med * 1e3:.2f} ms, p95 {p95 * 1e3:.2f} ms (target < 10 ms)")
+    cards.close()
+    overview.close()
+    cards.deleteLater()
+    overview.deleteLater()
+    app.processEvents()
+
+
+if __name__ == "__main__":
+    main()
+    sys.stdout.flush()
+    os._exit(0)  # skip interpreter teardown, where the None refcount bug above would abort

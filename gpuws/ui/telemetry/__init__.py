@@ -1,0 +1,1 @@
+"""Telemetry dashboards: GPU cards, detail plots, the all-hosts overview, alerts and export."""

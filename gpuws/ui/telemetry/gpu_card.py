@@ -1,0 +1,166 @@
+"""One card per GPU (or MIG device): sparklines of the key series, current values, facts, alerts."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+from PySide6.QtCore import Qt, Signal
+from PySide6.QtWidgets import QGridLayout, QHBoxLayout, QLabel, QVBoxLayout, QWidget
+
+from gpuws.core.telemetry.alerts import Alert, AlertKind
+from gpuws.core.telemetry.sample import GpuSample
+from gpuws.core.telemetry.store import Window
+from gpuws.ui.telemetry.metrics import (
+    CARD_METRICS,
+    NOT_SUPPORTED,
+    codec_text,
+    ecc_text,
+    fan_text,
+    link_text,
+    processes_text,
+    pstate_text,
+    throttle_text,
+)
+from gpuws.ui.telemetry.sparkline import MetricRow
+from gpuws.ui.widgets import Badge, Card, heading, muted_label
+
+# Alert kinds shown as badges on a card: (text, badge colour).
+ALERT_BADGES: dict[AlertKind, tuple[str, str]] = {
+    AlertKind.OOM_RISK: ("OOM risk", "error"),
+    AlertKind.ECC_ERRORS: ("ECC errors", "error"),
+    AlertKind.THERMAL_THROTTLE: ("Thermal throttle", "warning"),
+    AlertKind.POWER_THROTTLE: ("Power throttle", "warning"),
+    AlertKind.IDLE_GPU: ("Idle", "warning"),
+}
+
+FACTS = (
+    ("Throttle", throttle_text),
+    ("ECC", ecc_text),
+    ("Enc / dec", codec_text),
+    ("Fan", fan_text),
+    ("PCIe link", link_text),
+    ("Processes", processes_text),
+)
+
+
+def device_title(key: str, name: str | None) -> str:
+    """'GPU 0 · H100 80GB HBM3' or 'GPU 0 · MIG 1'."""
+    gpu, _, mig = key.partition("/mig")
+    title = f"GPU {gpu}" + (f" · MIG {mig}" if mig else "")
+    return f"{title} · {name}" if name and not mig else title
+
+
+class GpuCard(Card):
+    """The live view of one device; `update_view` is called by the dashboard's frame clock."""
+
+    metric_clicked = Signal(str, str)  # (device key, metric)
+
+    def __init__(self, key: str, name: str | None = None, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.key = key
+        self.stale = True  # not updated since it was last off screen
+        self.title = heading(device_title(key, name), 1.05, self)
+        self.pstate = muted_label("", self)
+        self.pstate.setToolTip("Performance state (P0 is the fastest)")
+        self._badges: dict[AlertKind, Badge] = {}
+        self._badge_row = QHBoxLayout()
+        self._badge_row.setSpacing(4)
+
+        header = QHBoxLayout()
+        header.setSpacing(8)
+        header.addWidget(self.title)
+        header.addStretch(1)
+        header.addLayout(self._badge_row)
+        header.addWidget(self.pstate)
+
+        self.rows: dict[str, MetricRow] = {}
+        rows = QVBoxLayout()
+        rows.setSpacing(1)
+        for metric in CARD_METRICS:
+            row = MetricRow(metric.key, metric.label, metric.colours, self)
+            row.clicked.connect(lambda m, k=key: self.metric_clicked.emit(k, m))
+            rows.addWidget(row)
+            self.rows[metric.key] = row
+
+        self.facts: dict[str, QLabel] = {}
+        grid = QGridLayout()
+        grid.setHorizontalSpacing(12)
+        grid.setVerticalSpacing(2)
+        grid.setColumnStretch(1, 1)
+        for i, (name_, _) in enumerate(FACTS):
+            key_label = muted_label(name_, self)
+            key_label.setAlignment(Qt.AlignmentFlag.AlignLeft | Qt.AlignmentFlag.AlignTop)
+            value = QLabel(NOT_SUPPORTED, self)
+            value.setTextFormat(Qt.TextFormat.PlainText)
+            value.setWordWrap(True)
+            grid.addWidget(key_label, i, 0)
+            grid.addWidget(value, i, 1)
+            self.facts[name_] = value
+
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(14, 10, 14, 12)
+        layout.setSpacing(6)
+        layout.addLayout(header)
+        layout.addLayout(rows)
+        layout.addLayout(grid)
+
+    def set_name(self, name: str | None) -> None:
+        self.title.setText(device_title(self.key, name))
+
+    def update_view(
+        self,
+        sample: GpuSample | None,
+        window: Window | None,
+        t_from: float,
+        t_to: float,
+        alerts: Sequence[Alert] = (),
+    ) -> None:
+        """Show the newest sample, the history in `window` over [t_from, t_to] and active alerts."""
+        empty = np.empty(0)
+        for metric in CARD_METRICS:
+            row = self.rows[metric.key]
+            if window is not None and window.t.size:
+                ys = [window.column(name)[1] for name in metric.series]
+                t = window.t
+            else:
+                ys, t = [empty for _ in metric.series], empty
+            if sample is None:
+                row.set_data(t, ys, t_from, t_to, ceiling=None, value_text="no data", supported=False)
+                continue
+            supported = any(getattr(sample, name) is not None for name in metric.series)
+            row.set_data(t, ys, t_from, t_to, ceiling=metric.ceiling(sample), value_text=metric.value_text(sample),
+                         supported=supported)
+        if sample is not None:
+            _set_text(self.pstate, pstate_text(sample))
+            for name_, text_of in FACTS:
+                _set_text(self.facts[name_], text_of(sample))
+        self._show_alerts(alerts)
+
+    def _show_alerts(self, alerts: Sequence[Alert]) -> None:
+        wanted = {a.kind: a for a in alerts if a.active and a.kind in ALERT_BADGES}
+        for kind in list(self._badges):
+            if kind not in wanted:
+                badge = self._badges.pop(kind)
+                self._badge_row.removeWidget(badge)
+                badge.deleteLater()
+        for kind, alert in wanted.items():
+            if kind not in self._badges:
+                text, colour = ALERT_BADGES[kind]
+                self._badges[kind] = Badge(text, colour, self)
+                self._badge_row.addWidget(self._badges[kind])
+            badge = self._badges[kind]
+            if badge.toolTip() != alert.message:
+                badge.setToolTip(alert.message)
+
+    def badge_texts(self) -> list[str]:
+        """The alert badges shown (for tests and accessibility)."""
+        return [b.text() for b in self._badges.values()]
+
+    def fact(self, name: str) -> str:
+        return self.facts[name].text()
+
+
+def _set_text(label: QLabel, text: str) -> None:
+    if label.text() != text:  # a relayout per frame per label would cost more than the paint
+        label.setText(text)

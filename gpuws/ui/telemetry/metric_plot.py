@@ -1,0 +1,211 @@
+"""The detail plot of one metric of one device: pyqtgraph, time axis, hover crosshair, NaN gaps.
+
+Set up for long, dense series: clipToView, automatic peak downsampling (spikes survive), no
+antialiasing, and `connect='finite'` so NaN rows (disconnects, empty buckets) break the line
+instead of drawing across the gap. On a downsampled tier the min..max band is drawn behind the
+mean so short peaks stay visible at 24 h.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+import pyqtgraph as pg
+from PySide6.QtCore import QPointF, Qt, Signal
+from PySide6.QtGui import QColor
+from PySide6.QtWidgets import QApplication, QComboBox, QHBoxLayout, QMenu, QPushButton, QVBoxLayout, QWidget
+
+from gpuws.core.telemetry.store import TelemetryStore
+from gpuws.ui import theme
+from gpuws.ui.telemetry.gpu_card import device_title
+from gpuws.ui.telemetry.metrics import DETAIL_METRICS, series_colour
+from gpuws.ui.widgets import heading
+
+F64 = npt.NDArray[np.float64]
+
+_PERCENT_UNITS = ("%",)
+_COLOUR_OF = {
+    "util_gpu_pct": "util", "util_mem_pct": "memory", "mem_used_mib": "memory", "temp_c": "temp",
+    "power_w": "power", "sm_clock_mhz": "clock", "mem_clock_mhz": "clock", "pcie_rx_kib_s": "pcie",
+    "pcie_tx_kib_s": "pcie2", "fan_pct": "util", "enc_util_pct": "pcie", "dec_util_pct": "pcie2",
+}
+
+
+def owned_plot_widget(parent: QWidget, **kwargs: Any) -> pg.PlotWidget:
+    """A `pg.PlotWidget` child of `parent` whose context menus are deleted with it.
+
+    pyqtgraph builds its menus (Plot Options and submenus, the ViewBox menu) without a parent, so
+    they outlive the plot as hidden top-level windows; here they are reparented to `parent`.
+    """
+    before = {id(w) for w in QApplication.topLevelWidgets()}
+    widget = pg.PlotWidget(**kwargs)
+    widget.setParent(parent)
+    for menu in QApplication.topLevelWidgets():
+        if id(menu) not in before and isinstance(menu, QMenu) and menu.parent() is None:
+            menu.setParent(parent, menu.windowFlags())
+    return widget
+
+
+def configure_plot(plot: pg.PlotItem) -> None:
+    """Settings every telemetry plot shares (dense data, gaps, no antialiasing)."""
+    plot.setClipToView(True)
+    plot.setDownsampling(auto=True, mode="peak")
+    plot.showGrid(x=True, y=True, alpha=0.15)
+    plot.setMenuEnabled(False)
+    plot.hideButtons()
+
+
+class DetailPlot(QWidget):
+    """One metric over the selected window; hover shows the time and value under the cursor."""
+
+    close_requested = Signal()
+    export_requested = Signal()
+
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.host: str | None = None
+        self.key: str | None = None
+        self.metric_name = "util_gpu_pct"
+        self._t: F64 = np.empty(0)
+        self._y: F64 = np.empty(0)
+
+        self.title = heading("", 1.05, self)
+        self.metric_box = QComboBox(self)
+        for name, (label, unit) in DETAIL_METRICS.items():
+            self.metric_box.addItem(f"{label} ({unit})", name)
+        self.metric_box.currentIndexChanged.connect(self._on_metric_chosen)
+        self.export_button = QPushButton("Save PNG…", self)
+        self.export_button.clicked.connect(self.export_requested)
+        self.close_button = QPushButton("Close", self)
+        self.close_button.clicked.connect(self.close_requested)
+
+        self.plot_widget = owned_plot_widget(self, axisItems={"bottom": pg.DateAxisItem(orientation="bottom")})
+        self.plot_widget.setAntialiasing(False)
+        self.plot_widget.setMinimumHeight(180)
+        self.plot: pg.PlotItem = self.plot_widget.getPlotItem()
+        configure_plot(self.plot)
+        self.band_top = pg.PlotDataItem(connect="finite", antialias=False)
+        self.band_bottom = pg.PlotDataItem(connect="finite", antialias=False)
+        self.band = pg.FillBetweenItem(self.band_top, self.band_bottom)
+        self.plot.addItem(self.band)
+        self.curve = pg.PlotDataItem(connect="finite", antialias=False)
+        self.plot.addItem(self.curve)
+        self.v_line = pg.InfiniteLine(angle=90, movable=False)
+        self.h_line = pg.InfiniteLine(angle=0, movable=False)
+        self.hover_label = pg.TextItem(anchor=(0, 1))
+        for item in (self.v_line, self.h_line, self.hover_label):
+            item.setVisible(False)
+            self.plot.addItem(item, ignoreBounds=True)
+        self.plot_widget.scene().sigMouseMoved.connect(self._on_mouse_moved)
+        self.apply_palette()
+
+        header = QHBoxLayout()
+        header.addWidget(self.title)
+        header.addStretch(1)
+        header.addWidget(self.metric_box)
+        header.addWidget(self.export_button)
+        header.addWidget(self.close_button)
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(0, 6, 0, 0)
+        layout.setSpacing(4)
+        layout.addLayout(header)
+        layout.addWidget(self.plot_widget, 1)
+
+    def apply_palette(self) -> None:
+        """Colours from the current palette (called again when the theme changes)."""
+        pal = self.palette()
+        text = pal.color(pal.ColorRole.WindowText)
+        self.plot_widget.setBackground(pal.color(pal.ColorRole.Base))
+        for axis in ("left", "bottom"):
+            ax = self.plot.getAxis(axis)
+            ax.setPen(theme.border_colour(pal))
+            ax.setTextPen(text)
+        colour = series_colour(_COLOUR_OF.get(self.metric_name, "util"), pal)
+        self.curve.setPen(pg.mkPen(colour, width=1.5))
+        band = QColor(colour)
+        band.setAlpha(50)
+        self.band.setBrush(band)
+        self.band_top.setPen(pg.mkPen(None))
+        self.band_bottom.setPen(pg.mkPen(None))
+        muted = theme.muted_text_colour(pal)
+        self.v_line.setPen(pg.mkPen(muted, style=Qt.PenStyle.DashLine))
+        self.h_line.setPen(pg.mkPen(muted, style=Qt.PenStyle.DashLine))
+        self.hover_label.setColor(text)
+
+    def show_metric(self, host: str, key: str, metric: str) -> None:
+        """Plot `metric` of device `key` of `host` from the next refresh on."""
+        self.host, self.key = host, key
+        self.metric_name = metric if metric in DETAIL_METRICS else "util_gpu_pct"
+        self.metric_box.blockSignals(True)
+        self.metric_box.setCurrentIndex(self.metric_box.findData(self.metric_name))
+        self.metric_box.blockSignals(False)
+        self._update_title()
+        self.apply_palette()
+        self._t = self._y = np.empty(0)
+
+    def _on_metric_chosen(self, _index: int) -> None:
+        if self.host is not None and self.key is not None:
+            self.show_metric(self.host, self.key, str(self.metric_box.currentData()))
+
+    def _update_title(self) -> None:
+        label, _unit = DETAIL_METRICS[self.metric_name]
+        device = device_title(self.key or "", None)
+        self.title.setText(f"{self.host} · {device} · {label}")
+
+    def refresh(self, store: TelemetryStore, t_from: float, t_to: float) -> None:
+        """Read the metric's history over [t_from, t_to] and plot it."""
+        if self.host is None or self.key is None:
+            return
+        try:
+            window = store.window(self.host, self.key, t_from, t_to)
+        except KeyError:
+            return
+        t, y = window.column(self.metric_name)
+        self._t, self._y = t, y
+        self.curve.setData(t, y, connect="finite")
+        if window.bucket_s is not None:
+            i = window.metrics.index(self.metric_name)
+            self.band_top.setData(t, window.max[:, i].astype(np.float64), connect="finite")
+            self.band_bottom.setData(t, window.min[:, i].astype(np.float64), connect="finite")
+            self.band.setVisible(True)
+        else:
+            self.band.setVisible(False)
+        self.plot.setXRange(t_from, t_to, padding=0)
+        unit = DETAIL_METRICS[self.metric_name][1]
+        if unit in _PERCENT_UNITS:
+            self.plot.setYRange(0, 100, padding=0.02)
+        else:
+            self.plot.enableAutoRange(axis="y")
+        self.plot.setLabel("left", unit)
+
+    def plotted(self) -> tuple[F64, F64]:
+        """The (t, y) last given to the curve; NaN marks gaps."""
+        return self._t, self._y
+
+    def hover_text(self, t: float) -> str | None:
+        """'12:04:31  87.0 %' for the sample nearest `t`, or None when there is none there."""
+        if self._t.size == 0:
+            return None
+        i = int(np.clip(np.searchsorted(self._t, t), 0, self._t.size - 1))
+        if i > 0 and abs(self._t[i - 1] - t) < abs(self._t[i] - t):
+            i -= 1
+        value = self._y[i]
+        when = time.strftime("%H:%M:%S", time.localtime(float(self._t[i])))
+        unit = DETAIL_METRICS[self.metric_name][1]
+        return f"{when}  gap" if np.isnan(value) else f"{when}  {value:.1f} {unit}"
+
+    def _on_mouse_moved(self, pos: QPointF) -> None:
+        inside = self.plot.sceneBoundingRect().contains(pos)
+        text = self.hover_text(self.plot.vb.mapSceneToView(pos).x()) if inside else None
+        for item in (self.v_line, self.h_line, self.hover_label):
+            item.setVisible(text is not None)
+        if text is None:
+            return
+        point = self.plot.vb.mapSceneToView(pos)
+        self.v_line.setPos(point.x())
+        self.h_line.setPos(point.y())
+        self.hover_label.setText(text)
+        self.hover_label.setPos(point.x(), point.y())

@@ -14,7 +14,6 @@ from __future__ import annotations
 import math
 import os
 import statistics
-import sys
 import time
 from collections.abc import Callable
 
@@ -27,11 +26,6 @@ from gpuws.core.telemetry.sample import GpuSample, SampleBatch
 from gpuws.core.telemetry.store import TelemetryStore
 
 GPUS = 64
-# PySide6 6.12.0 on CPython 3.11 drops a reference to None on every call of a void method
-# (update(), setText(), ...), and None is not immortal before 3.12: a few hundred thousand calls
-# abort the interpreter ("none_dealloc"). Holding extra references keeps this measurement alive;
-# the fix belongs in the dependency pin (PySide6 < 6.12 on 3.11, or Python >= 3.12).
-_NONE_BALLAST = [None] * 50_000_000
 WINDOW_S = 3600.0
 ROUNDS = 60
 
@@ -138,5 +132,3 @@ def main() -> None:
 
 if __name__ == "__main__":
     main()
-    sys.stdout.flush()
-    os._exit(0)  # skip interpreter teardown, where the None refcount bug above would abort

@@ -1,0 +1,257 @@
+"""Pick the GPU and the target: the valid layouts with memory, compute, price and the difference."""
+
+from __future__ import annotations
+
+from PySide6.QtCore import Qt, Signal
+from PySide6.QtGui import QFont, QPalette
+from PySide6.QtWidgets import (
+    QAbstractItemView,
+    QComboBox,
+    QHBoxLayout,
+    QHeaderView,
+    QLabel,
+    QLineEdit,
+    QPushButton,
+    QTableWidget,
+    QTableWidgetItem,
+    QVBoxLayout,
+    QWidget,
+)
+
+from gpuws.core.resize.layout import LayoutError, parse_target
+from gpuws.core.resize.pricing import PriceBook
+from gpuws.core.resize.state import GpuMigState
+from gpuws.ui import theme
+from gpuws.ui.formatting import short_gpu_name
+from gpuws.ui.resize.common import success_colour
+from gpuws.ui.resize.options import (
+    TargetOption,
+    compute_figure,
+    memory_figure,
+    money,
+    price_difference,
+    target_options,
+)
+from gpuws.ui.widgets import muted_label
+
+COLUMNS = ("Target", "Memory", "Compute", "$ / h", "vs now")  # short: the picker is narrow
+CURRENT_MARK = "\u25cf "  # a dot before the current layout
+
+
+def gpu_title(state: GpuMigState) -> str:
+    """'GPU 1 · A100-SXM4-80GB — now full'."""
+    now = state.layout.describe() if state.mig_capable else ("vGPU slice" if "GRID" in state.name else "full card")
+    return f"GPU {state.index} \u00b7 {short_gpu_name(state.name)} \u2014 now {now}"
+
+
+class TargetPicker(QWidget):
+    """GPU chooser, the table of targets, a custom-layout field and (with a provider) an instance type.
+
+    Signals: `gpu_changed(index)`, `target_chosen(target)`, `instance_type_chosen(type)`.
+    """
+
+    gpu_changed = Signal(int)
+    target_chosen = Signal(str)
+    instance_type_chosen = Signal(str)
+
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.gpus: list[GpuMigState] = []
+        self.options: list[TargetOption] = []
+        self._state: GpuMigState | None = None
+        self._prices: PriceBook | None = None
+
+        self.gpu_combo = QComboBox(self)
+        self.gpu_combo.setSizeAdjustPolicy(QComboBox.SizeAdjustPolicy.AdjustToContents)
+        self.gpu_combo.currentIndexChanged.connect(self._on_gpu_index)
+
+        self.table = QTableWidget(0, len(COLUMNS), self)
+        self.table.setHorizontalHeaderLabels(COLUMNS)
+        self.table.verticalHeader().hide()
+        self.table.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
+        self.table.setSelectionMode(QAbstractItemView.SelectionMode.SingleSelection)
+        self.table.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
+        self.table.setShowGrid(False)
+        self.table.setAlternatingRowColors(True)
+        self.table.setWordWrap(False)
+        header = self.table.horizontalHeader()
+        header.setSectionResizeMode(0, QHeaderView.ResizeMode.Stretch)
+        for col in range(1, len(COLUMNS)):
+            header.setSectionResizeMode(col, QHeaderView.ResizeMode.ResizeToContents)
+        self.table.itemSelectionChanged.connect(self._on_selection)
+
+        self.note = muted_label("", self)
+        self.note.setWordWrap(True)
+        self.note.hide()
+
+        self.custom_edit = QLineEdit(self)
+        self.custom_edit.setPlaceholderText("Mixed layout, e.g. 4g.40gb,2g.20gb,1g.10gb")
+        self.custom_edit.returnPressed.connect(self._on_custom)
+        self.custom_button = QPushButton("Plan", self)
+        self.custom_button.clicked.connect(self._on_custom)
+        self.custom_error = QLabel("", self)
+        self.custom_error.setWordWrap(True)
+        self.custom_error.setTextFormat(Qt.TextFormat.PlainText)
+        self.custom_error.hide()
+
+        self.instance_edit = QLineEdit(self)
+        self.instance_edit.setPlaceholderText("Instance type, e.g. p4d.24xlarge")
+        self.instance_edit.returnPressed.connect(self._on_instance_type)
+        self.instance_button = QPushButton("Plan", self)
+        self.instance_button.clicked.connect(self._on_instance_type)
+        self.provider_row = QWidget(self)
+        self.provider_caption = muted_label("Cloud instance type", self)
+
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(0, 0, 0, 0)
+        layout.setSpacing(8)
+        layout.addWidget(muted_label("GPU", self))
+        layout.addWidget(self.gpu_combo)
+        layout.addSpacing(4)
+        layout.addWidget(muted_label("Target layout", self))
+        layout.addWidget(self.table, 1)
+        layout.addWidget(self.note)
+        custom_row = QHBoxLayout()
+        custom_row.addWidget(self.custom_edit, 1)
+        custom_row.addWidget(self.custom_button)
+        layout.addLayout(custom_row)
+        layout.addWidget(self.custom_error)
+        provider_layout = QVBoxLayout(self.provider_row)
+        provider_layout.setContentsMargins(0, 6, 0, 0)
+        provider_layout.addWidget(self.provider_caption)
+        row = QHBoxLayout()
+        row.addWidget(self.instance_edit, 1)
+        row.addWidget(self.instance_button)
+        provider_layout.addLayout(row)
+        layout.addWidget(self.provider_row)
+        self.provider_row.hide()
+
+    # -- filling --------------------------------------------------------------------------------
+
+    def set_gpus(self, gpus: list[GpuMigState], select: int | None = None) -> None:
+        """Show these GPUs; keep GPU `select` (an index) chosen when present, else the first MIG one."""
+        self.gpus = list(gpus)
+        self.gpu_combo.blockSignals(True)  # one gpu_changed below, not one per item
+        self.gpu_combo.clear()
+        for state in self.gpus:
+            self.gpu_combo.addItem(gpu_title(state), state.index)
+        self.gpu_combo.blockSignals(False)
+        indices = [s.index for s in self.gpus]
+        if not indices:
+            return
+        if select not in indices:
+            select = next((s.index for s in self.gpus if s.mig_capable), indices[0])
+        self.gpu_combo.setCurrentIndex(indices.index(select))
+        self._on_gpu_index(self.gpu_combo.currentIndex())
+
+    def show_targets(self, state: GpuMigState, prices: PriceBook) -> None:
+        """Fill the table with the targets of `state` priced by `prices`."""
+        self._state, self._prices = state, prices
+        self.options = target_options(state, prices)
+        current_price = prices.layout_price(state.layout, state.model)
+        self.table.blockSignals(True)
+        self.table.clearSelection()
+        self.table.setRowCount(len(self.options))
+        pal = self.palette()
+        for row, option in enumerate(self.options):
+            figures = option.figures
+            delta = price_difference(current_price, figures.price_per_hour, per_hour=False) if option.selectable else ""
+            texts = (
+                (CURRENT_MARK if option.current else "") + option.target,
+                memory_figure(figures.memory_gib),
+                compute_figure(figures, short=True),
+                money(figures.price_per_hour, per_hour=False),
+                "" if option.current else delta,
+            )
+            for col, text in enumerate(texts):
+                item = QTableWidgetItem(text)
+                if col:
+                    item.setTextAlignment(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
+                if option.current:
+                    font = QFont(item.font())
+                    font.setBold(True)
+                    item.setFont(font)
+                if not option.selectable:
+                    item.setFlags(Qt.ItemFlag.ItemIsEnabled)
+                if col == 4 and delta and not option.current:
+                    cheaper = delta.startswith("\u2212")
+                    pricier = delta.startswith("+")
+                    if cheaper or pricier:
+                        item.setForeground(success_colour(pal) if cheaper else theme.warning_colour(pal))
+                item.setData(Qt.ItemDataRole.UserRole, option.target)
+                self.table.setItem(row, col, item)
+        self.table.blockSignals(False)
+        notes = sorted({o.note for o in self.options if o.note})
+        self.note.setText("; ".join(notes))
+        self.note.setVisible(bool(notes))
+        can_mig = state.mig_capable
+        for widget in (self.custom_edit, self.custom_button):
+            widget.setEnabled(can_mig)
+        self.custom_error.hide()
+
+    def set_provider(self, kind: str | None) -> None:
+        """Offer an instance-type change when the host has a cloud provider configured."""
+        self.provider_row.setVisible(bool(kind))
+        self.provider_caption.setText(f"Cloud instance type ({kind})" if kind else "Cloud instance type")
+
+    def set_busy(self, busy: bool) -> None:
+        """Lock the picker while a resize runs."""
+        for widget in (self.gpu_combo, self.table, self.custom_edit, self.custom_button,
+                       self.instance_edit, self.instance_button):
+            widget.setEnabled(not busy)
+        if not busy and self._state is not None:
+            for widget in (self.custom_edit, self.custom_button):
+                widget.setEnabled(self._state.mig_capable)
+
+    def select_target(self, target: str) -> bool:
+        """Select the row for `target` (emits target_chosen); False when it is not listed."""
+        for row, option in enumerate(self.options):
+            if option.target == target and option.selectable:
+                self.table.selectRow(row)
+                return True
+        return False
+
+    def current_gpu(self) -> int | None:
+        data = self.gpu_combo.currentData()
+        return int(data) if data is not None else None
+
+    # -- events ---------------------------------------------------------------------------------
+
+    def _on_gpu_index(self, combo_index: int) -> None:
+        if 0 <= combo_index < len(self.gpus):
+            self.gpu_changed.emit(self.gpus[combo_index].index)
+
+    def _on_selection(self) -> None:
+        rows = {i.row() for i in self.table.selectedItems()}
+        if len(rows) == 1:
+            option = self.options[rows.pop()]
+            if option.selectable:
+                self.target_chosen.emit(option.target)
+
+    def _on_custom(self) -> None:
+        text = self.custom_edit.text().strip()
+        state = self._state
+        if not text or state is None or state.model is None:
+            return
+        try:
+            layout = parse_target(text, state.model)
+        except LayoutError as exc:
+            self.custom_error.setText(str(exc))
+            self.custom_error.setPalette(_error_palette(self.custom_error))
+            self.custom_error.show()
+            return
+        self.custom_error.hide()
+        self.table.clearSelection()
+        self.target_chosen.emit(layout.describe())
+
+    def _on_instance_type(self) -> None:
+        text = self.instance_edit.text().strip()
+        if text:
+            self.table.clearSelection()
+            self.instance_type_chosen.emit(text)
+
+
+def _error_palette(label: QLabel) -> QPalette:
+    pal = label.palette()
+    pal.setColor(QPalette.ColorRole.WindowText, theme.error_colour(pal))
+    return pal

@@ -15,12 +15,12 @@ from tests.support.sshd import SshdServer
 pytestmark = [pytest.mark.sshd, pytest.mark.slow]
 
 
-async def test_resize_over_ssh_verifies_and_rolls_back(sshd: SshdServer, ssh_home: Path, tmp_path: Path) -> None:
+async def test_resize_over_ssh_verifies_and_rolls_back(sshd: SshdServer, isolated_home: Path, tmp_path: Path) -> None:
     store = SimStateStore(tmp_path / "simhost" / "state")
     with store.update() as state:
         for gpu in state.gpus:
             gpu.set_load(0.0)
-    trust(sshd, ssh_home)
+    trust(sshd, isolated_home)
     async with HostConnection(key_profile(sshd)) as conn:
         resizer = MigResizer(conn.runner)
         result = await resizer.resize(0, "2x3g.40gb")  # GPU 0: the H100 80GB

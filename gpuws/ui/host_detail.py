@@ -1,0 +1,117 @@
+"""The right-hand side for one host: header (name, address, state), problem panel, and the tabs."""
+
+from __future__ import annotations
+
+from PySide6.QtCore import Signal
+from PySide6.QtWidgets import QHBoxLayout, QPushButton, QTabWidget, QVBoxLayout, QWidget
+
+from gpuws.core.simulation import SIM_LABEL
+from gpuws.ui.formatting import host_address
+from gpuws.ui.hostkey_dialog import HostKeyChangedPanel
+from gpuws.ui.tabs import HostContext, HostTab, create_tabs
+from gpuws.ui.widgets import Badge, Banner, BannerKind, StatusPill, heading, muted_label
+
+_HINTS = {
+    "auth_failed": "Check the user, key or password (Edit host…), then reconnect.",
+    "unreachable": "Check the address and that the instance is running, then reconnect.",
+    "no_driver": "Install the NVIDIA driver on the host; gpuws reads nvidia-smi.",
+    "host_key_unknown": "Review the host's key fingerprint before trusting it.",
+}
+
+
+class HostDetail(QWidget):
+    """Shows one `HostContext`; emits button requests for the window to act on."""
+
+    reconnect_requested = Signal()
+    edit_requested = Signal()
+    review_key_requested = Signal()
+
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.context: HostContext | None = None
+        self.title = heading("", 1.45, self)
+        self.address = muted_label("", self)
+        self.sim_badge = Badge(SIM_LABEL, parent=self)
+        self.status = StatusPill(self)
+        self.reconnect_button = QPushButton("Reconnect")
+        self.reconnect_button.setToolTip("Connect again and re-read the inventory (Ctrl+R)")
+        self.reconnect_button.clicked.connect(self.reconnect_requested)
+        self.edit_button = QPushButton("Edit…")
+        self.edit_button.clicked.connect(self.edit_requested)
+
+        header = QHBoxLayout()
+        header.setSpacing(10)
+        names = QVBoxLayout()
+        names.setSpacing(2)
+        title_row = QHBoxLayout()
+        title_row.setSpacing(10)
+        title_row.addWidget(self.title)
+        title_row.addWidget(self.sim_badge)
+        title_row.addStretch(1)
+        names.addLayout(title_row)
+        names.addWidget(self.address)
+        header.addLayout(names, 1)
+        header.addWidget(self.status)
+        header.addSpacing(8)
+        header.addWidget(self.reconnect_button)
+        header.addWidget(self.edit_button)
+
+        self.key_changed_panel = HostKeyChangedPanel(self)
+        self.key_changed_panel.hide()
+        self.problem = Banner(BannerKind.ERROR, "", self)
+        self.problem.hide()
+        self.review_button = QPushButton("Review host key…")
+        self.review_button.clicked.connect(self.review_key_requested)
+        self.review_button.hide()
+
+        self.tabs = QTabWidget(self)
+        self.tabs.setDocumentMode(True)
+        self.tab_widgets: list[QWidget] = []
+        for title, widget in create_tabs(self):
+            self.tabs.addTab(widget, title)
+            self.tab_widgets.append(widget)
+
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(20, 16, 20, 8)
+        layout.setSpacing(12)
+        layout.addLayout(header)
+        layout.addWidget(self.key_changed_panel)
+        problem_row = QHBoxLayout()
+        problem_row.addWidget(self.problem, 1)
+        problem_row.addWidget(self.review_button)
+        layout.addLayout(problem_row)
+        layout.addWidget(self.tabs, 1)
+
+    def set_host(self, context: HostContext | None) -> None:
+        if self.context is not None:
+            self.context.session.state_changed.disconnect(self._on_state)
+        self.context = context
+        if context is not None:
+            context.session.state_changed.connect(self._on_state)
+            profile = context.profile
+            self.title.setText(profile.name)
+            self.address.setText(host_address(profile))
+            self.sim_badge.setVisible(profile.simulated)
+            self.edit_button.setEnabled(not profile.simulated)
+            self._on_state(context.session.state, context.session.detail)
+        for widget in self.tab_widgets:
+            tab: HostTab = widget  # type: ignore[assignment]
+            tab.set_host(context)
+
+    def _on_state(self, state: str, detail: str) -> None:
+        self.status.set_state(state)
+        session = self.context.session if self.context else None
+        inv = session.inventory if session else None
+        self.sim_badge.setVisible(bool(self.context and self.context.profile.simulated) or bool(inv and inv.simulated))
+        if state == "host_key_changed" and session is not None and session.host_key_error is not None:
+            self.key_changed_panel.show_error(session.host_key_error)
+        else:
+            self.key_changed_panel.hide()
+        show_problem = state in _HINTS or (state == "reconnecting" and bool(detail))
+        if show_problem:
+            kind = BannerKind.WARNING if state in ("reconnecting", "host_key_unknown") else BannerKind.ERROR
+            self.problem.set_kind(kind)
+            hint = _HINTS.get(state, "")
+            self.problem.set_text("\n".join(t for t in (detail, hint) if t))
+        self.problem.setVisible(show_problem)
+        self.review_button.setVisible(state == "host_key_unknown")

@@ -1,0 +1,237 @@
+"""Small reusable widgets: cards, banners, badges, key/value grids. Colours come from the palette."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from enum import StrEnum
+
+from PySide6.QtCore import QEvent, QRectF, Qt
+from PySide6.QtGui import QColor, QFont, QPainter, QPaintEvent, QPalette, QPen
+from PySide6.QtWidgets import (
+    QApplication,
+    QFrame,
+    QGridLayout,
+    QHBoxLayout,
+    QLabel,
+    QSizePolicy,
+    QVBoxLayout,
+    QWidget,
+)
+
+from gpuws.ui import theme
+
+
+class Card(QFrame):
+    """A rounded surface one step off the window background, with a hairline border."""
+
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.setAttribute(Qt.WidgetAttribute.WA_StyledBackground, False)
+
+    def paintEvent(self, event: QPaintEvent) -> None:
+        painter = QPainter(self)
+        painter.setRenderHint(QPainter.RenderHint.Antialiasing)
+        pal = self.palette()
+        painter.setPen(QPen(theme.border_colour(pal), 1))
+        painter.setBrush(theme.card_colour(pal))
+        painter.drawRoundedRect(QRectF(self.rect()).adjusted(0.5, 0.5, -0.5, -0.5), 8, 8)
+
+
+class BannerKind(StrEnum):
+    INFO = "info"
+    SIMULATED = "simulated"
+    WARNING = "warning"
+    ERROR = "error"
+
+
+class Banner(QFrame):
+    """A full-width message strip: tinted fill, coloured edge, palette text."""
+
+    def __init__(self, kind: BannerKind, text: str = "", parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.kind = kind
+        self._label = QLabel(text, self)
+        self._label.setWordWrap(True)
+        self._label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        self._label.setTextFormat(Qt.TextFormat.PlainText)
+        layout = QHBoxLayout(self)
+        layout.setContentsMargins(14, 10, 14, 10)
+        layout.addWidget(self._label)
+        self.setSizePolicy(QSizePolicy.Policy.Preferred, QSizePolicy.Policy.Maximum)
+
+    def text(self) -> str:
+        return self._label.text()
+
+    def set_text(self, text: str) -> None:
+        self._label.setText(text)
+
+    def set_kind(self, kind: BannerKind) -> None:
+        self.kind = kind
+        self.update()
+
+    def accent(self) -> QColor:
+        pal = self.palette()
+        if self.kind is BannerKind.SIMULATED:
+            return theme.simulated_colour(pal)
+        if self.kind is BannerKind.WARNING:
+            return theme.warning_colour(pal)
+        if self.kind is BannerKind.ERROR:
+            return theme.error_colour(pal)
+        return pal.color(pal.ColorRole.Highlight)
+
+    def paintEvent(self, event: QPaintEvent) -> None:
+        painter = QPainter(self)
+        painter.setRenderHint(QPainter.RenderHint.Antialiasing)
+        accent = self.accent()
+        rect = QRectF(self.rect()).adjusted(0.5, 0.5, -0.5, -0.5)
+        painter.setPen(QPen(accent, 1))
+        painter.setBrush(theme.tinted(accent, self.palette(), 0.86))
+        painter.drawRoundedRect(rect, 6, 6)
+        painter.setPen(Qt.PenStyle.NoPen)
+        painter.setBrush(accent)
+        painter.drawRoundedRect(QRectF(rect.left(), rect.top(), 4, rect.height()), 2, 2)
+
+
+def heading(text: str, scale: float = 1.25, parent: QWidget | None = None) -> QLabel:
+    """A bold label a little larger than body text."""
+    label = QLabel(text, parent)
+    font = QFont(label.font())
+    font.setBold(True)
+    font.setPointSizeF(font.pointSizeF() * scale)
+    label.setFont(font)
+    label.setTextFormat(Qt.TextFormat.PlainText)
+    return label
+
+
+class TintedLabel(QLabel):
+    """A plain-text label whose colour is derived from the palette, and re-derived when it changes
+    (so switching light/dark never leaves grey-on-grey text behind)."""
+
+    def __init__(
+        self, text: str, colour_fn: Callable[[QPalette], QColor], parent: QWidget | None = None
+    ) -> None:
+        super().__init__(text, parent)
+        self.setTextFormat(Qt.TextFormat.PlainText)
+        self._colour_fn = colour_fn
+        self._applying = False
+        self._apply()
+
+    def _apply(self) -> None:
+        self._applying = True  # setPalette sends a PaletteChange of its own
+        try:
+            # The application palette, not the parent's: a hidden parent may not have caught up yet.
+            pal = self.palette()
+            pal.setColor(QPalette.ColorRole.WindowText, self._colour_fn(QApplication.palette()))
+            self.setPalette(pal)
+        finally:
+            self._applying = False
+
+    def changeEvent(self, event: QEvent) -> None:
+        super().changeEvent(event)
+        changes = (QEvent.Type.PaletteChange, QEvent.Type.ApplicationPaletteChange, QEvent.Type.ParentChange)
+        if event.type() in changes and not self._applying:
+            self._apply()
+
+
+def muted_label(text: str, parent: QWidget | None = None) -> QLabel:
+    """Secondary text in the palette's muted colour."""
+    return TintedLabel(text, theme.muted_text_colour, parent)
+
+
+class KeyValueGrid(QWidget):
+    """Rows of 'key   value' with muted keys; values are selectable plain text."""
+
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self._grid = QGridLayout(self)
+        self._grid.setContentsMargins(0, 0, 0, 0)
+        self._grid.setHorizontalSpacing(18)
+        self._grid.setVerticalSpacing(5)
+        self._grid.setColumnStretch(1, 1)
+        self._values: dict[str, QLabel] = {}
+
+    def add_row(self, key: str, value: str, *, colour: Callable[[QPalette], QColor] | None = None) -> QLabel:
+        """Add a row; `colour` (e.g. `theme.warning_colour`) tints the value."""
+        row = self._grid.rowCount()
+        key_label = muted_label(key, self)
+        key_label.setAlignment(Qt.AlignmentFlag.AlignLeft | Qt.AlignmentFlag.AlignTop)
+        value_label = QLabel(value, self) if colour is None else TintedLabel(value, colour, self)
+        value_label.setTextFormat(Qt.TextFormat.PlainText)
+        value_label.setWordWrap(True)
+        value_label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        self._grid.addWidget(key_label, row, 0)
+        self._grid.addWidget(value_label, row, 1)
+        self._values[key] = value_label
+        return value_label
+
+    def value(self, key: str) -> str | None:
+        label = self._values.get(key)
+        return None if label is None else label.text()
+
+    def keys(self) -> list[str]:
+        return list(self._values)
+
+
+def vbox(parent: QWidget, margins: int = 0, spacing: int = 8) -> QVBoxLayout:
+    layout = QVBoxLayout(parent)
+    layout.setContentsMargins(margins, margins, margins, margins)
+    layout.setSpacing(spacing)
+    return layout
+
+
+class Badge(QLabel):
+    """A small capitalised tag (e.g. SIMULATED) on a tinted rounded background."""
+
+    def __init__(self, text: str, colour_fn: str = "simulated", parent: QWidget | None = None) -> None:
+        super().__init__(text, parent)
+        self._colour_fn = colour_fn
+        font = QFont(self.font())
+        font.setBold(True)
+        font.setPointSizeF(font.pointSizeF() * 0.8)
+        self.setFont(font)
+        self.setContentsMargins(8, 2, 8, 2)
+        self.setAlignment(Qt.AlignmentFlag.AlignCenter)
+        self.setSizePolicy(QSizePolicy.Policy.Fixed, QSizePolicy.Policy.Fixed)
+
+    def colour(self) -> QColor:
+        pal = self.palette()
+        return {
+            "warning": theme.warning_colour,
+            "error": theme.error_colour,
+        }.get(self._colour_fn, theme.simulated_colour)(pal)
+
+    def paintEvent(self, event: QPaintEvent) -> None:
+        colour = self.colour()
+        painter = QPainter(self)
+        painter.setRenderHint(QPainter.RenderHint.Antialiasing)
+        painter.setPen(QPen(colour, 1))
+        painter.setBrush(theme.tinted(colour, self.palette(), 0.8))
+        painter.drawRoundedRect(QRectF(self.rect()).adjusted(0.5, 0.5, -0.5, -0.5), 4, 4)
+        painter.setPen(colour)
+        painter.drawText(self.rect(), Qt.AlignmentFlag.AlignCenter, self.text())
+
+
+class StatusPill(QWidget):
+    """A coloured dot and the state in words ('● Connected')."""
+
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.state = "disconnected"
+        self.label = QLabel(theme.state_label(self.state), self)
+        self.label.setTextFormat(Qt.TextFormat.PlainText)
+        layout = QHBoxLayout(self)
+        layout.setContentsMargins(18, 0, 0, 0)  # room for the dot
+        layout.addWidget(self.label)
+
+    def set_state(self, state: str) -> None:
+        self.state = state
+        self.label.setText(theme.state_label(state))
+        self.update()
+
+    def paintEvent(self, event: QPaintEvent) -> None:
+        painter = QPainter(self)
+        painter.setRenderHint(QPainter.RenderHint.Antialiasing)
+        painter.setPen(Qt.PenStyle.NoPen)
+        painter.setBrush(theme.state_colour(self.state, self.palette()))
+        size = 10
+        painter.drawEllipse(2, (self.height() - size) // 2, size, size)

@@ -1,0 +1,109 @@
+"""The main window: empty state, adding and removing hosts, states, persistence, shortcuts."""
+
+from __future__ import annotations
+
+import socket
+from typing import Any
+
+import pytest
+from PySide6.QtCore import QSize
+from PySide6.QtWidgets import QApplication, QMessageBox
+
+from gpuws.core.models import HostProfile
+from gpuws.core.profiles import ProfileStore
+
+pytestmark = pytest.mark.gui
+
+
+def _closed_port() -> int:
+    """A loopback port nobody listens on (connects are refused at once)."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def test_empty_state_offers_the_three_ways_in(make_window: Any) -> None:
+    window = make_window()
+    assert window.stack.currentWidget() is window.empty
+    texts = [b.text() for b in (window.empty.add_button, window.empty.import_button, window.empty.demo_button)]
+    assert texts == ["Add host…", "Import from ~/.ssh/config…", "Open demo"]
+    assert not window.reconnect_action.isEnabled() and not window.remove_action.isEnabled()
+
+
+def test_shortcuts(make_window: Any) -> None:
+    window = make_window()
+    shortcuts = {
+        window.add_action: "Ctrl+N",
+        window.import_action: "Ctrl+I",
+        window.reconnect_action: "Ctrl+R",
+        window.settings_action: "Ctrl+,",
+        window.quit_action: "Ctrl+Q",
+        window.remove_action: "Del",
+    }
+    for action, keys in shortcuts.items():
+        assert action.shortcut().toString() == keys, action.text()
+    assert [a.shortcut().toString() for a in window.tab_actions] == [f"Ctrl+{i}" for i in range(1, 6)]
+    titles = [window.detail.tabs.tabText(i) for i in range(5)]
+    assert titles == ["Overview", "Telemetry", "Benchmarks", "Resize", "Session"]
+
+
+def test_add_host_through_the_dialog_saves_the_profile(make_window: Any, qtbot: Any) -> None:
+    window = make_window()
+    dialog = window.open_add_dialog()
+    dialog.name_edit.setText("gpu-a")
+    dialog.host_edit.setText("gpu-a.example.com")
+    dialog.price_edit.setText("3.10")
+    with qtbot.waitSignal(window.profile_saved, timeout=5000) as saved:
+        dialog.buttons.accepted.emit()
+    assert saved.args == ["gpu-a"]
+    assert [p.name for p in ProfileStore().load()] == ["gpu-a"]
+    qtbot.waitUntil(lambda: window.sidebar.current_name() == "gpu-a", timeout=5000)
+    assert window.stack.currentWidget() is window.detail
+    assert window.detail.title.text() == "gpu-a"
+    assert window.sidebar.entry("gpu-a").price == "$3.10/h"
+
+
+def test_unreachable_host_shows_as_a_state_not_an_error_box(make_window: Any, qtbot: Any) -> None:
+    ProfileStore().add(HostProfile(name="down", host="127.0.0.1", port=_closed_port(), user="nobody"))
+    window = make_window()
+    window.reconnect_current()
+    qtbot.waitUntil(lambda: window.sidebar.entry("down").state == "unreachable", timeout=10000)
+    assert window.detail.status.state == "unreachable"
+    assert window.detail.problem.isVisibleTo(window)
+    assert "127.0.0.1" in window.detail.problem.text()
+    assert not [w for w in QApplication.topLevelWidgets() if isinstance(w, QMessageBox) and w.isVisible()]
+
+
+def test_window_state_persists(make_window: Any, qtbot: Any) -> None:
+    ProfileStore().add(HostProfile(name="a", host="a.example.com"))
+    ProfileStore().add(HostProfile(name="b", host="b.example.com"))
+    first = make_window()
+    first.resize(720, 520)
+    first.sidebar.select("b")
+    first.show_tab(2)
+    first.close()
+    second = make_window()
+    assert second.size() == QSize(720, 520)
+    assert second.detail.tabs.currentIndex() == 2
+    assert second.sidebar.current_name() == "b"
+
+
+def test_remove_asks_first(make_window: Any, qtbot: Any) -> None:
+    ProfileStore().add(HostProfile(name="gone", host="gone.example.com"))
+    window = make_window()
+    window.remove_current()
+    boxes = [w for w in QApplication.topLevelWidgets() if isinstance(w, QMessageBox) and w.isVisible()]
+    assert len(boxes) == 1 and "gone" in boxes[0].text()
+    remove = next(b for b in boxes[0].buttons() if b.text() == "Remove")
+    with qtbot.waitSignal(window.profiles_loaded, timeout=5000):
+        remove.click()
+    assert ProfileStore().load() == []
+    assert window.stack.currentWidget() is window.empty
+
+
+def test_corrupt_profile_file_is_reported(make_window: Any) -> None:
+    store = ProfileStore()
+    store.path.write_text("this is [[[ not toml")
+    window = make_window()
+    assert window.notice.isVisibleTo(window)
+    assert "backup" in window.notice.text().lower() or "moved" in window.notice.text().lower()

@@ -45,7 +45,7 @@ def test_slices_and_resize_commands(
     assert targets["full"]["price_per_hour"] == 2.0 and targets["full"]["current"]
     assert targets["3g.40gb"]["compute_share"] == pytest.approx(3 / 7, abs=1e-4)
     assert targets["3g.40gb"]["memory_gib"] == 39.5 and targets["7x1g.10gb"]["price_per_hour"] == 2.0
-    assert gpus[2]["targets"][0]["note"] == "not MIG-capable"
+    assert gpus[2]["targets"][0]["note"] == "not MIG-capable: the whole card only"
     assert [row["target"] for row in gpus[3]["targets"]] == ["1/8", "1/4", "1/2", "full"]  # the vGPU guest
 
     code, out, _ = _run(capsys, "resize", "gpu1", "3g.40gb", "--dry-run", "--json")

@@ -16,12 +16,12 @@ from gpuws.cli.output import fail, print_json, sim_banner
 from gpuws.core.errors import GpuwsError
 from gpuws.core.models import HostProfile, SecretKind
 from gpuws.core.resize.audit import AuditLog, AuditRecord, now_iso
-from gpuws.core.resize.catalog import VGPU_FRACTIONS
-from gpuws.core.resize.layout import Layout, LayoutError, valid_layouts
+from gpuws.core.resize.layout import Layout, LayoutError
 from gpuws.core.resize.plan import Plan
 from gpuws.core.resize.pricing import PriceBook, price_book
 from gpuws.core.resize.provider import plan_provider_resize
 from gpuws.core.resize.state import GpuMigState
+from gpuws.core.resize.targets import target_options
 
 EXIT_OK, EXIT_ROLLED_BACK, EXIT_REFUSED, EXIT_ROLLBACK_FAILED = 0, 1, 2, 3
 PROVIDER_PREFIX = "type:"
@@ -64,35 +64,21 @@ def _slices(args: argparse.Namespace) -> int:
 
 
 def slice_rows(state: GpuMigState, prices: PriceBook) -> list[dict[str, Any]]:
-    """The valid targets of one GPU with memory, compute share and price per hour."""
-    model = state.model
-    current = state.layout
+    """The valid targets of one GPU with memory, compute share and price per hour (JSON rows)."""
     rows: list[dict[str, Any]] = []
-    if model is not None and state.mig_capable:
-        for layout in valid_layouts(model):
-            profiles = [p for p in (model.profile(n) for n in layout.instances) if p is not None]
-            memory = model.memory_gib if layout.is_full else sum(p.memory_gib for p in profiles)
-            compute = 7 if layout.is_full else sum(p.compute_slices for p in profiles)
-            rows.append({
-                "target": layout.describe(),
-                "kind": "full" if layout.is_full else "mig",
-                "memory_gib": round(memory, 2),
-                "compute_share": round(compute / 7, 4),
-                "price_per_hour": prices.layout_price(layout, model),
-                "current": layout == current,
-            })
-    elif "GRID" in state.name or "vGPU" in state.name:
-        for fraction in VGPU_FRACTIONS:
-            rows.append({
-                "target": fraction.name, "kind": "vgpu", "memory_gib": None,
-                "compute_share": float(fraction.fraction),
-                "price_per_hour": prices.fraction_price(fraction.fraction, fraction.name),
-                "current": False,
-                "note": "time-sliced vGPU: change it through the provider (type:INSTANCE_TYPE)",
-            })
-    else:
-        rows.append({"target": "full", "kind": "full", "memory_gib": None, "compute_share": 1.0,
-                     "price_per_hour": prices.full_card, "current": True, "note": "not MIG-capable"})
+    for option in target_options(state, prices):
+        share = option.figures.compute_share
+        row: dict[str, Any] = {
+            "target": option.target,
+            "kind": option.kind,
+            "memory_gib": option.figures.memory_gib,
+            "compute_share": round(float(share), 4) if share is not None else None,
+            "price_per_hour": option.figures.price_per_hour,
+            "current": option.current,
+        }
+        if option.note:
+            row["note"] = option.note
+        rows.append(row)
     return rows
 
 

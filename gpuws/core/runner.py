@@ -119,8 +119,11 @@ class LocalRunner:
         assert proc.stdin is not None and proc.stdout is not None
         try:
             if input is not None:
-                proc.stdin.write(input.encode())
-                await proc.stdin.drain()
+                # A command that exits without reading its stdin is no error of ours: its output and
+                # exit status say what happened.
+                with contextlib.suppress(BrokenPipeError, ConnectionResetError):
+                    proc.stdin.write(input.encode())
+                    await proc.stdin.drain()
             proc.stdin.close()
             while line := await proc.stdout.readline():
                 yield line.decode(errors="replace").rstrip("\r\n")

@@ -9,9 +9,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from gpuws.core.models import AuthMethod, HostProfile
+from gpuws.core.models import HostProfile
+from gpuws.sim.server import DEMO_PROFILE_NAME
 
-DEMO_NAME = "demo"
+DEMO_NAME = DEMO_PROFILE_NAME
 DEMO_GPUS = "h100,a100,l40s,vgpu"
 
 
@@ -28,22 +29,13 @@ class RunningDemo:
 async def start_demo(gpus: str = DEMO_GPUS) -> RunningDemo:
     """Start the simulated host on 127.0.0.1 (a free port) and describe how to reach it."""
     from gpuws.core.paths import data_dir
-    from gpuws.sim.server import DemoHost
+    from gpuws.sim.server import DemoHost, demo_profile
 
     state_dir = data_dir() / "demo-host"
     state_dir.mkdir(parents=True, exist_ok=True)
     server = DemoHost(gpus=gpus, port=0, state_dir=state_dir)
     info = await server.start()
-    profile = HostProfile(
-        name=DEMO_NAME,
-        host=info.host,
-        port=info.port,
-        user=info.user,
-        auth=AuthMethod.PASSWORD,
-        notes="The built-in simulated GPU host (not saved).",
-        simulated=True,
-    )
-    return RunningDemo(server, profile, info.password, _key_from_known_hosts_line(info.known_hosts_line))
+    return RunningDemo(server, demo_profile(info), info.password, _key_from_known_hosts_line(info.known_hosts_line))
 
 
 def _key_from_known_hosts_line(line: str) -> str:

@@ -9,6 +9,7 @@ from gpuws.core.simulation import SIM_LABEL
 from gpuws.ui.formatting import host_address
 from gpuws.ui.hostkey_dialog import HostKeyChangedPanel
 from gpuws.ui.tabs import HostContext, HostTab, create_tabs
+from gpuws.ui.tabs.session import SessionTab
 from gpuws.ui.widgets import Badge, Banner, BannerKind, StatusPill, heading, muted_label
 
 _HINTS = {
@@ -70,6 +71,8 @@ class HostDetail(QWidget):
         for title, widget in create_tabs(self):
             self.tabs.addTab(widget, title)
             self.tab_widgets.append(widget)
+        # The window feeds the Session tab for every host (cost meter, idle stop), not only the shown one.
+        self.session_tab: SessionTab = next(w for w in self.tab_widgets if isinstance(w, SessionTab))
 
         layout = QVBoxLayout(self)
         layout.setContentsMargins(20, 16, 20, 8)

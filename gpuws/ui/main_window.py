@@ -8,10 +8,11 @@ from __future__ import annotations
 
 import concurrent.futures
 import logging
+import time
 from collections.abc import Sequence
 from typing import Any, TypeVar
 
-from PySide6.QtCore import QByteArray, QSettings, Qt, Signal
+from PySide6.QtCore import QByteArray, QSettings, Qt, QTimer, Signal
 from PySide6.QtGui import QAction, QCloseEvent, QKeySequence
 from PySide6.QtWidgets import (
     QDialog,
@@ -30,6 +31,7 @@ from PySide6.QtWidgets import (
 
 from gpuws.core.errors import GpuwsError
 from gpuws.core.models import HostProfile, SecretKind
+from gpuws.core.session import gpu_activity, host_cost
 from gpuws.ui import theme
 from gpuws.ui.about_dialog import AboutDialog
 from gpuws.ui.bridge import AsyncBridge, ask_on_gui_thread
@@ -44,11 +46,14 @@ from gpuws.ui.settings import Preferences, open_settings
 from gpuws.ui.settings_dialog import SettingsDialog
 from gpuws.ui.sidebar import HostSidebar
 from gpuws.ui.tabs import HostContext
+from gpuws.ui.telemetry.hub import telemetry_hub
+from gpuws.ui.tray import GpuwsTray, TrayHost
 from gpuws.ui.widgets import Banner, BannerKind, heading, muted_label
 
 log = logging.getLogger(__name__)
 DialogT = TypeVar("DialogT", bound=QDialog)
 
+_IDLE_CHECK_MS = 10_000  # idle-stop and tray refresh period
 _SHUTDOWN_WAIT_S = 3.0  # closing connections and the demo server at exit, at most
 
 
@@ -167,9 +172,63 @@ class MainWindow(QMainWindow):
         self.empty.add_button.clicked.connect(self.open_add_dialog)
         self.empty.import_button.clicked.connect(self.open_import_dialog)
         self.empty.demo_button.clicked.connect(self.open_demo)
+        self.telemetry = telemetry_hub(bridge)
+        self.tray = self._make_tray()
+        # Idle-stop and the tray read telemetry and cost on a slow clock, never per sample.
+        self._idle_clock = QTimer(self)
+        self._idle_clock.setInterval(_IDLE_CHECK_MS)
+        self._idle_clock.timeout.connect(self._check_idle_and_tray)
+        self._idle_clock.start()
         self._restore_state()
         self._show_empty_or_detail()
         self.reload_profiles()
+
+    # -- telemetry-driven chores: idle stop and the tray ----------------------------------------
+
+    def _make_tray(self) -> GpuwsTray | None:
+        if not GpuwsTray.available():
+            return None  # offscreen, or a desktop without a tray: the window shows the same warnings
+        tray = GpuwsTray(
+            open_window=self._raise_window,
+            connect_host=lambda name: self.sessions[name].connect_host() if name in self.sessions else None,
+            stop_host=self._stop_host_from_tray,
+            icon=app_icon(),
+            parent=self,
+        )
+        self.telemetry.notifier.set_tray(tray)
+        tray.show()
+        return tray
+
+    def _raise_window(self) -> None:
+        self.showNormal()
+        self.raise_()
+        self.activateWindow()
+
+    def _stop_host_from_tray(self, name: str) -> None:
+        self.sidebar.select(name)
+        self.detail.tabs.setCurrentWidget(self.detail.session_tab)
+        self._raise_window()
+
+    def _check_idle_and_tray(self) -> None:
+        now = time.time()
+        tab = self.detail.session_tab
+        ledger = tab.ledger.all_sessions() if self.tray is not None else []
+        tray_hosts = []
+        for name, session in self.sessions.items():
+            latest = self.telemetry.store.latest(name)
+            idle = False
+            if latest and session.state == "connected":
+                gpus = [gpu_activity(sample) for sample in latest.values()]
+                event = tab.feed_activity(session.profile, now, gpus, tab.tunnels_in_use(name))
+                detector = tab.idle.get(name)
+                idle = detector is not None and detector.idle_since is not None
+                if event is not None and self.tray is not None:
+                    self.tray.notify("Idle GPU host", event.message)
+            if self.tray is not None:
+                running = host_cost(session.profile, ledger, now).running
+                tray_hosts.append(TrayHost(name, session.state, running, idle))
+        if self.tray is not None:
+            self.tray.update_hosts(tray_hosts)
 
     # -- stores (created lazily: the keyring is only touched when a secret is) --------------------
 
@@ -304,6 +363,9 @@ class MainWindow(QMainWindow):
     def _add_session(self, session: HostSession) -> None:
         name = session.name
         self.sessions[name] = session
+        # Every host streams telemetry and meters its cost while connected, shown or not.
+        self.telemetry.watch_session(session)
+        self.detail.session_tab.track(session)
         session.kbdint_prompt = self._kbdint_prompt_for(name)
         session.state_changed.connect(lambda state, detail, n=name: self._on_session_state(n, state, detail))
         session.inventory_changed.connect(lambda inv, n=name: self.sidebar.set_inventory(n, inv))

@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 
 from gpuws.core.errors import GpuwsError, ParseError
-from gpuws.core.inventory import HostFacts, Inventory
+from gpuws.core.inventory import GpuInfo, HostFacts, Inventory
 from gpuws.core.nvsmi.xml_inventory import is_simulated_xml, parse_nvidia_smi_xml
 from gpuws.core.runner import CommandRunner
 from gpuws.core.simulation import SIM_ENV_VAR
@@ -44,6 +44,8 @@ if command -v nvidia-smi >/dev/null 2>&1; then
   nvidia-smi -q -x
   rc=$?
   printf '\n{XML_END} %s\n' "$rc"
+  # The XML has no compute capability; drivers since 510 answer this query (older ones: nothing).
+  nvidia-smi --query-gpu=index,compute_cap --format=csv,noheader 2>/dev/null | sed 's/^/compute_cap=/'
 else
   echo "nvidia_smi=missing"
 fi
@@ -110,9 +112,19 @@ def parse_probe_output(stdout: str, stderr: str = "") -> tuple[Inventory, str | 
         detail = (stderr.strip() or xml.strip() or f"exit status {status}").splitlines()[0]
         return Inventory(host, []), f"nvidia-smi failed: {detail[:200]}"
     gpus = parse_nvidia_smi_xml(xml)
+    _merge_compute_capability(gpus, tail.splitlines()[1:])
     # Simulated by the XML marker or the host's env var; a real XML never carries the marker.
     host.simulated = host.simulated or is_simulated_xml(xml)
     return Inventory(host, gpus), None
+
+
+def _merge_compute_capability(gpus: list[GpuInfo], lines: list[str]) -> None:
+    """Fill `compute_capability` from `compute_cap=INDEX, X.Y` lines (absent on old drivers)."""
+    by_index = {g.index: g for g in gpus}
+    for line in lines:
+        match = re.fullmatch(r"compute_cap=(\d+), *(\d+\.\d+)", line.strip())
+        if match and int(match.group(1)) in by_index:
+            by_index[int(match.group(1))].compute_capability = match.group(2)
 
 
 async def probe(runner: CommandRunner, *, timeout: float = 60.0, require_driver: bool = False,

@@ -11,7 +11,7 @@ import pytest
 from gpuws.core.errors import ParseError
 from gpuws.core.inventory import Inventory
 from gpuws.remote.connection import HostConnection
-from gpuws.remote.probe import NoDriverFound, parse_probe_output, probe
+from gpuws.remote.probe import XML_BEGIN, XML_END, NoDriverFound, parse_probe_output, probe
 from tests.remote.helpers import key_profile, trust
 from tests.support.sshd import SshdServer
 
@@ -127,3 +127,14 @@ def test_probe_output_without_facts_is_a_parse_error() -> None:
         parse_probe_output("Welcome to a weird shell\n")
     with pytest.raises(ParseError, match="cut off"):
         parse_probe_output("hostname=x\n@@gpuws-nvidia-smi-xml@@\n<nvidia_smi_log>")
+
+
+def test_compute_capability_comes_from_the_query_after_the_xml() -> None:
+    xml = (FIXTURES / "dual_2070-v13.xml").read_text()
+    out = (
+        "hostname=h\n" + XML_BEGIN + "\n" + xml + "\n" + XML_END + " 0\n"
+        "compute_cap=0, 7.5\ncompute_cap=1, 7.5\ncompute_cap=9, 9.0\n"
+    )
+    inventory, no_driver = parse_probe_output(out)
+    assert no_driver is None
+    assert [g.compute_capability for g in inventory.gpus] == ["7.5", "7.5"]

@@ -182,6 +182,19 @@ def validate_token(value: object, field: str) -> str | None:
     return value
 
 
+_SLICE_RE = re.compile(r"[A-Za-z0-9._:/+,=;-]{1,256}")
+
+
+def validate_slice_profile(value: object, field: str = "slice_profile") -> str | None:
+    """A GPU slice description: "full", "7x1g.10gb", "3g.40gb,2g.20gb" or per GPU "gpu0=full;gpu1=1g.10gb"."""
+    if value is None:
+        return None
+    if not isinstance(value, str) or not _SLICE_RE.fullmatch(value) or value.startswith("-"):
+        shown = _preview(value) if isinstance(value, str) else "this value"
+        raise ValidationError(field, f"{shown} may only contain letters, digits and . _ : / + , = ; -")
+    return value
+
+
 def validate_provider(provider: ProviderInfo) -> ProviderInfo:
     """Provider kind from PROVIDER_KINDS; instance id and region are plain tokens."""
     if provider.kind is not None and provider.kind not in PROVIDER_KINDS:
@@ -308,7 +321,7 @@ def validate_profile(
         key_path=key_path,
         jump=validate_jump(name, profile.jump, known),
         provider=validate_provider(profile.provider),
-        slice_profile=validate_token(profile.slice_profile, "slice_profile"),
+        slice_profile=validate_slice_profile(profile.slice_profile),
         price_per_hour=validate_price(profile.price_per_hour),
         slice_prices=validate_slice_prices(profile.slice_prices),
         tags=[validate_tag(tag) for tag in profile.tags],

@@ -61,13 +61,20 @@ def test_slices_and_resize_commands(
     assert code == 2 and "at most 2 3g.40gb" in err
 
     assert not AuditLog().read()  # nothing ran yet
-    code, out, _ = _run(capsys, "resize", "gpu1", "3g.40gb", "--yes", "--json")
+    code, out, err = _run(capsys, "resize", "gpu1", "3g.40gb", "--yes", "--json")
+    assert code == 0, err
     doc = json.loads(out)
     assert code == 0 and doc["outcome"] == "target verified" and doc["after"] == "3g.40gb"
     assert doc["before"] == "full" and doc["price_per_hour"]["after"] == pytest.approx(0.8571, abs=1e-4)
 
+    # The saved profile follows: the slice is recorded and the host price drops by the difference.
+    saved = ProfileStore().get("gpu1")
+    assert saved.slice_profile == "gpu0=3g.40gb" and saved.price_per_hour == pytest.approx(8.0 - 2.0 + 0.8571, abs=1e-3)
+
     code, out, _ = _run(capsys, "resize", "gpu1", "full", "--yes")
     assert code == 0 and "outcome: target verified; GPU 0 is now full" in out
+    saved = ProfileStore().get("gpu1")
+    assert saved.slice_profile == "gpu0=full" and saved.price_per_hour == pytest.approx(8.0, abs=1e-3)
     records = AuditLog().read("gpu1")
     assert [(r.before, r.after, r.outcome) for r in records] == [
         ("full", "3g.40gb", "target verified"), ("3g.40gb", "full", "target verified")]

@@ -174,3 +174,18 @@ def test_validate_profile_normalises_and_checks_nested_fields() -> None:
     with pytest.raises(ValidationError) as err:
         validate_profile(HostProfile(name="s", host="h", slice_prices={"1g.10gb": -1.0}))
     assert err.value.field == "slice_prices.1g.10gb"
+
+
+@pytest.mark.parametrize("value", ["full", "7x1g.10gb", "3g.40gb,2g.20gb", "gpu0=full;gpu1=1g.10gb", "1/4"])
+def test_slice_profiles_accept_layouts(value: str) -> None:
+    from gpuws.core.validation import validate_slice_profile
+
+    assert validate_slice_profile(value) == value
+
+
+@pytest.mark.parametrize("value", ["-x", "a b", "$(id)", "a`b`", "x\n", "x" * 300])
+def test_slice_profiles_refuse_the_rest(value: str) -> None:
+    from gpuws.core.validation import validate_slice_profile
+
+    with pytest.raises(ValidationError, match="slice_profile"):
+        validate_slice_profile(value)

@@ -18,7 +18,7 @@ from gpuws.core.models import HostProfile, SecretKind
 from gpuws.core.resize.audit import AuditLog, AuditRecord, now_iso
 from gpuws.core.resize.layout import Layout, LayoutError
 from gpuws.core.resize.plan import Plan
-from gpuws.core.resize.pricing import PriceBook, price_book
+from gpuws.core.resize.pricing import PriceBook, price_book, profile_after_resize
 from gpuws.core.resize.provider import plan_provider_resize
 from gpuws.core.resize.state import GpuMigState
 from gpuws.core.resize.targets import target_options
@@ -194,11 +194,24 @@ async def _mig_resize(args: argparse.Namespace) -> int:
     doc.update(result.to_dict())
     doc["after"] = result.after.describe() if result.after else None
     doc["price_per_hour"]["after"] = prices.layout_price(result.after, model) if result.after else None
+    if result.ok and result.after is not None and not profile.simulated:
+        _save_profile_after(profile, profile_after_resize(
+            profile, gpu=state.index, gpu_count=len(gpus), layout=result.after.describe(),
+            price_before=price_pair[0], price_after=doc["price_per_hour"]["after"], full_card_price=prices.full_card,
+        ))
     _emit(args, doc, lambda: _print_outcome(banner, doc))
     if result.ok:
         return EXIT_OK
     return EXIT_ROLLED_BACK if result.outcome != TARGET_VERIFIED and "rollback failed" not in result.outcome \
         else EXIT_ROLLBACK_FAILED
+
+
+def _save_profile_after(old: HostProfile, new: HostProfile) -> None:
+    """Record the verified slice and its price in the saved profile (the cost meter follows it)."""
+    from gpuws.core.profiles import ProfileStore
+
+    if new != old:
+        ProfileStore().update(new, old_name=old.name)
 
 
 def _print_outcome(banner: str, doc: dict[str, Any]) -> None:

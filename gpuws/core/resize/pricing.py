@@ -8,6 +8,7 @@ costs the sum of its instances (each `slice_prices[profile]`, or full price x co
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from fractions import Fraction
@@ -66,3 +67,31 @@ def price_book(profile: HostProfile | None, model: GpuModel | None, gpu_count: i
     if model is not None and model.reference_price_per_hour:
         return PriceBook(model.reference_price_per_hour, overrides, "reference")
     return PriceBook(None, overrides, "none")
+
+
+def profile_after_resize(
+    profile: HostProfile, *, gpu: int, gpu_count: int, layout: str,
+    price_before: float | None, price_after: float | None, full_card_price: float | None,
+) -> HostProfile:
+    """The profile as it should be saved after GPU `gpu` was verified at `layout`.
+
+    `slice_profile` names the layout (per GPU, as "gpuN=LAYOUT;..." on multi-GPU hosts), and the
+    host's hourly price moves by the layout's price difference, so the cost meter follows a resize.
+    The full card's price is pinned in `slice_prices["full"]` first: it was derived from the host
+    price, which the resize changes.
+    """
+    if gpu_count <= 1:
+        slice_profile = layout
+    else:
+        parts = dict(
+            part.strip().split("=", 1) for part in (profile.slice_profile or "").split(";") if "=" in part
+        )
+        parts[f"gpu{gpu}"] = layout
+        slice_profile = ";".join(f"{k}={v}" for k, v in sorted(parts.items()))
+    price = profile.price_per_hour
+    slice_prices = dict(profile.slice_prices)
+    if price is not None and price_before is not None and price_after is not None:
+        price = round(max(0.0, price - price_before + price_after), 4)
+        if full_card_price is not None:
+            slice_prices.setdefault(FULL, full_card_price)
+    return dataclasses.replace(profile, slice_profile=slice_profile, price_per_hour=price, slice_prices=slice_prices)

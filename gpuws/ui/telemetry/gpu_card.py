@@ -5,15 +5,15 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import numpy as np
-from PySide6.QtCore import Qt, Signal
-from PySide6.QtWidgets import QGridLayout, QHBoxLayout, QLabel, QVBoxLayout, QWidget
+from PySide6.QtCore import Signal
+from PySide6.QtWidgets import QHBoxLayout, QVBoxLayout, QWidget
 
 from gpuws.core.telemetry.alerts import Alert, AlertKind
 from gpuws.core.telemetry.sample import GpuSample
-from gpuws.core.telemetry.store import Window
+from gpuws.core.telemetry.store import METRIC_INDEX, Window
+from gpuws.ui.telemetry.facts import FactsBlock
 from gpuws.ui.telemetry.metrics import (
     CARD_METRICS,
-    NOT_SUPPORTED,
     codec_text,
     ecc_text,
     fan_text,
@@ -22,7 +22,7 @@ from gpuws.ui.telemetry.metrics import (
     pstate_text,
     throttle_text,
 )
-from gpuws.ui.telemetry.sparkline import MetricRow
+from gpuws.ui.telemetry.sparkline import MetricRow, SparklineRows
 from gpuws.ui.widgets import Badge, Card, heading, muted_label
 
 # Alert kinds shown as badges on a card: (text, badge colour).
@@ -33,6 +33,9 @@ ALERT_BADGES: dict[AlertKind, tuple[str, str]] = {
     AlertKind.POWER_THROTTLE: ("Power throttle", "warning"),
     AlertKind.IDLE_GPU: ("Idle", "warning"),
 }
+
+# The store columns of every card row's series, in row order.
+_SERIES_COLUMNS = [METRIC_INDEX[name] for metric in CARD_METRICS for name in metric.series]
 
 FACTS = (
     ("Throttle", throttle_text),
@@ -74,36 +77,21 @@ class GpuCard(Card):
         header.addLayout(self._badge_row)
         header.addWidget(self.pstate)
 
-        self.rows: dict[str, MetricRow] = {}
-        rows = QVBoxLayout()
-        rows.setSpacing(1)
-        for metric in CARD_METRICS:
-            row = MetricRow(metric.key, metric.label, metric.colours, self)
-            row.clicked.connect(lambda m, k=key: self.metric_clicked.emit(k, m))
-            rows.addWidget(row)
-            self.rows[metric.key] = row
+        self.rows: dict[str, MetricRow] = {
+            metric.key: MetricRow(metric.key, metric.label, metric.colours) for metric in CARD_METRICS
+        }
+        self.plots = SparklineRows(list(self.rows.values()), self)
+        self.plots.clicked.connect(lambda m: self.metric_clicked.emit(self.key, m))
 
-        self.facts: dict[str, QLabel] = {}
-        grid = QGridLayout()
-        grid.setHorizontalSpacing(12)
-        grid.setVerticalSpacing(2)
-        grid.setColumnStretch(1, 1)
-        for i, (name_, _) in enumerate(FACTS):
-            key_label = muted_label(name_, self)
-            key_label.setAlignment(Qt.AlignmentFlag.AlignLeft | Qt.AlignmentFlag.AlignTop)
-            value = QLabel(NOT_SUPPORTED, self)
-            value.setTextFormat(Qt.TextFormat.PlainText)
-            value.setWordWrap(True)
-            grid.addWidget(key_label, i, 0)
-            grid.addWidget(value, i, 1)
-            self.facts[name_] = value
+        self.facts = FactsBlock([name_ for name_, _ in FACTS], self)
+        self._pstate_text = ""
 
         layout = QVBoxLayout(self)
         layout.setContentsMargins(14, 10, 14, 12)
         layout.setSpacing(6)
         layout.addLayout(header)
-        layout.addLayout(rows)
-        layout.addLayout(grid)
+        layout.addWidget(self.plots)
+        layout.addWidget(self.facts)
 
     def set_name(self, name: str | None) -> None:
         self.title.setText(device_title(self.key, name))
@@ -117,24 +105,26 @@ class GpuCard(Card):
         alerts: Sequence[Alert] = (),
     ) -> None:
         """Show the newest sample, the history in `window` over [t_from, t_to] and active alerts."""
-        empty = np.empty(0)
         for metric in CARD_METRICS:
             row = self.rows[metric.key]
-            if window is not None and window.t.size:
-                ys = [window.column(name)[1] for name in metric.series]
-                t = window.t
-            else:
-                ys, t = [empty for _ in metric.series], empty
             if sample is None:
-                row.set_data(t, ys, t_from, t_to, ceiling=None, value_text="no data", supported=False)
-                continue
-            supported = any(getattr(sample, name) is not None for name in metric.series)
-            row.set_data(t, ys, t_from, t_to, ceiling=metric.ceiling(sample), value_text=metric.value_text(sample),
-                         supported=supported)
+                row.value_text, row.supported, row.ceiling = "no data", False, None
+            else:
+                row.value_text = metric.value_text(sample)
+                row.supported = any(getattr(sample, name) is not None for name in metric.series)
+                row.ceiling = metric.ceiling(sample)
+        if window is not None and window.t.size:
+            # Every row's series in one float64 copy, in row order (the plots slice it per row).
+            self.plots.set_data(window.t, window.mean[:, _SERIES_COLUMNS].astype(np.float64), t_from, t_to)
+        else:
+            self.plots.set_data(np.empty(0), None, t_from, t_to)
         if sample is not None:
-            _set_text(self.pstate, pstate_text(sample))
+            pstate = pstate_text(sample)
+            if pstate != self._pstate_text:  # setText relayouts the header even when unchanged
+                self._pstate_text = pstate
+                self.pstate.setText(pstate)
             for name_, text_of in FACTS:
-                _set_text(self.facts[name_], text_of(sample))
+                self.facts.set_text(name_, text_of(sample))
         self._show_alerts(alerts)
 
     def _show_alerts(self, alerts: Sequence[Alert]) -> None:
@@ -158,9 +148,7 @@ class GpuCard(Card):
         return [b.text() for b in self._badges.values()]
 
     def fact(self, name: str) -> str:
-        return self.facts[name].text()
+        return self.facts.text(name)
 
 
-def _set_text(label: QLabel, text: str) -> None:
-    if label.text() != text:  # a relayout per frame per label would cost more than the paint
-        label.setText(text)
+

@@ -60,6 +60,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         return int(handler(args))
     except GpuwsError as exc:  # every user-facing error is one clear line, never a traceback
-        return fail(str(exc))
+        from gpuws.cli.connecting import exit_code_for
+
+        return fail(str(exc), exit_code_for(exc))
     except KeyboardInterrupt:
         return 130

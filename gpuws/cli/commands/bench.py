@@ -4,20 +4,15 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import sys
 from pathlib import Path
 from typing import Any
 
+from gpuws.cli.connecting import EXIT_TIMEOUT, exit_code_for, tty_prompts
 from gpuws.cli.output import fail, print_json, sim_banner
 from gpuws.core.bench.report import build_report, text_table, to_json, to_markdown
 from gpuws.core.bench.results import BenchRun, ResultStore, compare
 from gpuws.core.errors import GpuwsError
 
-EXIT_ERROR = 1
-EXIT_AUTH = 3
-EXIT_HOST_KEY = 4
-EXIT_UNREACHABLE = 5
-EXIT_TIMEOUT = 7
 EXIT_FAIL = 8
 EXIT_INCONCLUSIVE = 9
 
@@ -95,23 +90,14 @@ class _Progress:
 
 
 def run_bench(args: argparse.Namespace) -> int:
-    from gpuws.remote.auth import AuthFailed
-    from gpuws.remote.connection import HostUnreachable, NotConnected
-    from gpuws.remote.hostkeys import HostKeyChanged, HostKeyRevoked, UnknownHostKey
 
     if args.timeout is not None and args.timeout <= 0:
         return fail("--timeout must be positive")
     progress = _Progress(enabled=not args.json)
     try:
         run = asyncio.run(_bench(args, progress))
-    except AuthFailed as exc:
-        return fail(str(exc), EXIT_AUTH)
-    except (UnknownHostKey, HostKeyChanged, HostKeyRevoked) as exc:
-        return fail(str(exc), EXIT_HOST_KEY)
-    except (HostUnreachable, NotConnected) as exc:
-        return fail(str(exc), EXIT_UNREACHABLE)
     except GpuwsError as exc:
-        return fail(str(exc), EXIT_ERROR)
+        return fail(str(exc), exit_code_for(exc))
 
     store = ResultStore()
     report = build_report(run)
@@ -144,14 +130,10 @@ def run_bench(args: argparse.Namespace) -> int:
 
 
 async def _bench(args: argparse.Namespace, progress: _Progress) -> BenchRun:
-    from gpuws.cli.commands.probe import _ask_host_key, _ask_kbdint
     from gpuws.remote.bench import run_benchmark
     from gpuws.remote.targets import open_target
 
-    options: dict[str, Any] = {}
-    if sys.stdin.isatty() and sys.stderr.isatty():
-        options = {"confirm_host_key": _ask_host_key, "kbdint_prompt": _ask_kbdint}
-    async with open_target(args.name, accept_new=args.accept_new, **options) as connection:
+    async with open_target(args.name, accept_new=args.accept_new, **tty_prompts()) as connection:
         progress.simulated = bool(connection.profile.simulated)
         if progress.enabled:
             print(f"{sim_banner(progress.simulated)}running the {args.mode} benchmark on {args.name} ...", flush=True)

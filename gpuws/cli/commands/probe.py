@@ -4,26 +4,15 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import getpass
-import sys
-from collections.abc import Sequence
 from typing import Any
 
+from gpuws.cli.connecting import EXIT_STATUS_HELP, exit_code_for, tty_prompts
 from gpuws.cli.output import fail, print_json, sim_banner
 from gpuws.core.errors import GpuwsError
 from gpuws.core.inventory import GpuInfo, Inventory
 from gpuws.core.runner import CommandTimeout
 
-# Exit statuses, so scripts can tell failures apart (documented in --help).
-EXIT_ERROR = 1
-EXIT_AUTH = 3
-EXIT_HOST_KEY = 4
-EXIT_UNREACHABLE = 5
-EXIT_NO_DRIVER = 6
-EXIT_TIMEOUT = 7
-
-_EPILOG = """exit status: 0 ok, 1 other error, 3 authentication failed, 4 unknown or changed host key,
-5 host unreachable, 6 no NVIDIA driver on the host, 7 timed out"""
+_EPILOG = EXIT_STATUS_HELP
 
 
 def register(sub: argparse._SubParsersAction[Any]) -> None:
@@ -45,25 +34,12 @@ def register(sub: argparse._SubParsersAction[Any]) -> None:
 
 
 def run_probe(args: argparse.Namespace) -> int:
-    from gpuws.remote.auth import AuthFailed
-    from gpuws.remote.connection import HostUnreachable, NotConnected
-    from gpuws.remote.hostkeys import HostKeyChanged, HostKeyRevoked, UnknownHostKey
-    from gpuws.remote.probe import NoDriverFound
-
     try:
         inventory = asyncio.run(_probe(args.name, args.accept_new, args.timeout))
-    except AuthFailed as exc:
-        return fail(str(exc), EXIT_AUTH)
-    except (UnknownHostKey, HostKeyChanged, HostKeyRevoked) as exc:
-        return fail(str(exc), EXIT_HOST_KEY)
-    except (HostUnreachable, NotConnected) as exc:
-        return fail(str(exc), EXIT_UNREACHABLE)
-    except NoDriverFound as exc:
-        return fail(str(exc), EXIT_NO_DRIVER)
     except CommandTimeout as exc:
-        return fail(f"probe of {args.name}: {exc}", EXIT_TIMEOUT)
+        return fail(f"probe of {args.name}: {exc}", exit_code_for(exc))
     except GpuwsError as exc:
-        return fail(str(exc), EXIT_ERROR)
+        return fail(str(exc), exit_code_for(exc))
     if args.json:
         print_json(inventory.to_dict())
     else:
@@ -75,32 +51,8 @@ async def _probe(name: str, accept_new: bool, timeout: float) -> Inventory:
     from gpuws.remote.probe import probe
     from gpuws.remote.targets import open_target
 
-    interactive = sys.stdin.isatty() and sys.stderr.isatty()
-    options: dict[str, Any] = {}
-    if interactive:
-        options = {"confirm_host_key": _ask_host_key, "kbdint_prompt": _ask_kbdint}
-    async with open_target(name, accept_new=accept_new, **options) as connection:
+    async with open_target(name, accept_new=accept_new, **tty_prompts()) as connection:
         return await probe(connection.runner, timeout=timeout, require_driver=True, host_label=name)
-
-
-async def _ask_host_key(question: object) -> bool:
-    """OpenSSH's question on a TTY; only a typed "yes" trusts the key."""
-    def ask() -> bool:
-        print(question, file=sys.stderr)
-        answer = input("Are you sure you want to continue connecting (yes/no)? ")
-        return answer.strip().lower() == "yes"
-
-    return await asyncio.to_thread(ask)
-
-
-async def _ask_kbdint(title: str, instructions: str, prompts: Sequence[tuple[str, bool]]) -> list[str]:
-    def ask() -> list[str]:
-        print(title, file=sys.stderr)
-        if instructions:
-            print(instructions, file=sys.stderr)
-        return [input(text) if echo else getpass.getpass(text) for text, echo in prompts]
-
-    return await asyncio.to_thread(ask)
 
 
 def _value(value: object, unit: str = "") -> str:

@@ -12,6 +12,7 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from gpuws.cli.connecting import exit_code_for, tty_prompts
 from gpuws.cli.output import fail, print_json
 from gpuws.core.errors import GpuwsError, ValidationError
 
@@ -79,20 +80,12 @@ def register(sub: argparse._SubParsersAction[Any]) -> None:
 # -- shared ------------------------------------------------------------------------------------
 
 
-def _interactive_options() -> dict[str, Any]:
-    if sys.stdin.isatty() and sys.stderr.isatty():
-        from gpuws.cli.commands.probe import _ask_host_key, _ask_kbdint
-
-        return {"confirm_host_key": _ask_host_key, "kbdint_prompt": _ask_kbdint}
-    return {}
-
-
 def _run(coro: Any) -> int:
-    """Run a command's coroutine; a GpuwsError is one line on stderr, exit 1."""
+    """Run a command's coroutine; a GpuwsError is one line on stderr with its exit status."""
     try:
         return int(asyncio.run(coro))
     except GpuwsError as exc:
-        return fail(str(exc))
+        return fail(str(exc), exit_code_for(exc))
 
 
 # -- tunnel ------------------------------------------------------------------------------------
@@ -125,7 +118,7 @@ async def _tunnel(args: argparse.Namespace) -> int:
             print(f"gpuws: tunnel: {detail}", file=sys.stderr, flush=True)
 
     async with open_target(args.name, accept_new=args.accept_new, on_state=on_connection,
-                           **_interactive_options()) as conn:
+                           **tty_prompts()) as conn:
         token = None
         fresh = False
         if preset is Preset.JUPYTER and args.remote is None:
@@ -257,7 +250,7 @@ async def _cp(args: argparse.Namespace, src_host: str | None, src: str, dst_host
     name = src_host or dst_host
     assert name is not None
     progress = _Progress() if sys.stderr.isatty() and not args.json else None
-    async with open_target(name, accept_new=args.accept_new, **_interactive_options()) as conn:
+    async with open_target(name, accept_new=args.accept_new, **tty_prompts()) as conn:
         if dst_host is not None:
             result = await upload(conn, Path(src).expanduser(), dst, progress=progress, resume=not args.no_resume)
         else:
@@ -332,7 +325,7 @@ def run_power_cli(args: argparse.Namespace) -> int:
             from gpuws.remote.targets import open_target
 
             async with open_target(args.name, accept_new=getattr(args, "accept_new", False),
-                                   **_interactive_options()) as conn:
+                                   **tty_prompts()) as conn:
                 return await run_power(plan, token=token, pre_stop=pre_stop, host_runner=conn.runner,
                                        progress=report)
         return await run_power(plan, token=token, progress=report)

@@ -7,15 +7,10 @@ import asyncio
 import sys
 from typing import Any, TextIO
 
+from gpuws.cli.connecting import EXIT_ERROR, EXIT_NO_DRIVER, exit_code_for
 from gpuws.cli.output import fail, print_json, sim_banner
 from gpuws.core.errors import GpuwsError
 from gpuws.core.telemetry.sample import GpuSample, SampleBatch, iso8601
-
-EXIT_ERROR = 1
-EXIT_AUTH = 3
-EXIT_HOST_KEY = 4
-EXIT_UNREACHABLE = 5
-EXIT_NO_DRIVER = 6
 
 MIN_INTERVAL_S = 0.05  # 20 Hz
 MAX_INTERVAL_S = 5.0  # 0.2 Hz
@@ -47,25 +42,16 @@ def register(sub: argparse._SubParsersAction[Any]) -> None:
 
 
 def run_watch(args: argparse.Namespace) -> int:
-    from gpuws.remote.auth import AuthFailed
-    from gpuws.remote.connection import HostUnreachable, NotConnected
-    from gpuws.remote.hostkeys import HostKeyChanged, HostKeyRevoked, UnknownHostKey
-    from gpuws.remote.telemetry import TelemetryStreamEnded
-
     if not MIN_INTERVAL_S <= args.interval <= MAX_INTERVAL_S:
         return fail(f"--interval must be between {MIN_INTERVAL_S:g} and {MAX_INTERVAL_S:g} seconds", 2)
     if args.count is not None and args.count < 1:
         return fail("--count must be at least 1", 2)
     try:
         asyncio.run(_watch(args, sys.stdout))
-    except AuthFailed as exc:
-        return fail(str(exc), EXIT_AUTH)
-    except (UnknownHostKey, HostKeyChanged, HostKeyRevoked) as exc:
-        return fail(str(exc), EXIT_HOST_KEY)
-    except (HostUnreachable, NotConnected, TelemetryStreamEnded) as exc:
-        return fail(str(exc), EXIT_UNREACHABLE)
     except GpuwsError as exc:
-        code = EXIT_NO_DRIVER if "no NVIDIA driver" in str(exc) else EXIT_ERROR
+        code = exit_code_for(exc)
+        if code == EXIT_ERROR and "no NVIDIA driver" in str(exc):  # the stream's own wording of it
+            code = EXIT_NO_DRIVER
         return fail(str(exc), code)
     return 0
 

@@ -51,6 +51,7 @@ class FileBrowser(QWidget):
         self.entries: list[RemoteEntry] = []
         self._transfer: concurrent.futures.Future[Any] | None = None
         self._last_progress = 0.0
+        self._note = ""  # the last transfer's outcome, kept on the status line after the re-listing
         self.setWindowTitle(f"Files on {connection.profile.name}")
 
         layout = QVBoxLayout(self)
@@ -113,7 +114,8 @@ class FileBrowser(QWidget):
             item.setData(0, Qt.ItemDataRole.UserRole, entry.path)
             item.setTextAlignment(1, Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
             self.tree.addTopLevelItem(item)
-        self.status.setText(f"{len(self.entries)} entries")
+        note, self._note = self._note, ""
+        self.status.setText(f"{len(self.entries)} entries" + (f" · {note}" if note else ""))
 
     def _on_activated(self, item: QTreeWidgetItem, _column: int) -> None:
         entry = self._entry(item)
@@ -188,7 +190,8 @@ class FileBrowser(QWidget):
     def _on_done(self, result: TransferResult) -> None:
         self._end_transfer()
         resumed = f" (resumed at {size_text(result.resumed_from)})" if result.resumed_from else ""
-        self.status.setText(f"Copied {size_text(result.size)} to {result.destination}{resumed}")
+        self._note = f"Copied {size_text(result.size)} to {result.destination}{resumed}"
+        self.status.setText(self._note)
         self.navigate(self.path)
 
     def _end_transfer(self) -> None:

@@ -1,0 +1,55 @@
+"""The file browser through a real sshd: list a directory, upload with a progress bar, download back."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from gpuws.remote.connection import HostConnection
+from gpuws.ui.bridge import AsyncBridge
+from gpuws.ui.file_browser import FileBrowser
+from tests.remote.helpers import key_profile
+from tests.support.sshd import SshdServer
+
+pytestmark = [pytest.mark.gui, pytest.mark.sshd]
+
+
+def test_upload_shows_progress_and_download_brings_the_same_bytes_back(
+    sshd: SshdServer, bridge: AsyncBridge, qtbot: Any, tmp_path: Path
+) -> None:
+    remote_dir = tmp_path / "on-host"  # the sshd host is this machine: a directory of the test's own
+    remote_dir.mkdir()
+    (remote_dir / "existing.txt").write_text("hello")
+    payload = os.urandom(6 * 1024 * 1024)
+    source = tmp_path / "weights.bin"
+    source.write_bytes(payload)
+
+    conn = HostConnection(key_profile(sshd), known_host_key=sshd.host_public_key)
+    bridge.run_async(conn.connect()).result(15)
+    browser = FileBrowser(conn, bridge)
+    qtbot.addWidget(browser)
+    try:
+        browser.navigate(str(remote_dir))
+        qtbot.waitUntil(lambda: browser.tree.topLevelItemCount() == 1, timeout=10_000)
+        assert browser.tree.topLevelItem(0).text(0) == "existing.txt"
+
+        shown: list[int] = []
+        browser.progress.valueChanged.connect(shown.append)
+        browser.start_upload(source)
+        assert browser.progress.isVisible() or browser.progress.isVisibleTo(browser)
+        qtbot.waitUntil(lambda: "Copied 6.0 MiB" in browser.status.text(), timeout=30_000)
+        assert (remote_dir / "weights.bin").read_bytes() == payload
+        assert shown and shown == sorted(shown) and max(shown) == 1000  # the bar only moves forward, to the end
+        assert not browser.progress.isVisibleTo(browser)
+        qtbot.waitUntil(lambda: browser.tree.topLevelItemCount() == 2, timeout=10_000)
+
+        back = tmp_path / "back.bin"
+        browser.start_download(str(remote_dir / "weights.bin"), back)
+        qtbot.waitUntil(lambda: f"to {back}" in browser.status.text(), timeout=30_000)
+        assert back.read_bytes() == payload
+    finally:
+        browser.close()
+        bridge.run_async(conn.close()).result(10)

@@ -1,0 +1,41 @@
+"""The tray menu: one entry per host with state and running cost, and actions that call back."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from gpuws.ui.tray import GpuwsTray, TrayHost
+
+pytestmark = pytest.mark.gui
+
+
+def test_menu_lists_hosts_with_cost_and_actions_call_back(qtbot: Any) -> None:
+    calls: list[tuple[str, str]] = []
+    tray = GpuwsTray(
+        open_window=lambda: calls.append(("open", "")),
+        connect_host=lambda name: calls.append(("connect", name)),
+        stop_host=lambda name: calls.append(("stop", name)),
+    )
+    try:
+        tray.update_hosts([TrayHost("a100", "connected", 1.25, idle=True), TrayHost("h100", "unreachable", None)])
+        texts = [a.text() for a in tray.menu.actions()]
+        assert texts[0] == "Open gpuws"
+        assert "a100 — connected · 1.25 · idle" in texts and "h100 — unreachable" in texts
+        assert tray.toolTip() == "gpuws — 1 running, 1.25 so far"
+
+        h100 = next(a for a in tray.menu.actions() if a.text().startswith("h100")).menu()
+        connect, _stop = h100.actions()
+        assert connect.isEnabled()  # not connected: offer to connect
+        connect.trigger()
+        a100 = next(a for a in tray.menu.actions() if a.text().startswith("a100")).menu()
+        a100_connect, a100_stop = a100.actions()
+        assert not a100_connect.isEnabled() and a100_stop.text() == "Stop instance (idle)"
+        a100_stop.trigger()
+        tray.menu.actions()[0].trigger()
+        assert calls == [("connect", "h100"), ("stop", "a100"), ("open", "")]
+    finally:
+        tray.hide()
+        tray.menu.deleteLater()
+        tray.deleteLater()

@@ -351,10 +351,17 @@ def run(argv: Sequence[str]) -> int:
     return _loop(args, render_current)
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    """Console entry point; returns nvidia-smi's exit code."""
+def console_main() -> int:
+    """The `nvidia-smi` process entry point (console script and `python -m`)."""
     # Die quietly like a C program when the reader goes away (`| head`, a closed SSH channel).
+    # Only in a process of its own: in a host process (tests call `main` in-process) this would
+    # let any later broken pipe kill that whole process silently.
     signal.signal(signal.SIGPIPE, signal.SIG_DFL)
+    return main()
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run nvidia-smi with `argv`; returns nvidia-smi's exit code."""
     try:
         return run(sys.argv[1:] if argv is None else argv)
     except UsageError as exc:
@@ -371,4 +378,4 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(console_main())

@@ -2,7 +2,8 @@
 
 Every `nvidia-smi` invocation is a new process, so the state lives on disk. Reads and
 read-modify-write cycles hold a file lock (`filelock`) and writes are atomic (temp file, fsync,
-rename), so concurrent invocations never see or leave a half-written file.
+rename), so concurrent invocations never see or leave a half-written file. Frequent read-only
+callers (the fake NVML) use `SimStateStore.load_shared()`, which re-reads only when the file changed.
 
 What tests drive (see `SimStateStore.update()`):
 
@@ -37,6 +38,7 @@ LOCK_FILE = "state.lock"
 SCHEMA_VERSION = 1
 SCENARIOS = ("training", "idle", "hot", "inference")
 FIRST_SIM_PID = 20000
+SHARED_MAX_AGE_S = 0.5  # load_shared() re-reads at least this often even if the file looks unchanged
 
 
 class SimStateError(GpuwsError):
@@ -245,6 +247,7 @@ class SimStateStore:
         self.spec = spec
         self.path = self.dir / STATE_FILE
         self._lock = FileLock(str(self.dir / LOCK_FILE), timeout=10)
+        self._shared: tuple[tuple[int, int, int, int], float, SimState] | None = None  # load_shared()
 
     @classmethod
     def from_env(cls) -> SimStateStore:
@@ -269,6 +272,9 @@ class SimStateStore:
             return state
         except OSError as exc:
             raise SimStateError(f"cannot read {self.path}: {exc.strerror}") from None
+        return self._parse(text)
+
+    def _parse(self, text: str) -> SimState:
         try:
             return SimState.from_dict(json.loads(text))
         except (ValueError, KeyError, TypeError) as exc:
@@ -291,6 +297,37 @@ class SimStateStore:
         self._ensure_dir()
         with self._lock:
             return self._read_unlocked()
+
+    def load_shared(self) -> SimState:
+        """The state for read-only callers that ask many times a second (the fake NVML).
+
+        Re-read only when the file has changed (every save replaces it atomically: a new inode,
+        mtime and usually size) and at least every `SHARED_MAX_AGE_S`, in case a coarse file clock
+        and a reused inode make two saves look alike. No lock is needed to read: a reader of an
+        atomically replaced file sees a whole one. The object is shared between calls: never
+        modify it (use `update()` to change the state).
+        """
+        try:
+            st = os.stat(self.path)
+        except FileNotFoundError:
+            return self.load()  # first use: created under the lock
+        except OSError as exc:
+            raise SimStateError(f"cannot read {self.path}: {exc.strerror}") from None
+        # Stat before reading: a save in between makes the next call's stat differ and re-read.
+        key = (st.st_ino, st.st_mtime_ns, st.st_ctime_ns, st.st_size)
+        now = time.monotonic()
+        cached = self._shared
+        if cached is not None and cached[0] == key and 0.0 <= now - cached[1] < SHARED_MAX_AGE_S:
+            return cached[2]
+        try:
+            text = self.path.read_text(encoding="utf-8")
+        except FileNotFoundError:
+            return self.load()
+        except OSError as exc:
+            raise SimStateError(f"cannot read {self.path}: {exc.strerror}") from None
+        state = self._parse(text)
+        self._shared = (key, now, state)
+        return state
 
     def save(self, state: SimState) -> None:
         self._ensure_dir()

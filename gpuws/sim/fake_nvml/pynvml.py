@@ -209,25 +209,44 @@ class _Handle:
 _init_count = 0
 _store: SimStateStore | None = None
 
+# The agent asks ~25 questions per GPU in one burst. Each answer comes from one reading of the GPU
+# per instant: a reading is reused for SAMPLE_REUSE_S (real NVML counters update no faster) unless
+# the state changed meanwhile, instead of computing the dynamics again for every call.
+SAMPLE_REUSE_S = 0.02
+_readings: dict[int, tuple[SimState, float, GpuSample]] = {}  # GPU index -> (state, when, reading)
+
 
 def _state() -> SimState:
     if _init_count <= 0 or _store is None:
         raise NVMLError(NVML_ERROR_UNINITIALIZED)
-    return _store.load()
+    # Re-read only when the state file changes (e.g. after `nvidia-smi mig ...`), so a MIG change
+    # is seen by the next call while a steady stream costs a stat() per call.
+    return _store.load_shared()
 
 
-def _gpu(handle: Any) -> GpuState:
+def _gpu_of(state: SimState, handle: Any) -> GpuState:
     if not isinstance(handle, _Handle):
         raise NVMLError(NVML_ERROR_INVALID_ARGUMENT)
     try:
-        return _state().gpu(handle.index)
+        return state.gpu(handle.index)
     except Exception:
         raise NVMLError(NVML_ERROR_GPU_IS_LOST) from None
 
 
+def _gpu(handle: Any) -> GpuState:
+    return _gpu_of(_state(), handle)
+
+
 def _sample(handle: Any) -> tuple[GpuState, GpuSample]:
-    gpu = _gpu(handle)
-    return gpu, sample(gpu, time.time())
+    state = _state()
+    gpu = _gpu_of(state, handle)
+    now = time.time()
+    cached = _readings.get(gpu.index)
+    if cached is not None and cached[0] is state and 0.0 <= now - cached[1] < SAMPLE_REUSE_S:
+        return gpu, cached[2]
+    reading = sample(gpu, now)
+    _readings[gpu.index] = (state, now, reading)
+    return gpu, reading
 
 
 def _no_vgpu_power(gpu: GpuState) -> None:

@@ -60,7 +60,10 @@ def agent_source() -> str:
 
 
 async def measure_clock_skew(runner: CommandRunner, tries: int = 3) -> float:
-    """Host clock minus local clock, in seconds, from the quickest of `tries` round trips."""
+    """Host clock minus local clock, in seconds, from the quickest of `tries` round trips.
+
+    Skews smaller than that round trip are reported as 0: they are within the measurement's error.
+    """
     best: tuple[float, float] | None = None  # (rtt, skew)
     for _ in range(tries):
         before = time.time()
@@ -72,7 +75,13 @@ async def measure_clock_skew(runner: CommandRunner, tries: int = 3) -> float:
         rtt = after - before
         if best is None or rtt < best[0]:
             best = (rtt, host_t - (before + after) / 2)
-    return best[1] if best is not None else 0.0
+    if best is None:
+        return 0.0
+    rtt, skew = best
+    # `date` runs late in the round trip (after sshd and the shell start), so the midpoint rule is
+    # biased by up to half the round trip: a skew within the round trip is below what this can
+    # measure, and correcting by it would shift every timestamp by that bias.
+    return skew if abs(skew) > rtt else 0.0
 
 
 def _parse_date(text: str) -> float | None:

@@ -190,3 +190,14 @@ def test_stream_drop_marks_a_gap(sshd: SshdServer) -> None:
     assert store.status("gpu").online is False
     t, temp = store.window("gpu", "0", 0, time.time() + 1, tier="raw").column("temp_c")
     assert len(t) == 4 and np.isnan(temp[-1]) and not np.isnan(temp[:3]).any()  # 3 readings, then the break
+
+
+def test_a_skew_within_the_round_trip_is_taken_as_none(tmp_path: Path) -> None:
+    bin_dir = tmp_path / "slowdate"
+    bin_dir.mkdir()
+    fake_date = bin_dir / "date"
+    # Same clock, but `date` answers only after a slow start: the midpoint rule would see +0.1 s.
+    fake_date.write_text(f'#!{sys.executable}\nimport time\ntime.sleep(0.2)\nprint("%.6f" % time.time())\n')
+    fake_date.chmod(0o755)
+    runner = LocalRunner(env={**os.environ, "PATH": f"{bin_dir}:{os.environ['PATH']}"})
+    assert asyncio.run(measure_clock_skew(runner)) == 0.0

@@ -22,10 +22,6 @@ from tests.support.sshd import SshdServer
 
 pytestmark = [
     pytest.mark.gui,
-    pytest.mark.filterwarnings("ignore:unclosed file <_io.BufferedWriter name='[^']*sshd.log'>:ResourceWarning"),
-    pytest.mark.filterwarnings(
-        "ignore:Exception ignored in. <_io.FileIO name='[^']*sshd.log'.*:pytest.PytestUnraisableExceptionWarning"
-    ),
 ]
 SHOTS = Path("/tmp/gpuws-shots")
 
@@ -135,3 +131,37 @@ def test_tunnel_from_the_tab_through_sshd(
         bridge.run_async(conn.close()).result(10)
         http.kill()
         http.wait()
+
+
+class BridgedSession(FakeSession):
+    """A session that offers its bridge, as HostSession does: the ledger is written off the GUI thread."""
+
+    def __init__(self, profile: HostProfile, bridge: AsyncBridge) -> None:
+        super().__init__(profile)
+        self.bridge = bridge
+        self.state = "disconnected"
+
+
+def test_cost_ledger_is_written_off_the_gui_thread_in_order(qtbot: Any, bridge: AsyncBridge, tmp_path: Path) -> None:
+    import threading
+
+    profile = HostProfile(name="h100", host="10.0.0.9", price_per_hour=4.0)
+    ledger = SessionLedger(tmp_path / "open.json")
+    writers: list[str] = []
+    begin = ledger.begin
+
+    def recording_begin(*args: Any, **kwargs: Any) -> Any:
+        writers.append(threading.current_thread().name)
+        return begin(*args, **kwargs)
+
+    ledger.begin = recording_begin  # type: ignore[method-assign]
+    tab = SessionTab(ledger=ledger)
+    qtbot.addWidget(tab)
+    session = BridgedSession(profile, bridge)
+    tab.set_host(HostContext(profile, session, bridge))  # type: ignore[arg-type]
+    for state in ("connected", "disconnected", "connected"):
+        session.state = state
+        session.state_changed.emit(state, "")
+    qtbot.waitUntil(lambda: len(writers) == 2 and "h100" in ledger.running(), timeout=5000)
+    assert threading.main_thread().name not in writers
+    qtbot.waitUntil(lambda: tab.running_label.text() != "not running", timeout=5000)

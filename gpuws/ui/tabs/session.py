@@ -8,9 +8,11 @@ on the loop thread through the bridge.
 
 from __future__ import annotations
 
+import asyncio
 import shlex
 import subprocess
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -58,6 +60,7 @@ class SessionTab(QWidget):
         super().__init__(parent)
         self.context: HostContext | None = None
         self.ledger = ledger or SessionLedger()
+        self._ledger_lock = asyncio.Lock()
         self.tunnels: dict[str, list[Any]] = {}  # host name -> open gpuws.remote.tunnels.Tunnel
         self.idle: dict[str, IdleDetector] = {}
         self._tracked: set[str] = set()
@@ -247,7 +250,7 @@ class SessionTab(QWidget):
             widget.setEnabled(enabled)
         if context is not None:
             self.track(context.session)
-            self._on_state(context.profile, str(context.session.state))
+            self._on_state(context.session, str(context.session.state))
         self._show_ssh_command()
         self._fill_tunnels()
         self.refresh_cost()
@@ -260,20 +263,39 @@ class SessionTab(QWidget):
         if session.profile.name in self._tracked:
             return
         self._tracked.add(session.profile.name)
-        session.state_changed.connect(lambda state, _detail, s=session: self._on_state(s.profile, str(state)))
-        self._on_state(session.profile, str(session.state))
+        session.state_changed.connect(lambda state, _detail, s=session: self._on_state(s, str(state)))
+        self._on_state(session, str(session.state))
 
-    def _on_state(self, profile: HostProfile, state: str) -> None:
+    def _on_state(self, session: Any, state: str) -> None:
         """Cost runs while the host is connected; tunnels show whether they wait for a reconnect."""
+        profile: HostProfile = session.profile
         now = time.time()
+        write: Callable[[], None] | None = None
         if state in ("connected", "no_driver"):
-            self.ledger.begin(profile, now)
-            self.ledger.reprice(profile, now)
+            def write() -> None:
+                self.ledger.begin(profile, now)
+                self.ledger.reprice(profile, now)
         elif state in ("disconnected", "unreachable", "auth_failed", "host_key_changed"):
-            self.ledger.end(profile.name, now)
+            def write() -> None:
+                self.ledger.end(profile.name, now)
         for tunnel in self.tunnels.get(profile.name, []):
             tunnel.sync_state()
-        if self.profile is not None and self.profile.name == profile.name:
+        bridge = getattr(session, "bridge", None)
+        if write is not None and bridge is not None and bridge.running:
+            # The ledger is a locked file: write it off the GUI thread, in the order states came.
+            bridge.run_async(self._write_ledger(write), lambda _r: self._ledger_written(profile.name),
+                             lambda exc: self.rate_label.setText(str(exc)), owner=self)
+            return
+        if write is not None:
+            write()
+        self._ledger_written(profile.name)
+
+    async def _write_ledger(self, write: Callable[[], None]) -> None:
+        async with self._ledger_lock:  # FIFO, so begin/end land in the order the states came
+            await asyncio.get_running_loop().run_in_executor(None, write)
+
+    def _ledger_written(self, host: str) -> None:
+        if self.profile is not None and self.profile.name == host:
             self._fill_tunnels()
             self.refresh_cost()
 

@@ -11,7 +11,7 @@ import os
 import sys
 import time
 
-BENCHMARKS = ("bench_telemetry", "bench_dashboard", "bench_connect")
+BENCHMARKS = ("bench_telemetry", "bench_latency", "bench_dashboard", "bench_connect", "bench_gui_responsiveness")
 
 
 def main(argv: list[str]) -> int:

@@ -58,13 +58,13 @@ class HostSession(QObject):
         self.detail = ""
         self.inventory: Inventory | None = None
         self.host_key_error: BaseException | None = None
+        # async (title, instructions, [(prompt, echo)]) -> answers | None; set by the window.
+        self.kbdint_prompt: Callable[..., Any] | None = None
 
     @property
     def bridge(self) -> AsyncBridge:
         """The bridge this session runs its remote work through (tabs use it for theirs)."""
         return self._bridge
-        # async (title, instructions, [(prompt, echo)]) -> answers | None; set by the window.
-        self.kbdint_prompt: Callable[..., Any] | None = None
 
     @property
     def name(self) -> str:

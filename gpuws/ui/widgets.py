@@ -80,16 +80,20 @@ class Banner(QFrame):
         return pal.color(pal.ColorRole.Highlight)
 
     def paintEvent(self, event: QPaintEvent) -> None:
-        painter = QPainter(self)
-        painter.setRenderHint(QPainter.RenderHint.Antialiasing)
-        accent = self.accent()
-        rect = QRectF(self.rect()).adjusted(0.5, 0.5, -0.5, -0.5)
-        painter.setPen(QPen(accent, 1))
-        painter.setBrush(theme.tinted(accent, self.palette(), 0.86))
-        painter.drawRoundedRect(rect, 6, 6)
-        painter.setPen(Qt.PenStyle.NoPen)
-        painter.setBrush(accent)
-        painter.drawRoundedRect(QRectF(rect.left(), rect.top(), 4, rect.height()), 2, 2)
+        paint_accent_panel(self, self.accent(), border=1.0, tint=0.86, bar=4.0)
+
+
+def paint_accent_panel(widget: QWidget, accent: QColor, *, border: float, tint: float, bar: float) -> None:
+    """A rounded panel tinted with `accent`, with a solid accent bar down its left edge."""
+    painter = QPainter(widget)
+    painter.setRenderHint(QPainter.RenderHint.Antialiasing)
+    rect = QRectF(widget.rect()).adjusted(0.5, 0.5, -0.5, -0.5)
+    painter.setPen(QPen(accent, border))
+    painter.setBrush(theme.tinted(accent, widget.palette(), tint))
+    painter.drawRoundedRect(rect, 6, 6)
+    painter.setPen(Qt.PenStyle.NoPen)
+    painter.setBrush(accent)
+    painter.drawRoundedRect(QRectF(rect.left(), rect.top(), bar, rect.height()), bar / 2, bar / 2)
 
 
 def heading(text: str, scale: float = 1.25, parent: QWidget | None = None) -> QLabel:

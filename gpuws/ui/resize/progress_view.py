@@ -8,14 +8,14 @@ from __future__ import annotations
 
 from enum import StrEnum
 
-from PySide6.QtCore import QObject, QRectF, Qt, Signal
-from PySide6.QtGui import QColor, QPainter, QPaintEvent, QPen
+from PySide6.QtCore import QObject, Qt, Signal
+from PySide6.QtGui import QColor, QPaintEvent
 from PySide6.QtWidgets import QFrame, QLabel, QPlainTextEdit, QProgressBar, QVBoxLayout, QWidget
 
 from gpuws.remote.resize import TARGET_VERIFIED, Progress
 from gpuws.ui import theme
 from gpuws.ui.resize.common import Section, monospace_font, success_colour
-from gpuws.ui.widgets import heading
+from gpuws.ui.widgets import heading, paint_accent_panel
 
 PHASE_TITLES = {
     "preflight": "Checking the GPU",
@@ -77,16 +77,7 @@ class OutcomeBanner(QFrame):
         }.get(self.kind, lambda p: p.color(p.ColorRole.Highlight))(pal)
 
     def paintEvent(self, event: QPaintEvent) -> None:
-        painter = QPainter(self)
-        painter.setRenderHint(QPainter.RenderHint.Antialiasing)
-        accent = self.accent()
-        rect = QRectF(self.rect()).adjusted(0.5, 0.5, -0.5, -0.5)
-        painter.setPen(QPen(accent, 1.5))
-        painter.setBrush(theme.tinted(accent, self.palette(), 0.84))
-        painter.drawRoundedRect(rect, 6, 6)
-        painter.setPen(Qt.PenStyle.NoPen)
-        painter.setBrush(accent)
-        painter.drawRoundedRect(QRectF(rect.left(), rect.top(), 6, rect.height()), 3, 3)
+        paint_accent_panel(self, self.accent(), border=1.5, tint=0.84, bar=6.0)
 
 
 def outcome_kind(outcome: str, ok: bool) -> OutcomeKind:

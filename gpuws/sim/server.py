@@ -28,7 +28,7 @@ import asyncssh
 from gpuws.core.models import AlertThresholds, AuthMethod, HostProfile
 from gpuws.core.simulation import SIM_ENV_VAR, SIM_STATE_ENV_VAR
 from gpuws.sim.models import DEFAULT_GPU_SPEC, parse_gpu_spec
-from gpuws.sim.state import SimStateStore
+from gpuws.sim.state import SIM_HOSTNAME, SimStateStore
 
 HOST = "127.0.0.1"
 DEMO_USER = "demo"
@@ -63,6 +63,8 @@ def _install_bin(bin_dir: Path) -> None:
         "python3": f'#!/bin/sh\nexec "{sys.executable}" "$@"\n',
         "kill": f'#!/bin/sh\nexec "{sys.executable}" -m gpuws.sim.procs kill "$@"\n',
         "ps": f'#!/bin/sh\nexec "{sys.executable}" -m gpuws.sim.procs ps "$@"\n',
+        # The simulated host names itself, so its inventory never shows this machine's name.
+        "hostname": f'#!/bin/sh\necho {SIM_HOSTNAME}\n',
         "jupyter": f'#!/bin/sh\nexec "{sys.executable}" -m gpuws.sim.jupyter "$@"\n',
         "jupyter-lab": f'#!/bin/sh\nexec "{sys.executable}" -m gpuws.sim.jupyter lab "$@"\n',
     }

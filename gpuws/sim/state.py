@@ -38,6 +38,7 @@ LOCK_FILE = "state.lock"
 SCHEMA_VERSION = 1
 SCENARIOS = ("training", "idle", "hot", "inference")
 FIRST_SIM_PID = 20000
+SIM_HOSTNAME = "gpuws-sim"
 SHARED_MAX_AGE_S = 0.5  # load_shared() re-reads at least this often even if the file looks unchanged
 
 
@@ -179,7 +180,7 @@ class SimState:
     created: float
     driver_version: str = DRIVER_VERSION
     cuda_version: str = CUDA_VERSION
-    hostname: str = "gpuws-sim"
+    hostname: str = SIM_HOSTNAME
     version: int = SCHEMA_VERSION
 
     def gpu(self, index: int) -> GpuState:
@@ -219,7 +220,7 @@ class SimState:
             gpus.append(GpuState(**{**g, "gpu_instances": gis, "processes": procs}))
         return cls(
             gpus=gpus, created=float(data["created"]), driver_version=data["driver_version"],
-            cuda_version=data["cuda_version"], hostname=data.get("hostname", "gpuws-sim"),
+            cuda_version=data["cuda_version"], hostname=data.get("hostname", SIM_HOSTNAME),
         )
 
     @classmethod

@@ -26,6 +26,11 @@ import time
 from collections.abc import Callable
 
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
+# The setting the GUI is meant to run with (to be set before the QApplication in gpuws/ui/app.py;
+# until then the app pays the pool's hand-offs, ~1-2 ms a frame here): without it Qt's raster engine
+# hands every fill of 96 spans or more (a long 1 px polyline, a card's rounded rect) to a GUI
+# thread pool of idealThreadCount() / 4 threads (one, on 2 cores) and waits for it.
+os.environ.setdefault("QT_NO_GUI_THREADPOOL", "1")
 
 from PySide6.QtGui import QImage
 from PySide6.QtWidgets import QApplication
@@ -86,6 +91,7 @@ def main() -> None:
     from gpuws.ui.telemetry.overview_grid import OverviewGrid
 
     now = time.time()
+    print(f"QT_NO_GUI_THREADPOOL={os.environ.get('QT_NO_GUI_THREADPOOL')!r}")
     print(f"filling stores with 1 h of 1 Hz history for {GPUS} GPUs ...", flush=True)
     one_host = filled_store(1, GPUS, now)
     many_hosts = filled_store(16, GPUS // 16, now)

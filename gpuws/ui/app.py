@@ -16,6 +16,9 @@ def run_gui(demo: bool = False, screenshot: str | None = None) -> int:
     it offscreen to that PNG and exit instead of running the event loop."""
     if screenshot is not None and not os.environ.get("QT_QPA_PLATFORM"):
         os.environ["QT_QPA_PLATFORM"] = "offscreen"  # must precede the QApplication
+    # Qt hands large fills (long polylines, rounded cards) to a GUI thread pool and waits for it;
+    # on small machines that hand-off costs more than the fill (benchmarks/bench_dashboard.py).
+    os.environ.setdefault("QT_NO_GUI_THREADPOOL", "1")
 
     from PySide6.QtWidgets import QApplication
 

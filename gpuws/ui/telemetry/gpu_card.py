@@ -5,12 +5,14 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import numpy as np
-from PySide6.QtCore import Signal
+from PySide6.QtCore import QPointF, QRect, QRectF, Qt, Signal
+from PySide6.QtGui import QPainter, QPaintEvent, QPen, QPixmap
 from PySide6.QtWidgets import QHBoxLayout, QVBoxLayout, QWidget
 
 from gpuws.core.telemetry.alerts import Alert, AlertKind
 from gpuws.core.telemetry.sample import GpuSample
 from gpuws.core.telemetry.store import METRIC_INDEX, Window
+from gpuws.ui import theme
 from gpuws.ui.telemetry.facts import FactsBlock
 from gpuws.ui.telemetry.metrics import (
     CARD_METRICS,
@@ -45,6 +47,34 @@ FACTS = (
     ("PCIe link", link_text),
     ("Processes", processes_text),
 )
+
+
+CORNER_RADIUS = 8  # as `Card`'s
+
+# Card corners rendered once per (palette, device pixel ratio): see `GpuCard.paintEvent`.
+_CORNERS: dict[tuple[int, float], QPixmap] = {}
+
+
+def _corners(widget: QWidget) -> QPixmap:
+    """A small antialiased card (2 x radius + 1 px square) whose corners are a card's corners."""
+    pal, dpr = widget.palette(), widget.devicePixelRatioF()
+    key = (pal.cacheKey(), dpr)
+    pixmap = _CORNERS.get(key)
+    if pixmap is None:
+        side = 2 * CORNER_RADIUS + 1
+        pixmap = QPixmap(round(side * dpr), round(side * dpr))
+        pixmap.setDevicePixelRatio(dpr)
+        pixmap.fill(Qt.GlobalColor.transparent)
+        painter = QPainter(pixmap)
+        painter.setRenderHint(QPainter.RenderHint.Antialiasing)
+        painter.setPen(QPen(theme.border_colour(pal), 1))
+        painter.setBrush(theme.card_colour(pal))
+        painter.drawRoundedRect(QRectF(0.5, 0.5, side - 1, side - 1), CORNER_RADIUS, CORNER_RADIUS)
+        painter.end()
+        if len(_CORNERS) > 8:  # palettes come and go (theme switches): keep a few
+            _CORNERS.clear()
+        _CORNERS[key] = pixmap
+    return pixmap
 
 
 def device_title(key: str, name: str | None) -> str:
@@ -92,6 +122,38 @@ class GpuCard(Card):
         layout.addLayout(header)
         layout.addWidget(self.plots)
         layout.addWidget(self.facts)
+
+    def paintEvent(self, event: QPaintEvent) -> None:
+        """The same surface as `Card`'s, drawn for a fraction of its cost.
+
+        An antialiased rounded rect rasterises the whole card with coverage (~0.1 ms per card,
+        per frame); here only the four corners are antialiased (copied from a cached pixmap),
+        the inside is a plain fill and the straight edges plain 1 px lines.
+        """
+        pal = self.palette()
+        # A corner is radius + 1 px: the pixel where the arc meets the straight edge is blended too.
+        w, h, q = self.width(), self.height(), CORNER_RADIUS + 1
+        if w < 2 * q + 1 or h < 2 * q + 1:
+            super().paintEvent(event)
+            return
+        painter = QPainter(self)
+        card = theme.card_colour(pal)
+        painter.fillRect(QRect(q, 1, w - 2 * q, h - 2), card)
+        painter.fillRect(QRect(1, q, q - 1, h - 2 * q), card)
+        painter.fillRect(QRect(w - q, q, q - 1, h - 2 * q), card)
+        painter.setPen(QPen(theme.border_colour(pal), 1))
+        painter.drawLine(q, 0, w - q - 1, 0)
+        painter.drawLine(q, h - 1, w - q - 1, h - 1)
+        painter.drawLine(0, q, 0, h - q - 1)
+        painter.drawLine(w - 1, q, w - 1, h - q - 1)
+        corners = _corners(self)
+        dpr = corners.devicePixelRatio()
+        quadrant = q * dpr
+        for x, y in ((0, 0), (w - q, 0), (0, h - q), (w - q, h - q)):
+            sx = 0 if x == 0 else corners.width() - quadrant
+            sy = 0 if y == 0 else corners.height() - quadrant
+            painter.drawPixmap(QPointF(x, y), corners, QRectF(sx, sy, quadrant, quadrant))
+        painter.end()
 
     def set_name(self, name: str | None) -> None:
         self.title.setText(device_title(self.key, name))

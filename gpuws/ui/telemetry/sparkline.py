@@ -21,7 +21,7 @@ from collections.abc import Sequence
 import numpy as np
 import numpy.typing as npt
 import pyqtgraph as pg
-from PySide6.QtCore import QEvent, QPointF, QRectF, QSize, Qt, Signal
+from PySide6.QtCore import QEvent, QLineF, QPointF, QRectF, QSize, Qt, Signal
 from PySide6.QtGui import (
     QColor,
     QFont,
@@ -99,6 +99,23 @@ def polyline(x: F64, y: F64) -> QPolygonF:
     return poly
 
 
+class PolylineBuffer:
+    """A `QPolygonF` refilled in place frame after frame (no allocation while its size holds)."""
+
+    def __init__(self) -> None:
+        self.poly = QPolygonF()
+        self._points: F64 = np.empty((0, 2))
+
+    def fill(self, x: F64, y: F64) -> QPolygonF:
+        n = x.shape[0]
+        if self._points.shape[0] != n:
+            self.poly.resize(n)
+            self._points = pg.functions.ndarray_from_qpolygonf(self.poly)
+        self._points[:, 0] = x
+        self._points[:, 1] = y
+        return self.poly
+
+
 def line_drawables(x: F64, y: F64, *, all_finite: bool | None = None) -> list[Drawable]:
     """What to draw for one series in pixels: one polyline per run of finite values (NaN breaks it).
 
@@ -149,13 +166,14 @@ _LAID_OUT: OrderedDict[tuple[str, str], QStaticText] = OrderedDict()
 LAID_OUT_MAX = 4096  # a few hundred KiB at most
 
 
-def laid_out(text: str, font: QFont) -> QStaticText:
+def laid_out(text: str, font: QFont, font_key: str | None = None) -> QStaticText:
     """`text` laid out in `font`, shared and kept (least recently used out) for the next frames.
 
     Current values repeat a lot ("100 %", "1980 / 1980 MHz", the same watts on many cards), and a
-    laid-out text draws in about a third of the time of laying it out again.
+    laid-out text draws in about a third of the time of laying it out again. `font_key` may pass
+    on `font.key()` (a painter drawing many values asks for it once).
     """
-    key = (text, font.key())
+    key = (text, font.key() if font_key is None else font_key)
     st = _LAID_OUT.get(key)
     if st is not None:
         _LAID_OUT.move_to_end(key)
@@ -221,6 +239,7 @@ class SparklineRows(QWidget):
         self._t_from = 0.0
         self._t_to = 1.0
         self._lines: list[list[list[Drawable]]] | None = None  # per row, per series; None: rebuild
+        self._buffers = [PolylineBuffer() for _ in range(column)]  # per series, refilled each rebuild
         self._style: _Style | None = None
         self._labels: list[QStaticText] | None = None
         self.setSizePolicy(QSizePolicy.Policy.Expanding, QSizePolicy.Policy.Fixed)
@@ -308,10 +327,18 @@ class SparklineRows(QWidget):
         y_px = np.array(bottoms, dtype=np.float64) - np.clip(ys * scale, 0.0, height)
         all_finite: list[bool] = np.logical_and.reduce(np.isfinite(y_px), axis=0).tolist()
         lines: list[list[list[Drawable]]] = []
+        buffers = self._buffers
+        drawable = x.shape[0] > 1
         col = 0
         for row in self.rows:
             n = len(row.colours)
-            lines.append([line_drawables(x, y_px[:, i], all_finite=all_finite[i]) for i in range(col, col + n)])
+            lines.append([
+                # An unbroken series (the usual case) goes into the series' reused polygon.
+                ([buffers[i].fill(x, y_px[:, i])] if drawable else [])
+                if all_finite[i]
+                else line_drawables(x, y_px[:, i], all_finite=False)
+                for i in range(col, col + n)
+            ])
             col += n
         self._lines = lines
         return lines
@@ -338,26 +365,32 @@ class SparklineRows(QWidget):
         style = self._prepared_style()
         labels = self._label_texts()
         lines = self._built_lines()
-        painter = QPainter(self)
         font = self.font()
+        font_key = font.key()
         width = self.width()
         plot_right = LABEL_WIDTH + self._plot_width()
         exposed = event.rect()
-        for i, row in enumerate(self.rows):
-            top = i * (ROW_HEIGHT + ROW_SPACING)
-            if top > exposed.bottom() or top + ROW_HEIGHT < exposed.top():
-                continue
+        pitch = ROW_HEIGHT + ROW_SPACING
+        shown = [i for i in range(len(self.rows)) if exposed.top() - ROW_HEIGHT <= i * pitch <= exposed.bottom()]
+        painter = QPainter(self)
+        # Grouped by pen: a pen change is a Python call and a state change in the paint engine.
+        painter.setPen(style.muted)
+        for i in shown:
             label = labels[i]
-            painter.setPen(style.muted)
-            painter.drawStaticText(QPointF(0, top + (ROW_HEIGHT - label.size().height()) / 2), label)
-            value = laid_out(row.value_text, font)
-            size = value.size()
-            painter.setPen(style.text if row.supported else style.muted)
-            painter.drawStaticText(QPointF(width - size.width(), top + (ROW_HEIGHT - size.height()) / 2), value)
-            axis_y = top + ROW_HEIGHT - 3 + 0.5
-            painter.setPen(style.axis)
-            painter.drawLine(QPointF(LABEL_WIDTH, axis_y), QPointF(plot_right, axis_y))
-            for drawables, colour in zip(lines[i], row.colours, strict=False):
+            painter.drawStaticText(QPointF(0, i * pitch + (ROW_HEIGHT - label.size().height()) / 2), label)
+        values = [(i, laid_out(self.rows[i].value_text, font, font_key)) for i in shown]
+        for supported in (False, True):
+            painter.setPen(style.text if supported else style.muted)
+            for i, value in values:
+                if self.rows[i].supported is supported:
+                    size = value.size()
+                    at = QPointF(width - size.width(), i * pitch + (ROW_HEIGHT - size.height()) / 2)
+                    painter.drawStaticText(at, value)
+        painter.setPen(style.axis)
+        axis_ys = [i * pitch + ROW_HEIGHT - 3 + 0.5 for i in shown]
+        painter.drawLines([QLineF(LABEL_WIDTH, y, plot_right, y) for y in axis_ys])
+        for i in shown:
+            for drawables, colour in zip(lines[i], self.rows[i].colours, strict=False):
                 if drawables:
                     painter.setPen(style.pens[colour])
                     draw_lines(painter, drawables)

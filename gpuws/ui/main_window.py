@@ -212,23 +212,29 @@ class MainWindow(QMainWindow):
     def _check_idle_and_tray(self) -> None:
         now = time.time()
         tab = self.detail.session_tab
-        ledger = tab.ledger.all_sessions() if self.tray is not None else []
-        tray_hosts = []
+        idle_hosts: set[str] = set()
         for name, session in self.sessions.items():
             latest = self.telemetry.store.latest(name)
-            idle = False
             if latest and session.state == "connected":
                 gpus = [gpu_activity(sample) for sample in latest.values()]
                 event = tab.feed_activity(session.profile, now, gpus, tab.tunnels_in_use(name))
                 detector = tab.idle.get(name)
-                idle = detector is not None and detector.idle_since is not None
+                if detector is not None and detector.idle_since is not None:
+                    idle_hosts.add(name)
                 if event is not None and self.tray is not None:
                     self.tray.notify("Idle GPU host", event.message)
-            if self.tray is not None:
-                running = host_cost(session.profile, ledger, now).running
-                tray_hosts.append(TrayHost(name, session.state, running, idle))
-        if self.tray is not None:
-            self.tray.update_hosts(tray_hosts)
+        if self.tray is None:
+            return
+        # The running costs come from the session history on disk: read it off the GUI thread.
+        hosts = [(name, session.profile, session.state) for name, session in self.sessions.items()]
+
+        def costs() -> list[TrayHost]:
+            history = tab.ledger.all_sessions()
+            return [TrayHost(name, state, host_cost(profile, history, now).running, name in idle_hosts)
+                    for name, profile, state in hosts]
+
+        tray = self.tray
+        self.bridge.run_blocking(costs, tray.update_hosts, owner=self)
 
     # -- stores (created lazily: the keyring is only touched when a secret is) --------------------
 

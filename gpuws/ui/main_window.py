@@ -54,6 +54,7 @@ log = logging.getLogger(__name__)
 DialogT = TypeVar("DialogT", bound=QDialog)
 
 _IDLE_CHECK_MS = 10_000  # idle-stop and tray refresh period
+_FRESH_TELEMETRY_S = 30.0  # older samples say nothing about whether a host is idle now
 _SHUTDOWN_WAIT_S = 3.0  # closing connections and the demo server at exit, at most
 
 
@@ -215,7 +216,11 @@ class MainWindow(QMainWindow):
         idle_hosts: set[str] = set()
         for name, session in self.sessions.items():
             latest = self.telemetry.store.latest(name)
-            if latest and session.state == "connected":
+            # Only fresh telemetry counts: a stream that stopped must never look like an idle host.
+            fresh = bool(latest) and self.telemetry.store.status(name).online and all(
+                now - sample.t < _FRESH_TELEMETRY_S for sample in latest.values()
+            )
+            if fresh and session.state == "connected":
                 gpus = [gpu_activity(sample) for sample in latest.values()]
                 event = tab.feed_activity(session.profile, now, gpus, tab.tunnels_in_use(name))
                 detector = tab.idle.get(name)
@@ -693,6 +698,8 @@ class MainWindow(QMainWindow):
         if self._closed:
             return
         self._closed = True
+        self._idle_clock.stop()
+        self.telemetry.notifier.set_tray(None)
         self.save_state()
         futures = [f for f in (s.close() for s in self.sessions.values()) if f is not None]
         if (demo_stop := self._stop_demo()) is not None:
@@ -704,6 +711,7 @@ class MainWindow(QMainWindow):
             except Exception:  # it failed to start, or took too long; nothing to stop
                 log.debug("demo host did not start before shutdown", exc_info=True)
         concurrent.futures.wait(futures, timeout=_SHUTDOWN_WAIT_S)
+        self.detail.session_tab.close_ledger(_SHUTDOWN_WAIT_S)
 
     def closeEvent(self, event: QCloseEvent) -> None:
         self.shutdown()

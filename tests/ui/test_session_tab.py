@@ -165,3 +165,54 @@ def test_cost_ledger_is_written_off_the_gui_thread_in_order(qtbot: Any, bridge: 
     qtbot.waitUntil(lambda: len(writers) == 2 and "h100" in ledger.running(), timeout=5000)
     assert threading.main_thread().name not in writers
     qtbot.waitUntil(lambda: tab.running_label.text() != "not running", timeout=5000)
+
+
+def test_a_replaced_session_is_followed_and_exit_ends_open_sessions(qtbot: Any, bridge: AsyncBridge,
+                                                                     tmp_path: Path) -> None:
+    profile = HostProfile(name="h", host="10.0.0.2", price_per_hour=2.0)
+    ledger = SessionLedger(tmp_path / "open.json")
+    tab = SessionTab(ledger=ledger)
+    qtbot.addWidget(tab)
+    first = BridgedSession(profile, bridge)
+    tab.track(first)
+    first.state = "connected"
+    first.state_changed.emit("connected", "")
+    qtbot.waitUntil(lambda: "h" in ledger.running(), timeout=5000)
+    first.state = "disconnected"
+    first.state_changed.emit("disconnected", "")
+    qtbot.waitUntil(lambda: ledger.running() == {}, timeout=5000)
+
+    second = BridgedSession(profile, bridge)  # the profile was edited: a new session, same name
+    tab.track(second)
+    second.state = "connected"
+    second.state_changed.emit("connected", "")
+    qtbot.waitUntil(lambda: "h" in ledger.running(), timeout=5000)
+    first.state_changed.emit("disconnected", "")  # the old session's late signals change nothing
+    tab.close_ledger()
+    assert ledger.running() == {}  # quitting gpuws ends the running session: no billing while closed
+
+
+def test_idle_stop_acts_on_a_background_host_with_its_own_settings(qtbot: Any, bridge: AsyncBridge,
+                                                                   tmp_path: Path) -> None:
+    from gpuws.core.idle import GpuActivity
+
+    shown = HostProfile(name="shown", host="10.0.0.3")
+    background = HostProfile(name="bg", host="10.0.0.4", price_per_hour=3.0)
+    tab = SessionTab(ledger=SessionLedger(tmp_path / "open.json"))
+    qtbot.addWidget(tab)
+    bg_session = BridgedSession(background, bridge)
+    tab.track(bg_session)
+    tab.set_host(HostContext(background, bg_session, bridge))  # type: ignore[arg-type]
+    tab.idle_minutes.setValue(1)
+    tab.idle_check.setChecked(True)
+    tab.pre_stop_edit.setText("python save.py")
+    tab.set_host(HostContext(shown, FakeSession(shown), bridge))  # type: ignore[arg-type]
+    assert not tab.idle_check.isChecked() and tab.pre_stop_edit.text() == ""  # per host
+    stopped: list[tuple[str, str]] = []
+    tab.power = lambda action, session=None: stopped.append((action, session.profile.name))  # type: ignore[method-assign]
+    idle = [GpuActivity(0.0, 50.0, 700.0)]
+    t0 = time.time()
+    assert tab.feed_activity(background, t0, idle, False) is None
+    event = tab.feed_activity(background, t0 + 61, idle, False)
+    assert event is not None and stopped == [("stop", "bg")]
+    assert tab.auto_stop == {"bg": "python save.py"} and "bg" in tab.idle_warnings

@@ -9,6 +9,7 @@ on the loop thread through the bridge.
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import shlex
 import subprocess
 import time
@@ -16,7 +17,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from PySide6.QtCore import Qt, QTimer, QUrl
+from PySide6.QtCore import QSignalBlocker, Qt, QTimer, QUrl
 from PySide6.QtGui import QDesktopServices, QGuiApplication
 from PySide6.QtWidgets import (
     QCheckBox,
@@ -63,7 +64,10 @@ class SessionTab(QWidget):
         self._ledger_lock = asyncio.Lock()
         self.tunnels: dict[str, list[Any]] = {}  # host name -> open gpuws.remote.tunnels.Tunnel
         self.idle: dict[str, IdleDetector] = {}
-        self._tracked: set[str] = set()
+        self._tracked: dict[str, Any] = {}  # host name -> the HostSession whose states we follow
+        self.auto_stop: dict[str, str] = {}  # host name -> its pre-stop command, when "stop when idle" is on
+        self.idle_warnings: dict[str, str] = {}  # host name -> the idle warning it last raised
+        self._pending_writes: set[Any] = set()  # ledger writes under way (waited for at shutdown)
         self.last_cost: HostCost | None = None
 
         scroll = QScrollArea(self)
@@ -226,6 +230,9 @@ class SessionTab(QWidget):
         self.idle_minutes.setSuffix(" min")
         self.pre_stop_edit = QLineEdit(card)
         self.pre_stop_edit.setPlaceholderText("pre-stop command on the host, e.g. python save_checkpoint.py")
+        # Per host: each host has its own "stop when idle" choice and pre-stop command.
+        self.idle_check.toggled.connect(self._remember_auto_stop)
+        self.pre_stop_edit.textChanged.connect(self._remember_auto_stop)
         idle_row.addWidget(self.idle_check)
         idle_row.addWidget(self.idle_minutes)
         idle_row.addWidget(self.pre_stop_edit, 1)
@@ -251,6 +258,10 @@ class SessionTab(QWidget):
         if context is not None:
             self.track(context.session)
             self._on_state(context.session, str(context.session.state))
+            name = context.profile.name
+            with QSignalBlocker(self.idle_check), QSignalBlocker(self.pre_stop_edit):
+                self.idle_check.setChecked(name in self.auto_stop)
+                self.pre_stop_edit.setText(self.auto_stop.get(name, ""))
         self._show_ssh_command()
         self._fill_tunnels()
         self.refresh_cost()
@@ -260,10 +271,14 @@ class SessionTab(QWidget):
 
         The window should call this for every host session it creates; `set_host` calls it too.
         """
-        if session.profile.name in self._tracked:
+        if self._tracked.get(session.profile.name) is session:
             return
-        self._tracked.add(session.profile.name)
-        session.state_changed.connect(lambda state, _detail, s=session: self._on_state(s, str(state)))
+        # A host's session is replaced when its profile is edited (or the demo restarts): follow the new one.
+        self._tracked[session.profile.name] = session
+        session.state_changed.connect(
+            lambda state, _detail, s=session: self._on_state(s, str(state)) if self._tracked.get(s.profile.name) is s
+            else None
+        )
         self._on_state(session, str(session.state))
 
     def _on_state(self, session: Any, state: str) -> None:
@@ -283,8 +298,10 @@ class SessionTab(QWidget):
         bridge = getattr(session, "bridge", None)
         if write is not None and bridge is not None and bridge.running:
             # The ledger is a locked file: write it off the GUI thread, in the order states came.
-            bridge.run_async(self._write_ledger(write), lambda _r: self._ledger_written(profile.name),
-                             lambda exc: self.rate_label.setText(str(exc)), owner=self)
+            future = bridge.run_async(self._write_ledger(write), lambda _r: self._ledger_written(profile.name),
+                                      lambda exc: self.rate_label.setText(str(exc)), owner=self)
+            self._pending_writes.add(future)
+            future.add_done_callback(self._pending_writes.discard)
             return
         if write is not None:
             write()
@@ -293,6 +310,15 @@ class SessionTab(QWidget):
     async def _write_ledger(self, write: Callable[[], None]) -> None:
         async with self._ledger_lock:  # FIFO, so begin/end land in the order the states came
             await asyncio.get_running_loop().run_in_executor(None, write)
+
+    def close_ledger(self, timeout: float = 3.0) -> None:
+        """At exit: let queued ledger writes finish, then end every session still open, so no host
+        is billed for the time gpuws was closed."""
+        concurrent.futures.wait(list(self._pending_writes), timeout=timeout)
+        now = time.time()
+        for name in list(self.ledger.running()):
+            if name in self._tracked:
+                self.ledger.end(name, now)
 
     def _ledger_written(self, host: str) -> None:
         if self.profile is not None and self.profile.name == host:
@@ -333,10 +359,14 @@ class SessionTab(QWidget):
         else:
             self.budget_bar.setVisible(False)
         warning = budget_warning(cost)
-        self.banner.setVisible(warning is not None)
+        idle = self.idle_warnings.get(profile.name)
+        self.banner.setVisible(warning is not None or idle is not None)
         if warning:
             self.banner.set_kind(BannerKind.ERROR if cost.budget.level == "exceeded" else BannerKind.WARNING)
-            self.banner.set_text(warning)
+            self.banner.set_text(warning + (f"\n{idle}" if idle else ""))
+        elif idle:
+            self.banner.set_kind(BannerKind.WARNING)
+            self.banner.set_text(idle)
 
     def export_csv(self, path: str | None = None) -> None:
         target = path or QFileDialog.getSaveFileName(self, "Export session history", "gpuws-sessions.csv",
@@ -481,24 +511,39 @@ class SessionTab(QWidget):
 
     # -- instance and idle stop -----------------------------------------------------------------
 
-    def power(self, action: str) -> None:
-        if self.context is None:
+    def _remember_auto_stop(self, *_: object) -> None:
+        if self.profile is None:
             return
+        if self.idle_check.isChecked():
+            self.auto_stop[self.profile.name] = self.pre_stop_edit.text()
+        else:
+            self.auto_stop.pop(self.profile.name, None)
+
+    def power(self, action: str, session: Any = None) -> None:
+        """Start or stop the shown host's instance (or `session`'s: idle stop of any tracked host)."""
+        if session is None:
+            if self.context is None:
+                return
+            session = self.context.session
         from gpuws.remote.provider_ops import plan_power, run_power
 
-        profile = self.context.profile
+        profile = session.profile
+        bridge = getattr(session, "bridge", None) or (self.context.bridge if self.context else None)
+        if bridge is None:
+            return
         try:
             plan = plan_power(profile.provider, action)
         except GpuwsError as exc:
             self.instance_status.setText(str(exc))
             return
         try:
-            text = self.pre_stop_edit.text().strip()
+            shown = self.profile is not None and self.profile.name == profile.name
+            text = (self.pre_stop_edit.text() if shown else self.auto_stop.get(profile.name, "")).strip()
             pre_stop = shlex.split(text) if action == "stop" and text else None
         except ValueError as exc:
             self.instance_status.setText(f"pre-stop command: {exc}")
             return
-        connection = self.context.session.connection
+        connection = session.connection
         host_runner = connection.runner if connection is not None else None
 
         async def go() -> Any:
@@ -506,10 +551,11 @@ class SessionTab(QWidget):
             return await run_power(plan, token=token, pre_stop=pre_stop, host_runner=host_runner)
 
         self.instance_status.setText(f"{action.capitalize()}ing {profile.name}…")
-        self.context.bridge.run_async(
+        bridge.run_async(
             go(),
             lambda r: self.instance_status.setText(f"{profile.name}: {action} done" if r.ok else (r.error or "")),
             lambda exc: self.instance_status.setText(str(exc)),
+            owner=self,
         )
 
     def feed_activity(
@@ -522,12 +568,15 @@ class SessionTab(QWidget):
                                     util_pct=host.alerts.idle_util_pct, price_per_hour=host.price_per_hour)
             self.idle[host.name] = detector
         event = detector.update(t, gpus, in_use=ssh_in_use or self.tunnels_in_use(host.name))
+        if detector.idle_since is None:
+            self.idle_warnings.pop(host.name, None)  # busy again: the warning is over
         if event is not None:
-            self.banner.set_kind(BannerKind.WARNING)
-            self.banner.set_text(event.message)
-            self.banner.setVisible(True)
-            if self.idle_check.isChecked() and self.profile is not None and self.profile.name == host.name:
-                self.power("stop")
+            self.idle_warnings[host.name] = event.message
+            if self.profile is not None and self.profile.name == host.name:
+                self.refresh_cost()
+            session = self._tracked.get(host.name)
+            if host.name in self.auto_stop and session is not None:
+                self.power("stop", session)
         return event
 
 

@@ -15,6 +15,7 @@ from collections.abc import Sequence
 from gpuws import __version__
 from gpuws.cli.output import fail
 from gpuws.core.errors import GpuwsError
+from gpuws.core.runner import CommandTimeout
 
 # One module per concern; each registers its own subcommands.
 COMMAND_MODULES = (
@@ -59,7 +60,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     try:
         return int(handler(args))
-    except GpuwsError as exc:  # every user-facing error is one clear line, never a traceback
+    except (GpuwsError, CommandTimeout) as exc:  # every user-facing error is one clear line, never a traceback
         from gpuws.cli.connecting import exit_code_for
 
         return fail(str(exc), exit_code_for(exc))

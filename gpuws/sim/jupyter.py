@@ -84,8 +84,12 @@ def serve(port: int, token: str, root: Path) -> None:
 
     server = http.server.HTTPServer(("127.0.0.1", port), Handler)
     entry = runtime_dir() / f"jpserver-{os.getpid()}.json"
-    info = {"port": port, "token": "", "base_url": "/", "root_dir": str(root), "pid": os.getpid(), "simulated": True}
-    entry.write_text(json.dumps(info))
+    # Like jupyter_server's runtime file: the token is listed to its owner only (mode 0600).
+    info = {"port": port, "token": token, "base_url": "/", "root_dir": str(root), "pid": os.getpid(),
+            "simulated": True}
+    fd = os.open(entry, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w") as handle:
+        handle.write(json.dumps(info))
     try:
         server.serve_forever()
     finally:

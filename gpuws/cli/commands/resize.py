@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import sys
+import time
 from typing import Any
 
 from gpuws.cli.output import fail, print_json, sim_banner
@@ -195,10 +196,14 @@ async def _mig_resize(args: argparse.Namespace) -> int:
     doc["after"] = result.after.describe() if result.after else None
     doc["price_per_hour"]["after"] = prices.layout_price(result.after, model) if result.after else None
     if result.ok and result.after is not None and not profile.simulated:
-        _save_profile_after(profile, profile_after_resize(
-            profile, gpu=state.index, gpu_count=len(gpus), layout=result.after.describe(),
-            price_before=price_pair[0], price_after=doc["price_per_hour"]["after"], full_card_price=prices.full_card,
-        ))
+        try:
+            _save_profile_after(profile, profile_after_resize(
+                profile, gpu=state.index, gpu_count=len(gpus), layout=result.after.describe(),
+                price_before=price_pair[0], price_after=doc["price_per_hour"]["after"],
+                full_card_price=prices.full_card,
+            ))
+        except GpuwsError as exc:  # the GPU was resized and verified all the same: say so, and why
+            doc.setdefault("warnings", []).append(f"the profile was not updated: {exc}")
     _emit(args, doc, lambda: _print_outcome(banner, doc))
     if result.ok:
         return EXIT_OK
@@ -209,9 +214,12 @@ async def _mig_resize(args: argparse.Namespace) -> int:
 def _save_profile_after(old: HostProfile, new: HostProfile) -> None:
     """Record the verified slice and its price in the saved profile (the cost meter follows it)."""
     from gpuws.core.profiles import ProfileStore
+    from gpuws.core.session import SessionLedger
 
     if new != old:
         ProfileStore().update(new, old_name=old.name)
+        # An open cost session continues at the new price from now on.
+        SessionLedger().reprice(new, time.time())
 
 
 def _print_outcome(banner: str, doc: dict[str, Any]) -> None:

@@ -22,7 +22,7 @@ import zlib
 from dataclasses import dataclass, field
 
 from gpuws.sim.models import GpuModel
-from gpuws.sim.state import Fault, GpuState, SimProcess
+from gpuws.sim.state import BUSY_PID_BASE, SCENARIO_PID_BASE, Fault, GpuState, SimProcess
 
 CYCLE_S = 120.0
 IDLE_LOAD = 0.02
@@ -115,7 +115,7 @@ def scenario_processes(gpu: GpuState, t: float) -> list[SimProcess]:
     cycle, p = _phase(gpu, t)
     total = gpu.model.memory_total_mib - gpu.model.memory_reserved_mib
     name = gpu.load.get("name")
-    base_pid = 4000 + gpu.index * 100
+    base_pid = SCENARIO_PID_BASE + gpu.index * 100
     if name == "training":
         if p < 0.08 or p >= 0.85:
             return []
@@ -150,7 +150,7 @@ def sample(gpu: GpuState, t: float) -> GpuSample:
 
     processes = [*scenario_processes(gpu, t), *gpu.processes]
     if gpu.has_fault(Fault.BUSY):
-        processes.append(SimProcess(4999 + gpu.index, "python3 train.py", 1024))
+        processes.append(SimProcess(BUSY_PID_BASE + gpu.index, "python3 train.py", 1024))
     mem_used = min(model.memory_total_mib - model.memory_reserved_mib, sum(p.used_mib for p in processes))
 
     hot_bump = 0.0

@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 
 from gpuws.sim.dynamics import scenario_processes
 from gpuws.sim.models import MigProfile
-from gpuws.sim.state import ComputeInstance, Fault, GpuInstance, GpuState
+from gpuws.sim.state import BUSY_PID_BASE, ComputeInstance, Fault, GpuInstance, GpuState
 
 EXIT_OK = 0
 EXIT_INVALID_ARGUMENT = 2
@@ -101,7 +101,7 @@ def compute_processes(gpu: GpuState, now: float) -> list[int]:
     """PIDs of compute processes on the GPU now (scenario, explicit and the busy fault)."""
     pids = [p.pid for p in scenario_processes(gpu, now)] + [p.pid for p in gpu.processes]
     if gpu.has_fault(Fault.BUSY):
-        pids.append(4999 + gpu.index)
+        pids.append(BUSY_PID_BASE + gpu.index)
     return pids
 
 

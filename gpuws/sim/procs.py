@@ -16,7 +16,7 @@ import time
 from collections.abc import Sequence
 
 from gpuws.sim.dynamics import scenario_processes
-from gpuws.sim.state import SimState, SimStateStore
+from gpuws.sim.state import SIM_PID_BASE, SimState, SimStateStore
 
 REAL_KILL = "/bin/kill"
 REAL_PS = "/bin/ps"
@@ -26,9 +26,16 @@ def simulated_processes(state: SimState, t: float) -> dict[int, tuple[int, str]]
     """pid -> (gpu index, command line) of every simulated process alive at time `t`."""
     procs: dict[int, tuple[int, str]] = {}
     for gpu in state.gpus:
+        # Not a Fault.BUSY process: it plays one in another pid namespace (a container), which the
+        # host can neither see nor stop.
         for proc in [*scenario_processes(gpu, t), *gpu.processes]:
             procs[proc.pid] = (gpu.index, proc.name)
     return procs
+
+
+def in_simulated_range(pid: int) -> bool:
+    """Whether the simulation hands out this pid (no real process can have one of these)."""
+    return pid >= SIM_PID_BASE
 
 
 def _comm(command: str) -> str:
@@ -41,12 +48,18 @@ def kill_main(args: Sequence[str]) -> int:
     options = [a for a in args if not a.isdigit()]
     store = SimStateStore.from_env()
     real: list[str] = []
+    failed = False
     with store.update() as state:
         alive = simulated_processes(state, time.time())
         for pid_text in pids:
             pid = int(pid_text)
             if pid not in alive:
-                real.append(pid_text)
+                if in_simulated_range(pid):
+                    # A simulated process that has ended: never let its number reach a real process.
+                    print(f"kill: ({pid}) - No such process", file=sys.stderr)
+                    failed = True
+                else:
+                    real.append(pid_text)
                 continue
             gpu = state.gpu(alive[pid][0])
             if not state.remove_process(pid):
@@ -54,7 +67,7 @@ def kill_main(args: Sequence[str]) -> int:
                 gpu.set_load(0.0)
     if real or not pids:
         os.execv(REAL_KILL, [REAL_KILL, *options, *real])
-    return 0
+    return 1 if failed else 0
 
 
 def ps_main(args: Sequence[str]) -> int:

@@ -37,7 +37,12 @@ STATE_FILE = "state.json"
 LOCK_FILE = "state.lock"
 SCHEMA_VERSION = 1
 SCENARIOS = ("training", "idle", "hot", "inference")
-FIRST_SIM_PID = 20000
+# Simulated pids sit above Linux's largest possible pid (pid_max is at most 2**22), so a simulated
+# process can never share its number with a real one on the machine the simulation runs on.
+SIM_PID_BASE = 4_200_000
+SCENARIO_PID_BASE = SIM_PID_BASE + 4000  # + 100 x GPU index + cycle (dynamics.scenario_processes)
+BUSY_PID_BASE = SIM_PID_BASE + 4999  # + GPU index: the process a Fault.BUSY keeps on the GPU
+FIRST_SIM_PID = SIM_PID_BASE + 20000  # processes tests add
 SIM_HOSTNAME = "gpuws-sim"
 SHARED_MAX_AGE_S = 0.5  # load_shared() re-reads at least this often even if the file looks unchanged
 

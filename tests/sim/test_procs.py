@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from gpuws.sim.procs import simulated_processes
-from gpuws.sim.state import SimStateStore
+from gpuws.sim.state import BUSY_PID_BASE, SimStateStore
 
 
 def run(tool: str, *args: str, state: Path) -> subprocess.CompletedProcess[str]:
@@ -52,3 +52,8 @@ def test_real_pids_still_go_to_the_real_tools(state: Path) -> None:
     listing = run("ps", "-eo", "pid=,comm=", state=state).stdout
     assert "ipykernel" not in listing  # comm is the executable: python3
     assert listing.count("python3") >= 2  # the simulated ones are listed with the real ones
+
+
+def test_an_ended_simulated_pid_never_reaches_the_real_kill(state: Path) -> None:
+    r = run("kill", "-KILL", str(BUSY_PID_BASE), state=state)  # a simulated pid, not running now
+    assert r.returncode == 1 and "No such process" in r.stderr

@@ -23,7 +23,7 @@ from gpuws.core.resize.layout import FULL_LAYOUT, Layout
 from gpuws.core.resize.plan import Plan
 from gpuws.core.runner import LocalRunner
 from gpuws.remote.resize import ROLLBACK_FAILED, ROLLED_BACK, TARGET_VERIFIED, ResizeResult
-from gpuws.sim.state import Fault, SimStateStore
+from gpuws.sim.state import SCENARIO_PID_BASE, Fault, SimStateStore
 from gpuws.ui import theme
 from gpuws.ui.bridge import AsyncBridge
 from gpuws.ui.resize.options import price_difference
@@ -37,7 +37,7 @@ pytestmark = pytest.mark.gui
 
 A100 = 1  # GPU 1 of the default simulated host: NVIDIA A100-SXM4-80GB
 SHOTS = Path("/tmp/gpuws-shots")
-IDLE_KERNEL_PID = 4000 + A100 * 100  # the "idle" scenario's notebook kernel on GPU 1
+IDLE_KERNEL_PID = SCENARIO_PID_BASE + A100 * 100  # the "idle" scenario's notebook kernel on GPU 1
 
 
 class LocalConnection:

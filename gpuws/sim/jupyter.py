@@ -30,18 +30,26 @@ def runtime_dir() -> Path:
     return path
 
 
+def is_simulated_jupyter(pid: int) -> bool:
+    """Whether `pid` is a running simulated Jupyter (not some later process that reused its number)."""
+    try:
+        return b"gpuws.sim.jupyter" in Path(f"/proc/{pid}/cmdline").read_bytes()
+    except OSError:
+        return False
+
+
 def list_servers() -> list[dict[str, object]]:
     """Registered servers whose process is still alive (stale entries are removed)."""
     alive = []
     for entry in sorted(runtime_dir().glob("*.json")):
         try:
             info = json.loads(entry.read_text())
-            os.kill(int(info["pid"]), 0)
-        except (ValueError, KeyError, TypeError, ProcessLookupError):
+            running = is_simulated_jupyter(int(info["pid"]))
+        except (ValueError, KeyError, TypeError):
+            running = False
+        if not running:
             entry.unlink(missing_ok=True)
             continue
-        except PermissionError:
-            pass
         alive.append(info)
     return alive
 

@@ -27,6 +27,7 @@ import asyncssh
 
 from gpuws.core.models import AlertThresholds, AuthMethod, HostProfile
 from gpuws.core.simulation import SIM_ENV_VAR, SIM_STATE_ENV_VAR
+from gpuws.sim.jupyter import is_simulated_jupyter
 from gpuws.sim.models import DEFAULT_GPU_SPEC, parse_gpu_spec
 from gpuws.sim.state import SIM_HOSTNAME, SimStateStore
 
@@ -77,7 +78,9 @@ def _install_bin(bin_dir: Path) -> None:
 def _stop_simulated_jupyter(sim_dir: Path) -> None:
     for entry in (sim_dir / "jupyter-runtime").glob("*.json"):
         with contextlib.suppress(ValueError, KeyError, TypeError, OSError):
-            os.kill(int(json.loads(entry.read_text())["pid"]), signal.SIGTERM)
+            pid = int(json.loads(entry.read_text())["pid"])
+            if is_simulated_jupyter(pid):  # never a process that reused a stale entry's number
+                os.kill(pid, signal.SIGTERM)
         entry.unlink(missing_ok=True)
 
 

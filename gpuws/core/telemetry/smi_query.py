@@ -11,7 +11,7 @@ import re
 from collections.abc import Mapping
 from typing import Final
 
-from gpuws.core.telemetry.sample import SOURCE_NVIDIA_SMI, GpuSample
+from gpuws.core.telemetry.sample import INT_FIELDS, SOURCE_NVIDIA_SMI, GpuSample
 from gpuws.core.telemetry.throttle import decode_mask, decode_text_fields, parse_mask
 
 # query field -> GpuSample attribute (numbers); order is the order asked for.
@@ -37,16 +37,7 @@ NUMERIC_FIELDS: Final[Mapping[str, str]] = {
     "utilization.encoder": "enc_util_pct",
     "utilization.decoder": "dec_util_pct",
 }
-INTEGER_ATTRS: Final = frozenset(
-    {
-        "pcie_gen_current",
-        "pcie_gen_max",
-        "pcie_width_current",
-        "pcie_width_max",
-        "ecc_errors_corrected",
-        "ecc_errors_uncorrected",
-    }
-)
+INTEGER_ATTRS: Final = frozenset(INT_FIELDS)
 THROTTLE_MASK_FIELD: Final = "clocks_throttle_reasons.active"
 QUERY_FIELDS: Final[tuple[str, ...]] = ("index", "uuid", *NUMERIC_FIELDS, "pstate", THROTTLE_MASK_FIELD)
 

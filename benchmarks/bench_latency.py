@@ -170,18 +170,10 @@ def bench_latency(workdir: Path) -> None:
     from gpuws.ui.bridge import AsyncBridge
     from gpuws.ui.tabs.telemetry import TelemetryTab
     from gpuws.ui.telemetry.hub import TelemetryHub
-    from tests.remote.telemetry_hosts import install_nvml_python3, start_sshd
-    from tests.support.sshd import SshdServer, install_sim_nvidia_smi
+    from tests.remote.telemetry_hosts import start_simulated_nvml_host
 
     app = QApplication.instance() or QApplication([])
-    bin_dir = workdir / "bin"
-    install_sim_nvidia_smi(bin_dir)
-    # A python3 that imports the fake NVML, named by path: the login shell's PATH may put another first.
-    python = str(install_nvml_python3(bin_dir))
-    state = workdir / "state"
-    state.mkdir()
-    server = start_sshd(SshdServer(workdir / "sshd", env={"PATH": f"{bin_dir}:/usr/bin:/bin",
-                                                         "GPUWS_SIM_STATE": str(state)}))
+    server, python = start_simulated_nvml_host(workdir)
     profile = HostProfile(name=HOST, host="127.0.0.1", port=server.port, user=server.user,
                           auth=AuthMethod.KEY, key_path=str(server.client_key))
     recorder = _Recorder()

@@ -119,16 +119,9 @@ async def bench_ssh(workdir: Path) -> None:
     from gpuws.core.models import AuthMethod, HostProfile
     from gpuws.remote.connection import HostConnection
     from gpuws.remote.telemetry import TelemetryStream
-    from tests.remote.telemetry_hosts import install_nvml_python3, start_sshd
-    from tests.support.sshd import SshdServer, install_sim_nvidia_smi
+    from tests.remote.telemetry_hosts import start_simulated_nvml_host
 
-    bin_dir = workdir / "bin"
-    install_sim_nvidia_smi(bin_dir)
-    python = str(install_nvml_python3(bin_dir))
-    state = workdir / "state"
-    state.mkdir()
-    server = start_sshd(SshdServer(workdir / "sshd", env={"PATH": f"{bin_dir}:/usr/bin:/bin",
-                                                         "GPUWS_SIM_STATE": str(state)}))
+    server, python = start_simulated_nvml_host(workdir)
     profile = HostProfile(name="bench", host="127.0.0.1", port=server.port, user=server.user,
                           auth=AuthMethod.KEY, key_path=str(server.client_key))
     try:

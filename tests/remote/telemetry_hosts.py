@@ -5,7 +5,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from tests.support.sshd import SshdServer
+from tests.support.sshd import SshdServer, install_sim_nvidia_smi
 
 REPO = Path(__file__).resolve().parents[2]
 CAPTURES = REPO.parent / "shared" / "fixtures" / "nvidia-smi-captures"
@@ -86,3 +86,16 @@ def start_sshd(server: SshdServer) -> SshdServer:
     """Start `server` and return it (for use in expressions)."""
     server.start()
     return server
+
+
+def start_simulated_nvml_host(workdir: Path) -> tuple[SshdServer, str]:
+    """A real sshd whose host is the simulated GPU host with its fake NVML; returns it, started,
+    and the path of the `python3` that sees that NVML (pass it by path: root's shell start-up on
+    this machine puts pyenv's python3 first on PATH)."""
+    bin_dir = workdir / "bin"
+    install_sim_nvidia_smi(bin_dir)
+    python = str(install_nvml_python3(bin_dir))
+    state = workdir / "state"
+    state.mkdir(parents=True, exist_ok=True)
+    server = SshdServer(workdir / "sshd", env={"PATH": f"{bin_dir}:/usr/bin:/bin", "GPUWS_SIM_STATE": str(state)})
+    return start_sshd(server), python

@@ -17,7 +17,11 @@ from gpuws.core.runner import LocalRunner
 from gpuws.core.telemetry.sample import SampleBatch
 from gpuws.core.telemetry.store import TelemetryStore
 from gpuws.remote.telemetry import AgentUnavailable, TelemetryError, TelemetryStream, measure_clock_skew
-from tests.remote.telemetry_hosts import install_nvml_python3, install_replay_nvidia_smi, start_sshd
+from tests.remote.telemetry_hosts import (
+    install_nvml_python3,
+    install_replay_nvidia_smi,
+    start_simulated_nvml_host,
+)
 from tests.support.sshd import SshdServer, install_sim_nvidia_smi
 
 
@@ -137,14 +141,7 @@ async def _over_ssh(server: SshdServer, n: int, **kwargs: object) -> tuple[Telem
 
 @pytest.mark.sshd
 def test_agent_through_real_sshd(tmp_path: Path) -> None:
-    bin_dir = tmp_path / "host" / "bin"
-    install_sim_nvidia_smi(bin_dir)
-    # By absolute path: root's shell start-up on this machine puts pyenv's python3 first on PATH.
-    python = str(install_nvml_python3(bin_dir))
-    state = tmp_path / "host" / "state"
-    state.mkdir()
-    server = SshdServer(tmp_path / "sshd", env={"PATH": f"{bin_dir}:/usr/bin:/bin", "GPUWS_SIM_STATE": str(state)})
-    start_sshd(server)
+    server, python = start_simulated_nvml_host(tmp_path / "host")
     try:
         stream, batches = asyncio.run(_over_ssh(server, 4, hz=10, python=python))
     finally:

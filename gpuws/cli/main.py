@@ -1,8 +1,9 @@
 """Entry point of the `gpuws` command.
 
 Each subcommand lives in its own module under `gpuws.cli.commands` and exposes
-`register(subparsers)`; handlers return an exit code. Heavy imports (Qt, asyncssh) happen inside
-handlers so `gpuws hosts list` stays quick.
+`register(subparsers)`; handlers return an exit code. Only the module of the command given is
+imported (see `LAZY_COMMANDS`), and heavy imports (Qt, asyncssh, paramiko, keyring) happen inside
+handlers, so `gpuws --version`, `gpuws --help` and `gpuws hosts list` start quickly.
 """
 
 from __future__ import annotations
@@ -15,7 +16,6 @@ from collections.abc import Sequence
 from gpuws import __version__
 from gpuws.cli.output import fail
 from gpuws.core.errors import GpuwsError
-from gpuws.core.runner import CommandTimeout
 
 # One module per concern; each registers its own subcommands.
 COMMAND_MODULES = (
@@ -29,8 +29,48 @@ COMMAND_MODULES = (
     "session",
 )
 
+# command -> (its module in COMMAND_MODULES, its one-line help), so that `gpuws X` imports only X's
+# module and `gpuws --help` imports none (each module costs its own imports: numpy, YAML, ...).
+# A module of COMMAND_MODULES none of whose commands is listed here is imported as before, so a new
+# command works without an entry; tests/cli/test_lazy_imports.py checks the help texts match.
+LAZY_COMMANDS: dict[str, tuple[str, str]] = {
+    "hosts": ("hosts", "manage host profiles"),
+    "secret": ("secret", "store credentials in the OS keyring"),
+    "probe": ("probe", "show a host's GPUs and facts (nvidia-smi -q -x over SSH)"),
+    "demo-host": (
+        "demo_host",
+        "run the SIMULATED GPU host (SSH on 127.0.0.1) and print how to connect as one JSON line",
+    ),
+    "watch": ("watch", "live GPU telemetry of a host (NVML agent, or nvidia-smi as fallback)"),
+    "bench": ("bench", "run the GPU sanity benchmark on a host and score it against the datasheet"),
+    "slices": ("resize", "list the layouts each GPU of a host can be resized to"),
+    "resize": ("resize", "resize a GPU between MIG layouts and the full card, or change the instance type"),
+    "tunnel": ("session", "forward a local port to a service on the host (Jupyter, TensorBoard, VNC...)"),
+    "cost": ("session", "what your hosts cost: running session, today, this month, budget"),
+    "cp": ("session", "copy a file to or from a host over SFTP (resumes partial copies)"),
+    "start": ("session", "start the host's instance through its cloud provider"),
+    "stop": ("session", "stop the host's instance through its cloud provider"),
+}
+_OPTIONS_WITH_VALUE = frozenset({"--screenshot"})
 
-def build_parser() -> argparse.ArgumentParser:
+
+def _command_in(argv: Sequence[str]) -> str | None:
+    """The subcommand named in `argv` (the first word that is not a top-level option), if any."""
+    skip = False
+    for word in argv:
+        if skip:
+            skip = False
+        elif word == "--":
+            continue
+        elif word.startswith("-"):
+            skip = word in _OPTIONS_WITH_VALUE
+        else:
+            return word
+    return None
+
+
+def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
+    """The `gpuws` parser; given the command line, only the module of its command is imported."""
     parser = argparse.ArgumentParser(
         prog="gpuws",
         description="Workstation manager for cloud GPU sessions. Run without a command to open the window.",
@@ -41,14 +81,26 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--screenshot", metavar="PATH", help="render the main window offscreen to a PNG and exit")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    wanted = LAZY_COMMANDS.get(_command_in(argv) or "", ("",))[0] if argv is not None else None
+    lazy_modules = {module for module, _ in LAZY_COMMANDS.values()}
     for name in COMMAND_MODULES:
-        module = importlib.import_module(f"gpuws.cli.commands.{name}")
-        module.register(sub)
+        if wanted is not None and name in lazy_modules and name != wanted:
+            # Listed in `gpuws --help`, never run: the command given belongs to another module.
+            for command, (module, text) in LAZY_COMMANDS.items():
+                if module == name:
+                    sub.add_parser(command, help=text, add_help=False)
+            continue
+        importlib.import_module(f"gpuws.cli.commands.{name}").register(sub)
     return parser
 
 
+def _is_timeout(exc: BaseException) -> bool:
+    runner = sys.modules.get("gpuws.core.runner")  # only a command that ran something can time out
+    return runner is not None and isinstance(exc, runner.CommandTimeout)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = build_parser()
+    parser = build_parser(list(argv) if argv is not None else sys.argv[1:])
     args = parser.parse_args(argv)
     if args.command is None:
         from gpuws.ui.app import run_gui
@@ -60,7 +112,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     try:
         return int(handler(args))
-    except (GpuwsError, CommandTimeout) as exc:  # every user-facing error is one clear line, never a traceback
+    except Exception as exc:
+        if not isinstance(exc, GpuwsError) and not _is_timeout(exc):
+            raise
+        # Every user-facing error is one clear line, never a traceback.
         from gpuws.cli.connecting import exit_code_for
 
         return fail(str(exc), exit_code_for(exc))

@@ -42,10 +42,12 @@ import typing
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import tomli_w
-from filelock import FileLock
+
+if TYPE_CHECKING:
+    from filelock import FileLock
 
 from gpuws.core import paths
 from gpuws.core.errors import GpuwsError, ValidationError
@@ -304,7 +306,7 @@ class ProfileStore:
 
     def __init__(self, path: Path | None = None) -> None:
         self.path = path if path is not None else paths.config_dir() / PROFILES_FILE
-        self._lock = FileLock(str(self.path.with_name(self.path.name + ".lock")), timeout=LOCK_TIMEOUT_S)
+        self._file_lock: FileLock | None = None
         # Set when a load or mutation had to move a corrupt file aside; the UI/CLI shows it.
         self.last_recovery: RecoveryNotice | None = None
 
@@ -414,6 +416,15 @@ class ProfileStore:
             result = change(profiles)
             self._write_locked(profiles)
             return result
+
+    @property
+    def _lock(self) -> FileLock:
+        # Made on first use: filelock costs tens of ms to import, and reading never locks.
+        if self._file_lock is None:
+            from filelock import FileLock
+
+            self._file_lock = FileLock(str(self.path.with_name(self.path.name + ".lock")), timeout=LOCK_TIMEOUT_S)
+        return self._file_lock
 
     @contextlib.contextmanager
     def _locked(self) -> Iterator[None]:

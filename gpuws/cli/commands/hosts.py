@@ -15,8 +15,6 @@ from gpuws.cli.output import fail, print_json
 from gpuws.core.errors import GpuwsError
 from gpuws.core.models import AuthMethod, HostProfile, ProviderInfo, SecretKind
 from gpuws.core.profiles import ProfileStore, profile_to_dict
-from gpuws.core.secrets import KeyringUnavailable, SecretStore, unusable_reason
-from gpuws.core.sshconfig import import_ssh_config
 from gpuws.core.validation import validate_port, validate_price
 
 Handler = Callable[[argparse.Namespace], int]
@@ -190,6 +188,8 @@ def cmd_remove(args: argparse.Namespace) -> int:
 
 def _clear_secrets(name: str) -> list[SecretKind]:
     """Delete a removed profile's secrets. Where there is no usable keyring none can exist."""
+    from gpuws.core.secrets import KeyringUnavailable, SecretStore, unusable_reason  # keyring: only here
+
     secrets = SecretStore()
     if unusable_reason(secrets.backend) is not None:
         return []
@@ -201,6 +201,8 @@ def _clear_secrets(name: str) -> list[SecretKind]:
 
 
 def cmd_import(args: argparse.Namespace) -> int:
+    from gpuws.core.sshconfig import import_ssh_config  # paramiko's parser: only for this command
+
     found = import_ssh_config(args.path)
     rejected = list(found.skipped)
     with profile_store() as store:

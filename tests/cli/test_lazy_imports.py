@@ -1,0 +1,77 @@
+"""`gpuws` starts quickly: the commands that need no host import no Qt, SSH, keyring or numpy."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from gpuws.cli import main as cli_main
+
+HEAVY = ("PySide6", "asyncssh", "paramiko", "numpy")
+# Importing gpuws.cli.main and running a quick command, then listing which heavy packages came in.
+_PROBE = """
+import json, sys
+argv = json.loads(sys.argv[1])
+if argv is not None:
+    from gpuws.cli.main import main
+    try:
+        main(argv)
+    except SystemExit:
+        pass
+else:
+    import gpuws.cli.main
+heavy = json.loads(sys.argv[2])
+print("\\nLOADED=" + json.dumps(sorted(m for m in heavy + ["keyring", "filelock"] if m in sys.modules)))
+"""
+
+
+def _loaded(argv: list[str] | None, tmp_path: Path) -> list[str]:
+    env = {"GPUWS_CONFIG_DIR": str(tmp_path), "PATH": "/usr/bin:/bin", "HOME": str(tmp_path)}
+    result = subprocess.run(
+        [sys.executable, "-c", _PROBE, json.dumps(argv), json.dumps(list(HEAVY))],
+        capture_output=True, text=True, env=env, check=True, timeout=60,
+    )
+    line = result.stdout.rsplit("LOADED=", 1)[1]
+    return list(json.loads(line))
+
+
+def test_importing_the_cli_pulls_in_nothing_heavy(tmp_path: Path) -> None:
+    assert _loaded(None, tmp_path) == []
+
+
+@pytest.mark.parametrize("argv", [["--version"], ["--help"], ["hosts", "list", "--json"], ["hosts", "--help"]])
+def test_quick_commands_import_no_qt_ssh_keyring_or_numpy(argv: list[str], tmp_path: Path) -> None:
+    # keyring only when a secret is touched; filelock only when profiles are written.
+    assert _loaded(argv, tmp_path) == []
+
+
+def _real_help() -> dict[str, str]:
+    parser = cli_main.build_parser()  # every module registered, as before
+    sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+    return {choice.dest: str(choice.help) for choice in sub._choices_actions}
+
+
+def test_the_lazy_table_matches_what_the_modules_register() -> None:
+    real = _real_help()
+    for command, (_module, text) in cli_main.LAZY_COMMANDS.items():
+        assert real.get(command) == text, command
+    lazy = cli_main.build_parser(["--help"])
+    sub = next(a for a in lazy._actions if isinstance(a, argparse._SubParsersAction))
+    assert {c.dest: str(c.help) for c in sub._choices_actions} == real  # `gpuws --help` lists the same
+
+
+@pytest.mark.parametrize("command", sorted(cli_main.LAZY_COMMANDS))
+def test_each_command_gets_its_own_module_and_handler(command: str) -> None:
+    parser = cli_main.build_parser([command, "--help"])
+    sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+    assert sub.choices[command].add_help  # the real parser, not the --help listing's stand-in
+
+
+def test_an_option_value_is_not_taken_for_the_command() -> None:
+    assert cli_main._command_in(["--screenshot", "hosts", "--demo"]) is None
+    assert cli_main._command_in(["--demo", "watch", "x"]) == "watch"

@@ -1,15 +1,25 @@
-"""gpuws telemetry agent: streams NVML readings of every GPU as JSON lines.
+"""gpuws telemetry agent: streams NVML readings of every GPU, compactly, as JSON lines.
 
 Sent over SSH and run by the host's python3 as `python3 - --hz 10` with this file on stdin;
 nothing is installed or left on the host. Standalone on purpose: stdlib plus `pynvml`
 (nvidia-ml-py) if the host has it. No gpuws imports (an import-linter contract checks this).
 
-Output, one JSON object per line, flushed at once:
-  {"type": "hello", "protocol": 1, "source": "nvml", "simulated": false, "driver": "...", "hz": 10}
-  {"type": "batch", "t": <host unix time>, "gpus": [<device record>, ...]}     (once per period)
+Protocol 2, one JSON value per line, written in as few writes as possible:
+  {"type": "hello", "protocol": 2, "source": "nvml", "simulated": false, "driver": "...", "hz": 10,
+   "gpu_count": 4, "fields": ["util_gpu_pct", ...]}        the dynamic fields, by position
+  {"type": "devices", "devices": [{"gpu": 0, "uuid": ..., "name": ..., "sm_clock_max_mhz": ...,
+   "mig": null}, ...]}      static facts; at start and again only when a fact or the device list changes
+  [t, [d, f, v, f, v, ...], ...]     one sample: host time `t`, then for each device `d` (position in
+                                     the devices list) whose values changed, field positions `f` and
+                                     new values `v`; an unchanged value is not sent, so [t] is a sample
+                                     in which nothing changed
+  {"type": "procs", "d": {"0": [{"pid", "user", "command", "name", "used_mib", "sm_util_pct"}]}}
+                                     a device's processes when the set changes (or, at most once a
+                                     second, their memory or utilisation); null: NVML cannot tell
+  {"type": "host", "cpu_pct": .., "ram_used_mib": .., "ram_total_mib": .., "load": [1m, 5m, 15m]}
+                                     the host's CPU, memory and load average from /proc, at most 1 Hz
   {"type": "unavailable", "reason": "..."}    then exit status 3: the client falls back to nvidia-smi
-A device record carries the gpuws sample field names (see gpuws.core.telemetry.sample) plus the raw
-`throttle_mask`; a value NVML cannot give is null.
+A value NVML cannot give is null. `pstate` is the P-state number, `throttle_mask` NVML's raw mask.
 
 Written for any python3 >= 3.6 (old distributions' system python), hence no annotations and no
 newer syntax. Stops on SIGTERM/SIGHUP/SIGINT, when stdout is closed (EPIPE), or when its parent -- the SSH
@@ -24,27 +34,58 @@ import signal
 import sys
 import time
 
-PROTOCOL = 1
+PROTOCOL = 2
 EXIT_NO_NVML = 3
 MIN_HZ = 0.2
 MAX_HZ = 20.0
 _NVML_PSTATE_UNKNOWN = 32
+STATIC_EVERY_S = 2.0  # how often static facts and the device list (MIG changes) are read again
+SLOW_EVERY_S = 1.0  # host figures and process memory/utilisation: at most this often
+COMMAND_LIMIT = 512  # characters of a process's command line sent (the client shortens it further)
+
+# The dynamic fields of a sample, by position (sent once, in hello).
+FIELDS = (
+    "util_gpu_pct", "util_mem_pct", "mem_used_mib", "temp_c", "power_w", "sm_clock_mhz", "mem_clock_mhz",
+    "pcie_rx_kib_s", "pcie_tx_kib_s", "pcie_gen_current", "pcie_width_current", "fan_pct", "pstate",
+    "throttle_mask", "ecc_errors_corrected", "ecc_errors_uncorrected", "enc_util_pct", "dec_util_pct",
+)
+STATIC_FIELDS = (
+    "uuid", "name", "sm_clock_max_mhz", "mem_clock_max_mhz", "pcie_gen_max", "pcie_width_max", "power_limit_w",
+    "mem_total_mib",
+)
 
 
 def _parse_args(argv):
     parser = argparse.ArgumentParser(prog="gpuws-telemetry-agent")
     parser.add_argument("--hz", type=float, default=1.0, help="samples per second (0.2-20)")
-    parser.add_argument("--count", type=int, default=0, help="stop after this many batches (0: run until stopped)")
+    parser.add_argument("--count", type=int, default=0, help="stop after this many samples (0: run until stopped)")
     parser.add_argument("--no-processes", action="store_true", help="skip per-process GPU memory")
+    parser.add_argument("--no-host", action="store_true", help="skip the host's CPU, memory and load")
     args = parser.parse_args(argv)
     if not MIN_HZ <= args.hz <= MAX_HZ:
         parser.error(f"--hz must be between {MIN_HZ:g} and {MAX_HZ:g}")
     return args
 
 
-def _emit(obj):
-    sys.stdout.write(json.dumps(obj, separators=(",", ":")) + "\n")
-    sys.stdout.flush()
+_dumps = json.JSONEncoder(separators=(",", ":")).encode
+
+
+class Out:
+    """Lines are gathered and written with one write and one flush per period: fewer, larger packets."""
+
+    def __init__(self, stream):
+        self.stream = stream
+        self.parts = []
+
+    def add(self, obj):
+        self.parts.append(_dumps(obj))
+
+    def flush(self):
+        if self.parts:
+            self.parts.append("")
+            self.stream.write("\n".join(self.parts))
+            self.stream.flush()
+            self.parts = []
 
 
 class _Stop(Exception):
@@ -62,88 +103,62 @@ class NvmlReader:
         self.nvml = nvml
         self.processes = processes
         self.error = nvml.NVMLError
-        self.handles = [nvml.nvmlDeviceGetHandleByIndex(i) for i in range(nvml.nvmlDeviceGetCount())]
-        self.static = [self._static(h) for h in self.handles]
+        n = nvml
+        self.clock_max = getattr(n, "nvmlDeviceGetMaxClockInfo", None)
+        self.reasons = getattr(n, "nvmlDeviceGetCurrentClocksEventReasons", None) or getattr(
+            n, "nvmlDeviceGetCurrentClocksThrottleReasons", None
+        )
+        self.proc_util = getattr(n, "nvmlDeviceGetProcessUtilization", None)
+        self.proc_util_seen = {}  # handle position -> last timestamp NVML reported (µs)
+        self.users = {}  # uid -> name
+        self.commands = {}  # pid -> (user, command, name): a pid's identity does not change while it runs
+        self.handles = []  # (handle, gpu index, mig dict or None), in device order
+        self.statics = []
+        self.refresh()
 
     def _try(self, fn, *args):
         try:
             return fn(*args)
         except self.error:
             return None
-        except (AttributeError, TypeError, ValueError, OSError):
+        except (AttributeError, TypeError, ValueError, OSError, KeyError, IndexError):
             return None  # an old nvidia-ml-py without this call, or an odd return value
 
-    def _static(self, h):
+    def refresh(self):
+        """Read the device list and static facts again; True when anything changed."""
         n = self.nvml
-        clock_max = getattr(n, "nvmlDeviceGetMaxClockInfo", None)
-        return {
-            "uuid": _text(self._try(n.nvmlDeviceGetUUID, h)),
-            "sm_clock_max_mhz": self._try(clock_max, h, n.NVML_CLOCK_SM) if clock_max else None,
-            "mem_clock_max_mhz": self._try(clock_max, h, n.NVML_CLOCK_MEM) if clock_max else None,
-            "pcie_gen_max": self._try(n.nvmlDeviceGetMaxPcieLinkGeneration, h),
-            "pcie_width_max": self._try(n.nvmlDeviceGetMaxPcieLinkWidth, h),
-        }
+        handles = []
+        count = self._try(n.nvmlDeviceGetCount) or 0
+        for index in range(count):
+            h = self._try(n.nvmlDeviceGetHandleByIndex, index)
+            if h is None:
+                continue
+            handles.append((h, index, None))
+            handles.extend(self._mig_devices(h, index))
+        statics = [self._static(h, index, mig) for h, index, mig in handles]
+        changed = statics != self.statics
+        self.handles = handles
+        self.statics = statics
+        return changed
 
-    def read(self):
-        out = []
-        for index, h in enumerate(self.handles):
-            rec = self._device(h, index, self.static[index])
-            out.append(rec)
-            out.extend(self._mig_devices(h, index))
-        return out
-
-    def _device(self, h, index, static):
+    def _static(self, h, index, mig):
         n = self.nvml
         t = self._try
-        rec = {"gpu": index}
-        rec.update(static)
-        util = t(n.nvmlDeviceGetUtilizationRates, h)
-        rec["util_gpu_pct"] = getattr(util, "gpu", None)
-        rec["util_mem_pct"] = getattr(util, "memory", None)
         mem = t(n.nvmlDeviceGetMemoryInfo, h)
-        rec["mem_used_mib"] = _mib(getattr(mem, "used", None))
-        rec["mem_total_mib"] = _mib(getattr(mem, "total", None))
-        rec["temp_c"] = t(n.nvmlDeviceGetTemperature, h, n.NVML_TEMPERATURE_GPU)
-        rec["power_w"] = _watts(t(n.nvmlDeviceGetPowerUsage, h))
-        rec["power_limit_w"] = _watts(t(n.nvmlDeviceGetEnforcedPowerLimit, h))
-        rec["sm_clock_mhz"] = t(n.nvmlDeviceGetClockInfo, h, n.NVML_CLOCK_SM)
-        rec["mem_clock_mhz"] = t(n.nvmlDeviceGetClockInfo, h, n.NVML_CLOCK_MEM)
-        rec["pcie_rx_kib_s"] = t(n.nvmlDeviceGetPcieThroughput, h, n.NVML_PCIE_UTIL_RX_BYTES)
-        rec["pcie_tx_kib_s"] = t(n.nvmlDeviceGetPcieThroughput, h, n.NVML_PCIE_UTIL_TX_BYTES)
-        rec["pcie_gen_current"] = t(n.nvmlDeviceGetCurrPcieLinkGeneration, h)
-        rec["pcie_width_current"] = t(n.nvmlDeviceGetCurrPcieLinkWidth, h)
-        rec["fan_pct"] = t(n.nvmlDeviceGetFanSpeed, h)
-        pstate = t(n.nvmlDeviceGetPerformanceState, h)
-        rec["pstate"] = f"P{pstate}" if isinstance(pstate, int) and pstate != _NVML_PSTATE_UNKNOWN else None
-        reasons = getattr(n, "nvmlDeviceGetCurrentClocksEventReasons", None) or getattr(
-            n, "nvmlDeviceGetCurrentClocksThrottleReasons", None
-        )
-        rec["throttle_mask"] = t(reasons, h) if reasons else None
-        rec["ecc_errors_corrected"] = t(
-            n.nvmlDeviceGetTotalEccErrors, h, n.NVML_MEMORY_ERROR_TYPE_CORRECTED, n.NVML_VOLATILE_ECC
-        )
-        rec["ecc_errors_uncorrected"] = t(
-            n.nvmlDeviceGetTotalEccErrors, h, n.NVML_MEMORY_ERROR_TYPE_UNCORRECTED, n.NVML_VOLATILE_ECC
-        )
-        enc = t(n.nvmlDeviceGetEncoderUtilization, h)
-        dec = t(n.nvmlDeviceGetDecoderUtilization, h)
-        rec["enc_util_pct"] = enc[0] if isinstance(enc, (list, tuple)) and enc else None
-        rec["dec_util_pct"] = dec[0] if isinstance(dec, (list, tuple)) and dec else None
-        rec["processes"] = self._processes(h) if self.processes else None
+        whole = mig is None
+        rec = {
+            "gpu": index,
+            "uuid": _text(t(n.nvmlDeviceGetUUID, h)),
+            "name": _text(t(n.nvmlDeviceGetName, h)),
+            "sm_clock_max_mhz": t(self.clock_max, h, n.NVML_CLOCK_SM) if self.clock_max and whole else None,
+            "mem_clock_max_mhz": t(self.clock_max, h, n.NVML_CLOCK_MEM) if self.clock_max and whole else None,
+            "pcie_gen_max": t(n.nvmlDeviceGetMaxPcieLinkGeneration, h) if whole else None,
+            "pcie_width_max": t(n.nvmlDeviceGetMaxPcieLinkWidth, h) if whole else None,
+            "power_limit_w": _watts(t(n.nvmlDeviceGetEnforcedPowerLimit, h)),
+            "mem_total_mib": _mib(getattr(mem, "total", None)),
+            "mig": mig,
+        }
         return rec
-
-    def _processes(self, h):
-        procs = self._try(self.nvml.nvmlDeviceGetComputeRunningProcesses, h)
-        if procs is None:
-            return None
-        out = []
-        for p in procs:
-            pid = getattr(p, "pid", None)
-            if not isinstance(pid, int):
-                continue
-            out.append({"pid": pid, "name": _process_name(self.nvml, pid, self._try), "used_mib": _mib(
-                getattr(p, "usedGpuMemory", None))})
-        return out
 
     def _mig_devices(self, h, index):
         n = self.nvml
@@ -155,18 +170,247 @@ class NvmlReader:
             mh = self._try(n.nvmlDeviceGetMigDeviceHandleByIndex, h, device)
             if mh is None:
                 continue  # a free slot: NVML reports NOT_FOUND
-            rec = self._device(mh, index, {
-                "uuid": _text(self._try(n.nvmlDeviceGetUUID, mh)),
-                "sm_clock_max_mhz": None, "mem_clock_max_mhz": None, "pcie_gen_max": None, "pcie_width_max": None,
-            })
-            rec["mig"] = {
+            out.append((mh, index, {
                 "parent_gpu": index,
                 "device": device,
                 "gi": self._try(n.nvmlDeviceGetGpuInstanceId, mh),
                 "ci": self._try(n.nvmlDeviceGetComputeInstanceId, mh),
-            }
-            out.append(rec)
+            }))
         return out
+
+    def values(self, h):
+        """The dynamic fields of one device, in FIELDS order."""
+        n = self.nvml
+        t = self._try
+        util = t(n.nvmlDeviceGetUtilizationRates, h)
+        mem = t(n.nvmlDeviceGetMemoryInfo, h)
+        pstate = t(n.nvmlDeviceGetPerformanceState, h)
+        enc = t(n.nvmlDeviceGetEncoderUtilization, h)
+        dec = t(n.nvmlDeviceGetDecoderUtilization, h)
+        return [
+            getattr(util, "gpu", None),
+            getattr(util, "memory", None),
+            _mib(getattr(mem, "used", None)),
+            t(n.nvmlDeviceGetTemperature, h, n.NVML_TEMPERATURE_GPU),
+            _watts(t(n.nvmlDeviceGetPowerUsage, h)),
+            t(n.nvmlDeviceGetClockInfo, h, n.NVML_CLOCK_SM),
+            t(n.nvmlDeviceGetClockInfo, h, n.NVML_CLOCK_MEM),
+            t(n.nvmlDeviceGetPcieThroughput, h, n.NVML_PCIE_UTIL_RX_BYTES),
+            t(n.nvmlDeviceGetPcieThroughput, h, n.NVML_PCIE_UTIL_TX_BYTES),
+            t(n.nvmlDeviceGetCurrPcieLinkGeneration, h),
+            t(n.nvmlDeviceGetCurrPcieLinkWidth, h),
+            t(n.nvmlDeviceGetFanSpeed, h),
+            pstate if isinstance(pstate, int) and pstate != _NVML_PSTATE_UNKNOWN else None,
+            t(self.reasons, h) if self.reasons else None,
+            t(n.nvmlDeviceGetTotalEccErrors, h, n.NVML_MEMORY_ERROR_TYPE_CORRECTED, n.NVML_VOLATILE_ECC),
+            t(n.nvmlDeviceGetTotalEccErrors, h, n.NVML_MEMORY_ERROR_TYPE_UNCORRECTED, n.NVML_VOLATILE_ECC),
+            enc[0] if isinstance(enc, (list, tuple)) and enc else None,
+            dec[0] if isinstance(dec, (list, tuple)) and dec else None,
+        ]
+
+    def processes_of(self, position, h):
+        """The device's compute processes (pid, user, command, memory, SM utilisation); None: cannot tell."""
+        if not self.processes:
+            return None
+        procs = self._try(self.nvml.nvmlDeviceGetComputeRunningProcesses, h)
+        if procs is None:
+            return None
+        util = self._sm_util(position, h)
+        out = []
+        for p in procs:
+            pid = getattr(p, "pid", None)
+            if not isinstance(pid, int):
+                continue
+            user, command, name = self._identity(pid)
+            out.append({"pid": pid, "user": user, "command": command, "name": name,
+                        "used_mib": _mib(getattr(p, "usedGpuMemory", None)), "sm_util_pct": util.get(pid)})
+        out.sort(key=lambda e: e["pid"])
+        return out
+
+    def _sm_util(self, position, h):
+        """pid -> SM utilisation % over the last samples NVML kept (empty where NVML cannot tell)."""
+        if self.proc_util is None:
+            return {}
+        samples = self._try(self.proc_util, h, self.proc_util_seen.get(position, 0))
+        if not samples:
+            return {}
+        out = {}
+        newest = 0
+        for sample in samples:
+            pid = getattr(sample, "pid", None)
+            sm = getattr(sample, "smUtil", None)
+            stamp = getattr(sample, "timeStamp", 0) or 0
+            if isinstance(pid, int) and isinstance(sm, int) and 0 <= sm <= 100:
+                out[pid] = max(out.get(pid, 0), sm)
+            newest = max(newest, stamp)
+        if newest:
+            self.proc_util_seen[position] = newest
+        return out
+
+    def _identity(self, pid):
+        known = self.commands.get(pid)
+        if known is not None:
+            return known
+        name = None
+        get_name = getattr(self.nvml, "nvmlSystemGetProcessName", None)
+        if get_name is not None:
+            name = _text(self._try(get_name, pid))
+        details = getattr(self.nvml, "gpuwsSimProcessDetails", None)  # the simulated host's own processes
+        found = self._try(details, pid) if details is not None else None
+        if found:
+            user, command = found
+        else:
+            user, command = self._proc_identity(pid)
+        if not name and command:
+            name = command.split(" ", 1)[0]
+        identity = (user, command[:COMMAND_LIMIT] if command else None, name[:256] if name else None)
+        if len(self.commands) > 4096:
+            self.commands.clear()
+        self.commands[pid] = identity
+        return identity
+
+    def _proc_identity(self, pid):
+        user = command = None
+        try:
+            with open(f"/proc/{pid}/status", encoding="utf-8", errors="replace") as f:
+                for line in f:
+                    if line.startswith("Uid:"):
+                        user = self._user(int(line.split()[1]))
+                        break
+        except (OSError, ValueError, IndexError):
+            pass
+        try:
+            with open(f"/proc/{pid}/cmdline", "rb") as f:
+                raw = f.read(COMMAND_LIMIT * 4)
+            command = raw.rstrip(b"\0").replace(b"\0", b" ").decode("utf-8", "replace") or None
+        except OSError:
+            pass
+        if command is None:
+            try:
+                with open(f"/proc/{pid}/comm", encoding="utf-8", errors="replace") as f:
+                    command = f.read().strip() or None
+            except OSError:
+                pass
+        return user, command
+
+    def _user(self, uid):
+        if uid not in self.users:
+            try:
+                import pwd
+                self.users[uid] = pwd.getpwuid(uid).pw_name
+            except (ImportError, KeyError):
+                self.users[uid] = str(uid)
+        return self.users[uid]
+
+
+class HostReader:
+    """CPU %, memory and load average of the host, from /proc (None where it cannot be read)."""
+
+    def __init__(self):
+        self.last = self._cpu_times()
+
+    def _cpu_times(self):
+        try:
+            with open("/proc/stat", encoding="ascii") as f:
+                fields = [int(x) for x in f.readline().split()[1:]]
+        except (OSError, ValueError):
+            return None
+        idle = fields[3] + (fields[4] if len(fields) > 4 else 0)
+        return sum(fields[:8]), idle
+
+    def read(self):
+        rec = {"cpu_pct": None, "ram_used_mib": None, "ram_total_mib": None, "load": None}
+        now = self._cpu_times()
+        if now is not None and self.last is not None and now[0] > self.last[0]:
+            busy = (now[0] - self.last[0]) - (now[1] - self.last[1])
+            rec["cpu_pct"] = round(100.0 * busy / (now[0] - self.last[0]), 1)
+        self.last = now
+        try:
+            info = {}
+            with open("/proc/meminfo", encoding="ascii") as f:
+                for line in f:
+                    key, _, rest = line.partition(":")
+                    if key in ("MemTotal", "MemAvailable"):
+                        info[key] = int(rest.split()[0])
+            if "MemTotal" in info:
+                rec["ram_total_mib"] = round(info["MemTotal"] / 1024.0, 1)
+                if "MemAvailable" in info:
+                    rec["ram_used_mib"] = round((info["MemTotal"] - info["MemAvailable"]) / 1024.0, 1)
+        except (OSError, ValueError, IndexError):
+            pass
+        try:
+            with open("/proc/loadavg", encoding="ascii") as f:
+                rec["load"] = [float(x) for x in f.read().split()[:3]]
+        except (OSError, ValueError):
+            pass
+        return rec
+
+
+class Streamer:
+    """Turns readings into protocol-2 lines: static facts and processes only on change, values as deltas."""
+
+    def __init__(self, reader, host, out):
+        self.reader = reader
+        self.host = host
+        self.out = out
+        self.previous = []  # per device: the values last sent
+        self.procs = []  # per device: the process list last sent
+        self.next_static = 0.0
+        self.next_slow = 0.0
+
+    def devices_message(self):
+        self.out.add({"type": "devices", "devices": self.reader.statics})
+        self.previous = [[None] * len(FIELDS) for _ in self.reader.statics]
+        self.procs = [None] * len(self.reader.statics)
+
+    def tick(self, now, wall):
+        reader = self.reader
+        if now >= self.next_static:
+            self.next_static = now + STATIC_EVERY_S
+            if reader.refresh() or len(self.previous) != len(reader.statics):
+                self.devices_message()
+        slow = now >= self.next_slow
+        if slow:
+            self.next_slow = now + SLOW_EVERY_S
+        started = wall()
+        line = [0.0]
+        for position, (h, _index, _mig) in enumerate(reader.handles):
+            values = reader.values(h)
+            previous = self.previous[position]
+            changes = None
+            for f, value in enumerate(values):
+                if value != previous[f] or type(value) is not type(previous[f]):
+                    if changes is None:
+                        changes = [position]
+                    changes.append(f)
+                    changes.append(value)
+                    previous[f] = value
+            if changes is not None:
+                line.append(changes)
+        # Stamped mid-read: reading many GPUs takes a moment, and the values span it.
+        line[0] = round((started + wall()) / 2, 3)
+        self.out.add(line)
+        changed = {}
+        for position, (h, _index, _mig) in enumerate(reader.handles):
+            if not reader.processes:
+                break
+            procs = reader.processes_of(position, h)
+            last = self.procs[position]
+            if procs == last:
+                continue
+            same_set = (procs is not None and last is not None
+                        and [p["pid"] for p in procs] == [p["pid"] for p in last])
+            if same_set and not slow:
+                continue  # only memory or utilisation moved: sent at most once a second
+            self.procs[position] = procs
+            changed[str(position)] = procs
+        if changed:
+            self.out.add({"type": "procs", "d": changed})
+        if slow and self.host is not None:
+            rec = self.host.read()
+            rec["type"] = "host"
+            self.out.add(rec)
+        self.out.flush()
 
 
 def _text(value):
@@ -181,18 +425,6 @@ def _mib(nbytes):
 
 def _watts(milliwatts):
     return milliwatts / 1000.0 if isinstance(milliwatts, (int, float)) else None
-
-
-def _process_name(nvml, pid, attempt):
-    get_name = getattr(nvml, "nvmlSystemGetProcessName", None)
-    name = _text(attempt(get_name, pid)) if get_name else None
-    if name:
-        return name[:256]
-    try:
-        with open(f"/proc/{pid}/comm", encoding="utf-8", errors="replace") as f:
-            return f.read().strip()[:256] or None
-    except OSError:
-        return None
 
 
 def _load_nvml():
@@ -213,34 +445,39 @@ def main(argv=None):
     for sig in (signal.SIGTERM, signal.SIGHUP, signal.SIGINT):
         signal.signal(sig, _on_signal)
     parent = os.getppid()
+    out = Out(sys.stdout)
     try:
         nvml, why = _load_nvml()
         if nvml is None:
-            _emit({"type": "unavailable", "reason": why})
+            out.add({"type": "unavailable", "reason": why})
+            out.flush()
             return EXIT_NO_NVML
         try:
+            nvml.nvmlDeviceGetCount()
             reader = NvmlReader(nvml, processes=not args.no_processes)
             driver = _text(_safe(nvml.nvmlSystemGetDriverVersion))
         except nvml.NVMLError as exc:
-            _emit({"type": "unavailable", "reason": f"NVML failed listing GPUs: {str(exc)[:200]}"})
+            out.add({"type": "unavailable", "reason": f"NVML failed listing GPUs: {str(exc)[:200]}"})
+            out.flush()
             return EXIT_NO_NVML
-        _emit({
+        out.add({
             "type": "hello",
             "protocol": PROTOCOL,
             "source": "nvml",
             "simulated": getattr(nvml, "GPUWS_SIMULATED", False) is True,
             "driver": driver,
             "hz": args.hz,
-            "gpu_count": len(reader.handles),
+            "gpu_count": len([h for h in reader.handles if h[2] is None]),
+            "fields": list(FIELDS),
         })
+        streamer = Streamer(reader, None if args.no_host else HostReader(), out)
+        streamer.devices_message()
+        streamer.next_static = time.monotonic() + STATIC_EVERY_S
         period = 1.0 / args.hz
         deadline = time.monotonic()
         sent = 0
         while True:
-            started = time.time()
-            gpus = reader.read()
-            # Stamped mid-read: reading many GPUs takes a moment, and the values span it.
-            _emit({"type": "batch", "t": (started + time.time()) / 2, "gpus": gpus})
+            streamer.tick(time.monotonic(), time.time)
             sent += 1
             if args.count and sent >= args.count:
                 return 0

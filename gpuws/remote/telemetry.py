@@ -1,7 +1,8 @@
 """Streaming telemetry from one host over a `CommandRunner`.
 
 `TelemetryStream` first tries the on-host NVML agent (`python3 -` with the agent script on
-stdin, one JSON line per batch); when the host has no python3 or no working NVML it falls back
+stdin; protocol 2: static facts once, then only changed values per sample, decoded by
+`gpuws.core.telemetry.agent_wire.AgentDecoder`); when the host has no python3 or no working NVML it falls back
 to streaming `nvidia-smi --query-gpu=... --format=csv,noheader,nounits -lms N`. Either way it
 yields `SampleBatch`es of the same `GpuSample` model and says which source is in use.
 
@@ -25,12 +26,12 @@ from gpuws.core.errors import GpuwsError, ParseError
 from gpuws.core.nvsmi.query_csv import parse_query_csv, parse_query_line
 from gpuws.core.nvsmi.xml_inventory import is_simulated_xml
 from gpuws.core.runner import CommandRunner, CommandTimeout
+from gpuws.core.telemetry.agent_wire import PROTOCOL, AgentDecoder
 from gpuws.core.telemetry.sample import (
     SOURCE_NVIDIA_SMI,
     SOURCE_NVML,
     GpuSample,
     SampleBatch,
-    sample_from_agent,
 )
 from gpuws.core.telemetry.smi_query import QUERY_FIELDS, invalid_field_in, sample_from_query_row
 
@@ -179,12 +180,13 @@ class TelemetryStream:
             self.source = SOURCE_NVML
             self.simulated = hello.get("simulated") is True
             self.driver = hello["driver"] if isinstance(hello.get("driver"), str) else None
+            decoder = AgentDecoder(hello.get("fields") or [], skew_s=self.skew_s, simulated=self.simulated)
+            feed = decoder.feed
             async for line in lines:
-                if not line.strip():
-                    continue
-                message = _json_line(line)
-                if message.get("type") == "batch":
-                    yield self._agent_batch(message)
+                if line.strip():
+                    batch = feed(line)
+                    if batch is not None:
+                        yield batch
             raise TelemetryStreamEnded("the telemetry agent on the host stopped")
         finally:
             await _close(lines)
@@ -207,18 +209,9 @@ class TelemetryStream:
             if kind == "unavailable":
                 reason = message.get("reason")
                 raise AgentUnavailable(f"NVML unavailable on the host: {str(reason)[:200]}")
-            if kind != "hello" or message.get("protocol") != 1:
+            if kind != "hello" or message.get("protocol") != PROTOCOL:
                 raise AgentUnavailable("the telemetry agent spoke an unknown protocol")
             return message
-
-    def _agent_batch(self, message: dict[str, Any]) -> SampleBatch:
-        host_t = message.get("t")
-        gpus = message.get("gpus")
-        if isinstance(host_t, bool) or not isinstance(host_t, int | float) or not isinstance(gpus, list):
-            raise ParseError("telemetry agent sent a batch without a time or device list")
-        t = float(host_t) - self.skew_s
-        samples = [sample_from_agent(rec, t=t, source=SOURCE_NVML, simulated=self.simulated) for rec in gpus]
-        return SampleBatch(t, samples, SOURCE_NVML, self.simulated, host_t=float(host_t))
 
     # --- the nvidia-smi fallback ------------------------------------------------------------
 

@@ -112,7 +112,11 @@ def test_agent_record_round_trip_and_missing_values() -> None:
     assert s.key == "1/mig2" and s.throttle_reasons == ["sw_power_cap"] and s.idle is True
     out = json.loads(json.dumps(s.to_dict()))
     assert out["t"] == "2023-11-14T22:13:20.250Z" and out["fan_pct"] is None and out["util_mem_pct"] is None
-    assert out["processes"] == [{"pid": 42, "name": "python", "used_mib": 1000.0}]
+    # The contract's keys, unchanged; later keys (user, command, sm_util_pct) are additions.
+    assert [{k: p[k] for k in ("pid", "name", "used_mib")} for p in out["processes"]] == [
+        {"pid": 42, "name": "python", "used_mib": 1000.0}
+    ]
+    assert out["processes"][0]["user"] is None and out["processes"][0]["sm_util_pct"] is None
     assert out["simulated"] is True and out["source"] == "nvml" and out["gpu"] == 1
     assert out["mig"] == {"parent_gpu": 1, "device": 2, "gi": 5, "ci": 0}
 

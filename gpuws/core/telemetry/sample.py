@@ -51,11 +51,38 @@ INT_FIELDS: Final = (
 
 @dataclass(slots=True)
 class ProcessSample:
-    """A process holding GPU memory."""
+    """A process holding GPU memory. `command` is the host's raw command line (shorten and sanitise
+    it before showing it); `sm_util_pct` is its share of the SM where NVML reports one."""
 
     pid: int
     name: str | None
     used_mib: float | None
+    user: str | None = None
+    command: str | None = None
+    sm_util_pct: float | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        """The JSON shape of one process in `gpuws watch --json`."""
+        return {"pid": self.pid, "name": self.name, "used_mib": self.used_mib, "user": self.user,
+                "command": self.command, "sm_util_pct": self.sm_util_pct}
+
+
+@dataclass(slots=True)
+class HostSample:
+    """The host itself at one instant: CPU busy %, memory used/total and load average (None: unknown)."""
+
+    t: float
+    cpu_pct: float | None = None
+    ram_used_mib: float | None = None
+    ram_total_mib: float | None = None
+    load_1m: float | None = None
+    load_5m: float | None = None
+    load_15m: float | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"t_unix": round(self.t, 3), "cpu_pct": self.cpu_pct, "ram_used_mib": self.ram_used_mib,
+                "ram_total_mib": self.ram_total_mib, "load_1m": self.load_1m, "load_5m": self.load_5m,
+                "load_15m": self.load_15m}
 
 
 @dataclass(slots=True, frozen=True)
@@ -134,7 +161,7 @@ class GpuSample:
         out["processes"] = (
             None
             if self.processes is None
-            else [{"pid": p.pid, "name": p.name, "used_mib": p.used_mib} for p in self.processes]
+            else [p.to_dict() for p in self.processes]
         )
         out["mig"] = (
             None
@@ -156,6 +183,7 @@ class SampleBatch:
     simulated: bool = False
     host_t: float | None = None  # the host's own clock, before skew correction
     extra: dict[str, Any] = field(default_factory=dict)
+    host: HostSample | None = None  # the host's CPU, memory and load, when the source reports them
 
 
 def gpu_key(gpu: int, mig_device: int | None = None) -> str:
@@ -244,4 +272,9 @@ def _process(value: Any) -> ProcessSample:
     pid = _opt_int(value.get("pid"), "process pid")
     if pid is None:
         raise ParseError("telemetry agent sent a process without a pid")
-    return ProcessSample(pid, _opt_str(value.get("name"), "process name"), _float(value, "used_mib"))
+    return ProcessSample(
+        pid, _opt_str(value.get("name"), "process name"), _float(value, "used_mib"),
+        user=_opt_str(value.get("user"), "process user", 64),
+        command=_opt_str(value.get("command"), "process command", 512),
+        sm_util_pct=_float(value, "sm_util_pct"),
+    )

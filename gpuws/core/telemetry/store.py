@@ -31,7 +31,7 @@ from typing import Any, Final
 import numpy as np
 import numpy.typing as npt
 
-from gpuws.core.telemetry.sample import GpuSample, SampleBatch
+from gpuws.core.telemetry.sample import GpuSample, HostSample, SampleBatch
 
 F32 = npt.NDArray[np.float32]
 F64 = npt.NDArray[np.float64]
@@ -342,6 +342,7 @@ class TelemetryStore:
         self._history: dict[str, dict[str, _DeviceHistory]] = {}
         self._latest: dict[str, dict[str, GpuSample]] = {}
         self._status: dict[str, HostStatus] = {}
+        self._host_latest: dict[str, HostSample] = {}
 
     # --- writing ----------------------------------------------------------------------------
 
@@ -353,6 +354,8 @@ class TelemetryStore:
     def ingest(self, host: str, batch: SampleBatch) -> None:
         """Add one batch (all devices of `host` at one instant)."""
         self.ingest_samples(host, batch.samples, source=batch.source, simulated=batch.simulated)
+        if batch.host is not None:
+            self._host_latest[host] = batch.host  # one reference swap: no lock needed for readers
 
     def ingest_samples(
         self, host: str, samples: Iterable[GpuSample], *, source: str | None = None, simulated: bool = False
@@ -392,6 +395,7 @@ class TelemetryStore:
             self._history.pop(host, None)
             self._latest.pop(host, None)
             self._status.pop(host, None)
+            self._host_latest.pop(host, None)
 
     # --- reading ----------------------------------------------------------------------------
 
@@ -414,6 +418,10 @@ class TelemetryStore:
         """The newest sample per device (cheap: no copies of history)."""
         with self._lock:
             return dict(self._latest.get(host, {}))
+
+    def host_latest(self, host: str) -> HostSample | None:
+        """The host's newest CPU, memory and load figures (None: its source does not report them)."""
+        return self._host_latest.get(host)
 
     def window(self, host: str, key: str, t_from: float, t_to: float, *, tier: str | None = None) -> Window:
         """History of one device between t_from and t_to, from the finest tier that covers it.

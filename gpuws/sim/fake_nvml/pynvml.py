@@ -196,6 +196,16 @@ class c_nvmlProcessInfo_t:
     computeInstanceId: int
 
 
+@dataclass
+class c_nvmlProcessUtilizationSample_t:
+    pid: int
+    timeStamp: int  # microseconds
+    smUtil: int
+    memUtil: int
+    encUtil: int
+    decUtil: int
+
+
 @dataclass(frozen=True)
 class _Handle:
     """A device handle: a GPU index, plus the MIG device index for MIG device handles."""
@@ -509,6 +519,47 @@ def nvmlDeviceGetComputeRunningProcesses(handle: _Handle) -> list[c_nvmlProcessI
 
 
 nvmlDeviceGetComputeRunningProcesses_v3 = nvmlDeviceGetComputeRunningProcesses
+
+
+def nvmlDeviceGetProcessUtilization(handle: _Handle, lastSeenTimeStamp: int) -> list[c_nvmlProcessUtilizationSample_t]:
+    """Per-process utilisation since `lastSeenTimeStamp` (µs): the GPU's busy share split by memory held."""
+    if handle.mig_index is not None:
+        raise NVMLError(NVML_ERROR_NOT_SUPPORTED)  # as real NVML on MIG devices
+    _, s = _sample(handle)
+    stamp = int(time.time() * 1e6)
+    if not s.processes or stamp <= lastSeenTimeStamp:
+        raise NVMLError(NVML_ERROR_NOT_FOUND)  # what real NVML says when there is no newer sample
+    held = sum(max(p.used_mib, 1) for p in s.processes)
+    sm, mem = s.util_gpu_pct or 0, s.util_mem_pct or 0
+    return [
+        c_nvmlProcessUtilizationSample_t(
+            pid=p.pid, timeStamp=stamp, smUtil=round(sm * max(p.used_mib, 1) / held),
+            memUtil=round(mem * max(p.used_mib, 1) / held), encUtil=0, decUtil=0,
+        )
+        for p in s.processes
+    ]
+
+
+def nvmlSystemGetProcessName(pid: int) -> str:
+    """The process's executable, as real NVML reports it (simulated processes only)."""
+    for gpu in _state().gpus:
+        for proc in _sample(_Handle(gpu.index))[1].processes:
+            if proc.pid == pid:
+                return proc.name.split(" ", 1)[0]
+    raise NVMLError(NVML_ERROR_NOT_FOUND)
+
+
+SIM_PROCESS_USER = "ubuntu"
+
+
+def gpuwsSimProcessDetails(pid: int) -> tuple[str, str] | None:
+    """(user, command line) of a simulated process. NOT an NVML call: the simulated host's processes
+    have no /proc entry, so the agent asks here first (a real pynvml has no such function)."""
+    for gpu in _state().gpus:
+        for proc in _sample(_Handle(gpu.index))[1].processes:
+            if proc.pid == pid:
+                return SIM_PROCESS_USER, proc.name
+    return None
 
 
 # -- MIG -----------------------------------------------------------------------------------------

@@ -1,0 +1,287 @@
+"""Decoding the telemetry agent's protocol 2 (see `gpuws/agent/telemetry_agent.py`) into samples.
+
+The agent sends static facts once (and again when they change), then per sample only the values
+that changed, as `[t, [device, field, value, field, value, ...], ...]`. `AgentDecoder` keeps the
+state those deltas apply to and turns each sample line into a full `SampleBatch`, so everything
+after it (store, alerts, `gpuws watch --json`) sees the same `GpuSample`s as before.
+
+Built for speed on the client: one `json.loads` per line, then only the changed values are looked
+at; a sample is made from a per-device argument list in one call. Samples of one device share
+their `processes` and `throttle_reasons` lists with the previous sample until those change: treat
+samples as read-only.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Sequence
+from dataclasses import fields as dataclass_fields
+from typing import Any, Final
+
+from gpuws.core.errors import ParseError
+from gpuws.core.telemetry.sample import (
+    SOURCE_NVML,
+    GpuSample,
+    HostSample,
+    MigRef,
+    ProcessSample,
+    SampleBatch,
+)
+from gpuws.core.telemetry.throttle import decode_mask
+
+PROTOCOL: Final = 2
+
+_SLOTS: Final = tuple(f.name for f in dataclass_fields(GpuSample))
+_SLOT: Final = {name: i for i, name in enumerate(_SLOTS)}
+_T, _GPU, _UUID = _SLOT["t"], _SLOT["gpu"], _SLOT["uuid"]
+_REASONS, _IDLE, _PSTATE = _SLOT["throttle_reasons"], _SLOT["idle"], _SLOT["pstate"]
+_PROCESSES, _MIG = _SLOT["processes"], _SLOT["mig"]
+_SOURCE, _SIMULATED = _SLOT["source"], _SLOT["simulated"]
+
+# How a dynamic field's wire value becomes sample attributes.
+_FLOAT, _INT, _PSTATE_KIND, _MASK, _IGNORED = 0, 1, 2, 3, 4
+_KINDS: Final[dict[str, int]] = {
+    **{name: _FLOAT for name in (
+        "util_gpu_pct", "util_mem_pct", "mem_used_mib", "temp_c", "power_w", "sm_clock_mhz", "mem_clock_mhz",
+        "pcie_rx_kib_s", "pcie_tx_kib_s", "fan_pct", "enc_util_pct", "dec_util_pct",
+    )},
+    **{name: _INT for name in (
+        "pcie_gen_current", "pcie_width_current", "ecc_errors_corrected", "ecc_errors_uncorrected",
+    )},
+    "pstate": _PSTATE_KIND,
+    "throttle_mask": _MASK,
+}
+_STATIC_FLOATS: Final = ("sm_clock_max_mhz", "mem_clock_max_mhz", "power_limit_w", "mem_total_mib")
+_STATIC_INTS: Final = ("pcie_gen_max", "pcie_width_max")
+_INF = math.inf
+
+
+class _Device:
+    """One device's current values, as GpuSample's positional arguments."""
+
+    __slots__ = ("args",)
+
+    def __init__(self, args: list[Any]) -> None:
+        self.args = args
+
+
+class AgentDecoder:
+    """State and decoding of one agent stream after its hello line."""
+
+    def __init__(self, fields: Sequence[Any], *, skew_s: float = 0.0, simulated: bool = False) -> None:
+        if not isinstance(fields, list | tuple) or not all(isinstance(f, str) for f in fields):
+            raise ParseError("telemetry agent sent no field list")
+        # field position -> (sample slot, kind); fields this client does not know are skipped.
+        self._fields = [
+            (_SLOT.get(name, -1), _KINDS[name]) if name in _KINDS else (-1, _IGNORED) for name in fields
+        ]
+        self.skew_s = skew_s
+        self.simulated = simulated
+        self.devices: list[_Device] = []
+        self.host: HostSample | None = None
+        self._masks: dict[int, tuple[list[str] | None, bool | None]] = {}
+
+    # -- lines --------------------------------------------------------------------------------
+
+    def feed(self, line: str | bytes) -> SampleBatch | None:
+        """Decode one line: a SampleBatch for a sample line, None for a control line (state only)."""
+        try:
+            message = json.loads(line)
+        except ValueError:
+            raise ParseError(f"telemetry agent sent a line that is not JSON: {line[:60]!r}") from None
+        if type(message) is list:
+            return self.sample(message)
+        if not isinstance(message, dict):
+            raise ParseError("telemetry agent sent a JSON line that is neither a sample nor a message")
+        kind = message.get("type")
+        if kind == "devices":
+            self.set_devices(message.get("devices"))
+        elif kind == "procs":
+            self.set_processes(message.get("d"))
+        elif kind == "host":
+            self.set_host(message)
+        return None  # hello again, or a message type of a newer agent: nothing to do
+
+    def sample(self, message: list[Any]) -> SampleBatch:
+        """Apply one sample line's changes and return every device's sample at its instant."""
+        if not message:
+            raise ParseError("telemetry agent sent an empty sample")
+        host_t = message[0]
+        if type(host_t) is not float and type(host_t) is not int:
+            raise ParseError("telemetry agent sent a sample without a time")
+        t = host_t - self.skew_s
+        devices = self.devices
+        kinds = self._fields
+        for i in range(1, len(message)):
+            change = message[i]
+            if type(change) is not list or not change:
+                raise ParseError("telemetry agent sent a malformed change list")
+            position = change[0]
+            if type(position) is not int or not 0 <= position < len(devices):
+                raise ParseError(f"telemetry agent sent a change for an unknown device: {str(position)[:20]!r}")
+            args = devices[position].args
+            n = len(change)
+            if n % 2 == 0:
+                raise ParseError("telemetry agent sent a change list with a field but no value")
+            for k in range(1, n, 2):
+                f = change[k]
+                if type(f) is not int or not 0 <= f < len(kinds):
+                    raise ParseError(f"telemetry agent sent an unknown field position: {str(f)[:20]!r}")
+                slot, kind = kinds[f]
+                value = change[k + 1]
+                if kind == _FLOAT:
+                    args[slot] = _float(value)
+                elif kind == _INT:
+                    number = _float(value)
+                    args[slot] = None if number is None else int(number)
+                elif kind == _MASK:
+                    self._mask(args, value)
+                elif kind == _PSTATE_KIND:
+                    number = _float(value)
+                    args[slot] = None if number is None else f"P{int(number)}"
+        samples = []
+        for device in devices:
+            args = device.args
+            args[_T] = t
+            samples.append(GpuSample(*args))
+        return SampleBatch(t, samples, SOURCE_NVML, self.simulated, host_t=float(host_t), host=self.host)
+
+    def _mask(self, args: list[Any], value: Any) -> None:
+        if value is None:
+            args[_REASONS] = args[_IDLE] = None
+            return
+        if type(value) is not int:
+            raise ParseError(f"telemetry agent sent a non-integer throttle_mask: {str(value)[:40]!r}")
+        found = self._masks.get(value)
+        if found is None:
+            if value < 0:
+                found = (None, None)
+            else:
+                d = decode_mask(value)
+                found = (list(d.reasons), d.idle)
+            if len(self._masks) < 1024:
+                self._masks[value] = found
+        decoded = found
+        args[_REASONS], args[_IDLE] = decoded
+
+    # -- control messages ---------------------------------------------------------------------
+
+    def set_devices(self, records: Any) -> None:
+        """A new device list with static facts: every device's values start again from unknown."""
+        if not isinstance(records, list):
+            raise ParseError("telemetry agent sent a device list that is not a list")
+        devices = []
+        for record in records:
+            if not isinstance(record, dict):
+                raise ParseError("telemetry agent sent a device record that is not an object")
+            gpu = record.get("gpu")
+            if type(gpu) is not int or gpu < 0:
+                raise ParseError(f"telemetry agent sent an invalid GPU index: {str(gpu)[:40]!r}")
+            args: list[Any] = [None] * len(_SLOTS)
+            args[_GPU] = gpu
+            args[_UUID] = _opt_str(record.get("uuid"), "uuid")
+            for name in _STATIC_FLOATS:
+                args[_SLOT[name]] = _float(record.get(name))
+            for name in _STATIC_INTS:
+                value = _float(record.get(name))
+                args[_SLOT[name]] = None if value is None else int(value)
+            args[_MIG] = _mig(record.get("mig"))
+            args[_SOURCE] = SOURCE_NVML
+            args[_SIMULATED] = self.simulated
+            devices.append(_Device(args))
+        self.devices = devices
+
+    def set_processes(self, changed: Any) -> None:
+        """New process lists for the devices named (by position); null: NVML cannot tell."""
+        if not isinstance(changed, dict):
+            raise ParseError("telemetry agent sent processes that are not an object")
+        for key, procs in changed.items():
+            try:
+                position = int(key)
+            except ValueError:
+                raise ParseError("telemetry agent sent processes for an invalid device") from None
+            if not 0 <= position < len(self.devices):
+                raise ParseError("telemetry agent sent processes for an unknown device")
+            if procs is None:
+                self.devices[position].args[_PROCESSES] = None
+            elif isinstance(procs, list):
+                self.devices[position].args[_PROCESSES] = [_process(p) for p in procs]
+            else:
+                raise ParseError("telemetry agent sent a process list that is not a list")
+
+    def set_host(self, message: dict[str, Any]) -> None:
+        """The host's CPU, memory and load average (attached to the following samples)."""
+        load = message.get("load")
+        loads: list[float | None] = [None, None, None]
+        if isinstance(load, list):
+            loads = [_float(v) for v in load[:3]] + [None] * (3 - len(load[:3]))
+        elif load is not None:
+            raise ParseError("telemetry agent sent a load average that is not a list")
+        t = self.devices[0].args[_T] if self.devices and self.devices[0].args[_T] is not None else 0.0
+        self.host = HostSample(
+            t=t, cpu_pct=_float(message.get("cpu_pct")), ram_used_mib=_float(message.get("ram_used_mib")),
+            ram_total_mib=_float(message.get("ram_total_mib")), load_1m=loads[0], load_5m=loads[1],
+            load_15m=loads[2],
+        )
+
+
+def _float(value: Any) -> float | None:
+    if value is None:
+        return None
+    kind = type(value)
+    if kind is float:
+        return value if -_INF < value < _INF else None  # NaN and infinities are "unknown"
+    if kind is int:
+        return float(value)
+    raise ParseError(f"telemetry agent sent a non-numeric value: {str(value)[:40]!r}")
+
+
+def _opt_str(value: Any, what: str, limit: int = 256) -> str | None:
+    if value is None:
+        return None
+    if not isinstance(value, str):
+        raise ParseError(f"telemetry agent sent a non-text {what}")
+    return value[:limit]
+
+
+def _opt_int(value: Any, what: str) -> int | None:
+    if value is None:
+        return None
+    if type(value) is not int:
+        raise ParseError(f"telemetry agent sent a non-integer {what}: {str(value)[:40]!r}")
+    return value
+
+
+def _mig(value: Any) -> MigRef | None:
+    if value is None:
+        return None
+    if not isinstance(value, dict):
+        raise ParseError("telemetry agent sent a MIG reference that is not an object")
+    parent = _opt_int(value.get("parent_gpu"), "mig.parent_gpu")
+    device = _opt_int(value.get("device"), "mig.device")
+    if parent is None or device is None:
+        raise ParseError("telemetry agent sent a MIG device without its parent or index")
+    return MigRef(parent, device, _opt_int(value.get("gi"), "mig.gi"), _opt_int(value.get("ci"), "mig.ci"))
+
+
+def _process(value: Any) -> ProcessSample:
+    if not isinstance(value, dict):
+        raise ParseError("telemetry agent sent a process entry that is not an object")
+    pid = _opt_int(value.get("pid"), "process pid")
+    if pid is None:
+        raise ParseError("telemetry agent sent a process without a pid")
+    return ProcessSample(
+        pid,
+        _opt_str(value.get("name"), "process name"),
+        _float(value.get("used_mib")),
+        user=_opt_str(value.get("user"), "process user", 64),
+        command=_opt_str(value.get("command"), "process command", 512),
+        sm_util_pct=_float(value.get("sm_util_pct")),
+    )
+
+
+def decode_lines(lines: Sequence[str | bytes], fields: Sequence[str], **kwargs: Any) -> list[SampleBatch]:
+    """Every sample of a sequence of agent lines after hello (tests and benchmarks)."""
+    decoder = AgentDecoder(fields, **kwargs)
+    return [batch for line in lines if (batch := decoder.feed(line)) is not None]

@@ -1,0 +1,127 @@
+"""The telemetry agent's protocol 2, run for real against the simulated host's fake NVML, and its decoder."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from gpuws.core.errors import ParseError
+from gpuws.core.telemetry.agent_wire import AgentDecoder, decode_lines
+
+REPO = Path(__file__).resolve().parents[2]
+AGENT = REPO / "gpuws" / "agent" / "telemetry_agent.py"
+FAKE_NVML = REPO / "gpuws" / "sim" / "fake_nvml"
+
+
+def run_agent(tmp_path: Path, *args: str) -> list[str]:
+    """The agent's output lines, run as on a host: `python3 -` with the script on stdin."""
+    state = tmp_path / "state"
+    state.mkdir(exist_ok=True)
+    env = {"PYTHONPATH": f"{FAKE_NVML}:{REPO}", "GPUWS_SIM_STATE": str(state), "PATH": "/usr/bin:/bin"}
+    result = subprocess.run(
+        [sys.executable, "-", *args], input=AGENT.read_text(), capture_output=True, text=True, env=env,
+        timeout=60, check=True,
+    )
+    return result.stdout.splitlines()
+
+
+@pytest.fixture(scope="module")
+def lines(tmp_path_factory: pytest.TempPathFactory) -> list[str]:
+    return run_agent(tmp_path_factory.mktemp("agent"), "--hz", "20", "--count", "30")
+
+
+def test_static_facts_once_then_only_changed_values(lines: list[str]) -> None:
+    hello = json.loads(lines[0])
+    assert hello["type"] == "hello" and hello["protocol"] == 2 and hello["simulated"] is True
+    assert hello["gpu_count"] == 4 and "power_w" in hello["fields"] and "uuid" not in hello["fields"]
+    devices = [json.loads(line) for line in lines if '"type":"devices"' in line]
+    assert len(devices) == 1  # nothing static changed in 1.5 s
+    facts = devices[0]["devices"]
+    assert [d["uuid"][:4] for d in facts] == ["GPU-"] * 4 and facts[0]["sm_clock_max_mhz"] == 1980
+    samples = [json.loads(line) for line in lines if line.startswith("[")]
+    assert len(samples) == 30
+    first_fields = {f for change in samples[0][1:] for f in change[2::2]}
+    assert len(first_fields) >= 15  # the first sample carries every known value
+    # Later samples carry only what changed: never a UUID, and far fewer values than the first.
+    later = sum(len(change) - 1 for s in samples[1:] for change in s[1:]) / 2 / (len(samples) - 1)
+    assert later < len(hello["fields"]) * 4 / 2
+    assert all("GPU-" not in line for line in lines if line.startswith("["))
+
+
+def test_processes_are_sent_when_they_change_with_user_command_and_sm_util(lines: list[str]) -> None:
+    procs = [json.loads(line) for line in lines if '"type":"procs"' in line]
+    assert 1 <= len(procs) <= 4  # the first list, then at most once a second as memory climbs
+    first = procs[0]["d"]["0"][0]
+    assert first["user"] == "ubuntu" and first["command"] and first["name"]
+    assert isinstance(first["sm_util_pct"], int) and first["used_mib"] > 0
+
+
+def test_host_figures_come_from_proc(lines: list[str]) -> None:
+    host = [json.loads(line) for line in lines if '"type":"host"' in line]
+    assert 1 <= len(host) <= 3  # at most once a second
+    assert host[-1]["ram_total_mib"] > 0 and host[-1]["ram_used_mib"] > 0 and len(host[-1]["load"]) == 3
+
+
+def test_decoded_batches_carry_every_value_and_the_new_fields(lines: list[str]) -> None:
+    hello = json.loads(lines[0])
+    batches = decode_lines(lines[1:], hello["fields"], simulated=True, skew_s=0.0)
+    assert len(batches) == 30
+    for batch in batches:
+        assert [s.gpu for s in batch.samples] == [0, 1, 2, 3]
+        h100 = batch.samples[0]
+        assert h100.uuid and h100.sm_clock_max_mhz == 1980 and h100.pcie_gen_max == 5
+        assert h100.mem_total_mib == 81559 and h100.power_limit_w == 700.0
+        assert h100.temp_c is not None and h100.power_w is not None and h100.pstate and h100.pstate[0] == "P"
+        assert h100.throttle_reasons is not None and h100.simulated is True and h100.source == "nvml"
+        assert h100.to_dict()["uuid"] == h100.uuid
+    last = batches[-1]
+    procs = last.samples[0].processes
+    assert procs and procs[0].user == "ubuntu" and procs[0].command and procs[0].sm_util_pct is not None
+    assert last.host is not None and last.host.ram_total_mib and last.host.load_1m is not None
+    assert batches[-1].t > batches[0].t
+
+
+def test_values_carry_over_between_samples() -> None:
+    decoder = AgentDecoder(["temp_c", "power_w", "pstate", "throttle_mask", "pcie_gen_current", "from_the_future"])
+    decoder.feed('{"type":"devices","devices":[{"gpu":0,"uuid":"GPU-a","pcie_gen_max":5},'
+                 '{"gpu":0,"uuid":"MIG-b","mig":{"parent_gpu":0,"device":1,"gi":3,"ci":0}}]}')
+    first = decoder.feed('[100.5,[0,0,40,1,300.5,2,0,3,5,4,4,5,"x"],[1,0,40]]')
+    assert first is not None
+    a, b = first.samples
+    assert (a.temp_c, a.power_w, a.pstate, a.throttle_reasons, a.idle, a.pcie_gen_current) == (
+        40.0, 300.5, "P0", ["sw_power_cap"], True, 4)
+    assert b.key == "0/mig1" and b.temp_c == 40.0 and b.power_w is None
+    second = decoder.feed("[101.5,[0,1,null]]")
+    assert second is not None
+    assert second.samples[0].temp_c == 40.0 and second.samples[0].power_w is None  # kept; cleared
+    assert second.samples[0].t == 101.5 and first.samples[0].t == 100.5  # earlier samples untouched
+    decoder.feed('{"type":"procs","d":{"0":[{"pid":7,"user":"me","command":"python x.py","used_mib":5}]}}')
+    decoder.feed('{"type":"host","cpu_pct":12.5,"ram_used_mib":1000,"ram_total_mib":2000,"load":[1,2,3]}')
+    third = decoder.feed("[102.5]")
+    assert third is not None and third.samples[0].processes is not None
+    assert third.samples[0].processes[0].command == "python x.py" and third.samples[1].processes is None
+    assert third.host is not None and (third.host.cpu_pct, third.host.load_15m) == (12.5, 3.0)
+
+
+@pytest.mark.parametrize(
+    "line",
+    ["not json", "[]", '["t"]', "[1,[5,0,1]]", "[1,[0,99,1]]", "[1,[0,0]]", '[1,[0,0,"hot"]]', "[1,[0,0,true]]",
+     '{"type":"devices","devices":[{"gpu":-1}]}', '{"type":"procs","d":{"0":[{"name":"no pid"}]}}',
+     '{"type":"devices","devices":[{"gpu":0,"mig":{"device":1}}]}', "[1,[0,3,1.5]]", '"text"'],
+)
+def test_malformed_lines_are_parse_errors(line: str) -> None:
+    decoder = AgentDecoder(["temp_c", "power_w", "pstate", "throttle_mask"])
+    decoder.feed('{"type":"devices","devices":[{"gpu":0}]}')
+    with pytest.raises(ParseError):
+        decoder.feed(line)
+
+
+def test_non_finite_values_are_unknown() -> None:
+    decoder = AgentDecoder(["temp_c"])
+    decoder.feed('{"type":"devices","devices":[{"gpu":0}]}')
+    batch = decoder.feed("[1,[0,0,NaN]]")
+    assert batch is not None and batch.samples[0].temp_c is None

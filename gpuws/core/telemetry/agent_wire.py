@@ -19,6 +19,8 @@ from collections.abc import Sequence
 from dataclasses import fields as dataclass_fields
 from typing import Any, Final
 
+import numpy as np
+
 from gpuws.core.errors import ParseError
 from gpuws.core.telemetry.sample import (
     SOURCE_NVML,
@@ -28,6 +30,7 @@ from gpuws.core.telemetry.sample import (
     ProcessSample,
     SampleBatch,
 )
+from gpuws.core.telemetry.store import METRIC_INDEX, METRICS
 from gpuws.core.telemetry.throttle import decode_mask
 
 PROTOCOL: Final = 2
@@ -66,19 +69,26 @@ class _Device:
         self.args = args
 
 
+_NAN = math.nan
+_METRIC_SLOTS: Final = tuple(_SLOT[m] for m in METRICS)
+
+
 class AgentDecoder:
     """State and decoding of one agent stream after its hello line."""
 
     def __init__(self, fields: Sequence[Any], *, skew_s: float = 0.0, simulated: bool = False) -> None:
         if not isinstance(fields, list | tuple) or not all(isinstance(f, str) for f in fields):
             raise ParseError("telemetry agent sent no field list")
-        # field position -> (sample slot, kind); fields this client does not know are skipped.
+        # field position -> (sample slot, kind, store column or -1); unknown fields are skipped.
         self._fields = [
-            (_SLOT.get(name, -1), _KINDS[name]) if name in _KINDS else (-1, _IGNORED) for name in fields
+            (_SLOT.get(name, -1), _KINDS[name], METRIC_INDEX.get(name, -1)) if name in _KINDS
+            else (-1, _IGNORED, -1)
+            for name in fields
         ]
         self.skew_s = skew_s
         self.simulated = simulated
         self.devices: list[_Device] = []
+        self.rows = np.empty((0, len(METRICS)), np.float32)  # the store's metrics of every device
         self.host: HostSample | None = None
         self._masks: dict[int, tuple[list[str] | None, bool | None]] = {}
 
@@ -113,6 +123,8 @@ class AgentDecoder:
         t = host_t - self.skew_s
         devices = self.devices
         kinds = self._fields
+        n_kinds = len(kinds)
+        rows = self.rows
         for i in range(1, len(message)):
             change = message[i]
             if type(change) is not list or not change:
@@ -121,17 +133,28 @@ class AgentDecoder:
             if type(position) is not int or not 0 <= position < len(devices):
                 raise ParseError(f"telemetry agent sent a change for an unknown device: {str(position)[:20]!r}")
             args = devices[position].args
+            row = rows[position]
             n = len(change)
             if n % 2 == 0:
                 raise ParseError("telemetry agent sent a change list with a field but no value")
             for k in range(1, n, 2):
                 f = change[k]
-                if type(f) is not int or not 0 <= f < len(kinds):
+                if type(f) is not int or not 0 <= f < n_kinds:
                     raise ParseError(f"telemetry agent sent an unknown field position: {str(f)[:20]!r}")
-                slot, kind = kinds[f]
+                slot, kind, column = kinds[f]
                 value = change[k + 1]
                 if kind == _FLOAT:
-                    args[slot] = _float(value)
+                    kind_of = type(value)
+                    if kind_of is float:
+                        if not -_INF < value < _INF:  # NaN and infinities are "unknown"
+                            value = None
+                    elif kind_of is int:
+                        value = float(value)
+                    elif value is not None:
+                        raise ParseError(f"telemetry agent sent a non-numeric value: {str(value)[:40]!r}")
+                    args[slot] = value
+                    if column >= 0:
+                        row[column] = _NAN if value is None else value
                 elif kind == _INT:
                     number = _float(value)
                     args[slot] = None if number is None else int(number)
@@ -145,7 +168,8 @@ class AgentDecoder:
             args = device.args
             args[_T] = t
             samples.append(GpuSample(*args))
-        return SampleBatch(t, samples, SOURCE_NVML, self.simulated, host_t=float(host_t), host=self.host)
+        return SampleBatch(t, samples, SOURCE_NVML, self.simulated, host_t=float(host_t), host=self.host,
+                           rows=rows.copy())
 
     def _mask(self, args: list[Any], value: Any) -> None:
         if value is None:
@@ -191,6 +215,7 @@ class AgentDecoder:
             args[_SIMULATED] = self.simulated
             devices.append(_Device(args))
         self.devices = devices
+        self.rows = np.full((len(devices), len(METRICS)), np.nan, np.float32)
 
     def set_processes(self, changed: Any) -> None:
         """New process lists for the devices named (by position); null: NVML cannot tell."""

@@ -184,6 +184,9 @@ class SampleBatch:
     host_t: float | None = None  # the host's own clock, before skew correction
     extra: dict[str, Any] = field(default_factory=dict)
     host: HostSample | None = None  # the host's CPU, memory and load, when the source reports them
+    # The samples' history metrics as a float32 (samples, len(store.METRICS)) array, when the
+    # decoder already has them in that form (the store then skips reading them off each sample).
+    rows: Any = None
 
 
 def gpu_key(gpu: int, mig_device: int | None = None) -> str:

@@ -5,10 +5,15 @@ Per (host, device key) the store keeps:
 - a *raw* ring at full sample rate for the recent window (15 min by default, up to 20 Hz). It
   starts small and grows only while it holds less than the window, so memory follows the real
   rate; once full it overwrites its oldest rows;
-- *tiers* of fixed-size rings of min/mean/max buckets (5 s buckets for 2 h, 60 s for 24 h).
-  A bucket is computed from the raw rows when it closes, so ingest stays a row copy.
+- *tiers* of fixed-size rings of min/mean/max buckets (5 s buckets for 1 h, 120 s for 24 h: each
+  window the UI offers gets at least 600 points from the finest history that covers it). Buckets
+  are computed from the raw rows in bulk, when a tier is read or before a raw row not yet in
+  every tier is overwritten, so ingest stays a row copy.
 
-Memory is therefore flat over a session of any length (see `memory_bytes`).
+Memory is therefore flat over a session of any length (see `memory_bytes`), and small: values are
+stored as float16 (scaled per metric so every range fits; relative error <= 2**-11) and, in the
+tiers, percentages and temperatures as uint8 (0.5 % and 1 degree steps). 24 h at 1 Hz take under
+128 KiB per GPU. `STORAGE_LOSS` states each metric's bound; reads return float32.
 
 Gaps: a NaN row is written when a host goes offline (`mark_offline`) or when samples jump by more
 than `gap_factor` sample periods, so plots break the line instead of drawing across the gap;
@@ -31,7 +36,7 @@ from typing import Any, Final
 import numpy as np
 import numpy.typing as npt
 
-from gpuws.core.telemetry.sample import GpuSample, HostSample, SampleBatch
+from gpuws.core.telemetry.sample import GpuSample, HostSample, SampleBatch, gpu_key
 
 F32 = npt.NDArray[np.float32]
 F64 = npt.NDArray[np.float64]
@@ -54,6 +59,65 @@ METRICS: Final[tuple[str, ...]] = (
 METRIC_INDEX: Final = {name: i for i, name in enumerate(METRICS)}
 _row_of = attrgetter(*METRICS)
 
+# -- storage codecs ----------------------------------------------------------------------------
+# Raw rows: float16 of value * scale. float16 holds up to 65504, so memory (MiB, up to 512 GiB)
+# and PCIe throughput (KiB/s, up to 256 GiB/s) are scaled down first; the rest fit as they are.
+_F16_MAX: Final = 65504.0
+_RAW_SCALE: Final = np.array(
+    [1 / 8 if m == "mem_used_mib" else 1 / 4096 if m.startswith("pcie_") else 1.0 for m in METRICS], np.float32
+)
+# Tier buckets: percentages (0.5 steps) and temperature (1 degree steps) as uint8, 255 = missing;
+# the rest as scaled float16 like raw rows.
+_U8_STEPS: Final = {"util_gpu_pct": 2.0, "util_mem_pct": 2.0, "temp_c": 1.0, "fan_pct": 2.0,
+                    "enc_util_pct": 2.0, "dec_util_pct": 2.0}
+_U8_COLS: Final = np.array([METRIC_INDEX[m] for m in _U8_STEPS])
+_F16_COLS: Final = np.array([i for i, m in enumerate(METRICS) if m not in _U8_STEPS])
+_U8_SCALE: Final = np.array(list(_U8_STEPS.values()), np.float32)
+_U8_MISSING: Final = 255
+_U8_LUT: Final = np.array(
+    [[q / step if q != _U8_MISSING else np.nan for q in range(256)] for step in _U8_STEPS.values()], np.float32
+)
+_U8_WHICH: Final = np.arange(len(_U8_STEPS))
+_F16_SCALE: Final = _RAW_SCALE[_F16_COLS]
+# What a stored value may differ from the reading, per metric: (absolute, relative) -- the larger
+# applies. uint8: half a step; float16: half an ulp (2**-11 relative) of the scaled value.
+STORAGE_LOSS: Final[dict[str, tuple[float, float]]] = {
+    m: ((0.5 / _U8_STEPS[m]) if m in _U8_STEPS else 0.0, 2.0**-11) for m in METRICS
+}
+_NO_WARN: Final = {"over": "ignore", "invalid": "ignore"}
+
+
+def encode_rows(rows: F32) -> npt.NDArray[np.float16]:
+    """Raw rows (n, metrics) as stored: scaled float16, out-of-range values clipped."""
+    scaled = rows * _RAW_SCALE
+    np.clip(scaled, -_F16_MAX, _F16_MAX, out=scaled)  # NaN stays NaN
+    return scaled.astype(np.float16)
+
+
+def decode_rows(stored: npt.NDArray[np.float16]) -> F32:
+    """Stored raw rows back to float32 readings."""
+    out: F32 = stored.astype(np.float32)
+    out /= _RAW_SCALE
+    return out
+
+
+def _encode_stats(stats: F32) -> tuple[npt.NDArray[np.uint8], npt.NDArray[np.float16]]:
+    """(..., metrics) float32 -> the uint8 and float16 columns of tier buckets."""
+    with np.errstate(**_NO_WARN):  # type: ignore[arg-type]
+        q = np.rint(stats[..., _U8_COLS] * _U8_SCALE)
+        np.clip(q, 0, 254, out=q)
+        q[np.isnan(q)] = _U8_MISSING
+        f = stats[..., _F16_COLS] * _F16_SCALE
+        np.clip(f, -_F16_MAX, _F16_MAX, out=f)
+        return q.astype(np.uint8), f.astype(np.float16)
+
+
+def _decode_stats(u8: npt.NDArray[np.uint8], f16: npt.NDArray[np.float16]) -> F32:
+    out = np.empty((*u8.shape[:-1], len(METRICS)), np.float32)
+    out[..., _U8_COLS] = _U8_LUT[_U8_WHICH, u8]
+    out[..., _F16_COLS] = f16.astype(np.float32) / _F16_SCALE
+    return out
+
 RAW_TIER: Final = "raw"
 
 
@@ -73,7 +137,7 @@ class TierSpec:
         return math.ceil(self.span_s / self.bucket_s) + 1
 
 
-DEFAULT_TIERS: Final = (TierSpec(5.0, 2 * 3600.0), TierSpec(60.0, 24 * 3600.0))
+DEFAULT_TIERS: Final = (TierSpec(5.0, 3600.0), TierSpec(120.0, 24 * 3600.0))
 
 
 @dataclass(frozen=True)
@@ -97,40 +161,45 @@ class Window:
 
 
 class _RawRing:
-    """Full-rate rows: t (float64) and metrics (float32); grows up to `max_rows`."""
+    """Full-rate rows: t (float64) and metrics (scaled float16, see `encode_rows`); grows up to `max_rows`."""
 
     def __init__(self, window_s: float, max_rows: int, initial_rows: int = 256) -> None:
         self.window_s = window_s
         self.max_rows = max_rows
         cap = min(initial_rows, max_rows)
         self.t = np.empty(cap, dtype=np.float64)
-        self.v = np.empty((cap, len(METRICS)), dtype=np.float32)
+        self.v = np.empty((cap, len(METRICS)), dtype=np.float16)
         self.head = 0  # next row written
         self.size = 0
 
-    def append(self, t: float, row: Sequence[float | None]) -> None:
+    def append(self, t: float, row: npt.NDArray[Any]) -> None:
+        """Add one stored (encoded) row."""
         cap = self.t.shape[0]
         if self.size == cap and cap < self.max_rows and self.t[self.head] > t - self.window_s:
             self._grow()
             cap = self.t.shape[0]
-        self.t[self.head] = t
-        self.v[self.head] = row  # None becomes NaN in a float array
-        self.head = (self.head + 1) % cap
+        head = self.head
+        self.t[head] = t
+        self.v[head] = row
+        self.head = head + 1 if head + 1 < cap else 0
         if self.size < cap:
             self.size += 1
 
     def _grow(self) -> None:
-        t, v = self.ordered()
-        cap = min(self.max_rows, self.t.shape[0] * 2)
+        t, v = self._ordered_stored()
+        # Double, but never past what the window holds at the rate seen so far: at 1 Hz a 15 min
+        # window needs 900 rows, not 1024.
+        span = float(t[-1] - t[0]) if t.shape[0] > 1 else 0.0
+        needed = math.ceil(self.window_s * (t.shape[0] - 1) / span) + 2 if span > 0 else self.max_rows
+        cap = max(t.shape[0] + 1, min(self.max_rows, self.t.shape[0] * 2, needed))
         self.t = np.empty(cap, dtype=np.float64)
-        self.v = np.empty((cap, len(METRICS)), dtype=np.float32)
+        self.v = np.empty((cap, len(METRICS)), dtype=np.float16)
         self.t[: t.shape[0]] = t
         self.v[: t.shape[0]] = v
         self.head = t.shape[0] % cap
         self.size = t.shape[0]
 
-    def ordered(self) -> tuple[F64, F32]:
-        """All rows, oldest first (copies)."""
+    def _ordered_stored(self) -> tuple[F64, npt.NDArray[np.float16]]:
         cap = self.t.shape[0]
         start = (self.head - self.size) % cap
         if start + self.size <= cap:
@@ -138,48 +207,69 @@ class _RawRing:
         idx = (np.arange(self.size) + start) % cap
         return self.t[idx], self.v[idx]
 
-    def tail(self, rows: int) -> F32:
-        """The last `rows` metric rows (oldest first)."""
-        rows = min(rows, self.size)
+    def ordered(self) -> tuple[F64, F32]:
+        """All rows, oldest first (copies, decoded)."""
+        t, v = self._ordered_stored()
+        return t, decode_rows(v)
+
+    def tail_stored(self, rows: int, skip: int = 0) -> npt.NDArray[np.float16]:
+        """The `rows` stored rows before the newest `skip` ones (oldest first)."""
+        rows = min(rows, self.size - skip)
         cap = self.t.shape[0]
-        start = (self.head - rows) % cap
-        if start + rows <= cap:
+        end = (self.head - skip) % cap
+        start = (end - rows) % cap
+        if rows <= 0:
+            return self.v[:0]
+        if start < end or end == 0:
             return self.v[start : start + rows]
-        return np.concatenate((self.v[start:], self.v[: self.head]))
+        return np.concatenate((self.v[start:], self.v[:end]))
+
+    def tail(self, rows: int) -> F32:
+        """The last `rows` metric rows (oldest first), decoded."""
+        return decode_rows(self.tail_stored(rows))
 
     def nbytes(self) -> int:
         return int(self.t.nbytes + self.v.nbytes)
 
 
 class _TierRing:
-    """Fixed-size ring of (t, min, mean, max) buckets."""
+    """Fixed-size ring of (t, min, mean, max) buckets, stored as uint8 and float16 columns."""
 
     def __init__(self, spec: TierSpec) -> None:
         self.spec = spec
         cap = spec.capacity
         self.t = np.empty(cap, dtype=np.float64)
-        self.stats = np.empty((3, cap, len(METRICS)), dtype=np.float32)  # min, mean, max
+        self.u8 = np.empty((3, cap, len(_U8_COLS)), dtype=np.uint8)  # min, mean, max
+        self.f16 = np.empty((3, cap, len(_F16_COLS)), dtype=np.float16)
         self.head = 0
         self.size = 0
-        self.open_bucket: int | None = None  # index (t // bucket_s) of the bucket being filled
-        self.open_rows = 0  # raw rows that belong to the open bucket
+        self.done: int | None = None  # the first bucket index (t // bucket_s) not computed yet
 
-    def append(self, t: float, mn: F32 | float, mean: F32 | float, mx: F32 | float) -> None:
-        self.t[self.head] = t
-        self.stats[0, self.head] = mn
-        self.stats[1, self.head] = mean
-        self.stats[2, self.head] = mx
+    def extend(self, t: F64, u8: npt.NDArray[np.uint8], f16: npt.NDArray[np.float16]) -> None:
+        """Add buckets: t (n,), u8 and f16 (3, n, columns), oldest first."""
         cap = self.t.shape[0]
-        self.head = (self.head + 1) % cap
-        if self.size < cap:
-            self.size += 1
+        n = t.shape[0]
+        if n > cap:
+            t, u8, f16, n = t[-cap:], u8[:, -cap:], f16[:, -cap:], cap
+        first = min(n, cap - self.head)
+        for lo, hi, dst in ((0, first, self.head), (first, n, 0)):
+            if hi > lo:
+                self.t[dst : dst + hi - lo] = t[lo:hi]
+                self.u8[:, dst : dst + hi - lo] = u8[:, lo:hi]
+                self.f16[:, dst : dst + hi - lo] = f16[:, lo:hi]
+        self.head = (self.head + n) % cap
+        self.size = min(cap, self.size + n)
+
+    def stats(self, sl: slice) -> F32:
+        """(3, rows, metrics) decoded min, mean, max of a slice of the ring."""
+        return _decode_stats(self.u8[:, sl], self.f16[:, sl])
 
     def nbytes(self) -> int:
-        return int(self.t.nbytes + self.stats.nbytes)
+        return int(self.t.nbytes + self.u8.nbytes + self.f16.nbytes)
 
 
-def _ring_slices(t: F64, head: int, size: int, t_from: float, t_to: float) -> list[slice]:
-    """Index slices (oldest first) of a ring's rows with t_from <= t <= t_to, without copying the ring."""
+def _ring_slices(t: F64, head: int, size: int, t_from: float, t_to: float, *, right: bool = True) -> list[slice]:
+    """Index slices (oldest first) of a ring's rows with t_from <= t <= t_to (< t_to unless `right`)."""
     cap = t.shape[0]
     start = (head - size) % cap
     segments = [(start, start + size)] if start + size <= cap else [(start, cap), (0, head)]
@@ -187,7 +277,7 @@ def _ring_slices(t: F64, head: int, size: int, t_from: float, t_to: float) -> li
     for lo, hi in segments:
         seg = t[lo:hi]
         a = lo + int(seg.searchsorted(t_from, side="left"))  # the method: no wrapper overhead per read
-        b = lo + int(seg.searchsorted(t_to, side="right"))
+        b = lo + int(seg.searchsorted(t_to, side="right" if right else "left"))
         if b > a:
             out.append(slice(a, b))
     return out
@@ -206,20 +296,35 @@ def _bucket_stats(rows: F32) -> tuple[F32, F32, F32]:
     if rows.shape[0] == 0:
         nan = np.full(len(METRICS), np.nan, dtype=np.float32)
         return nan, nan, nan
+    mn, mean, mx = _segment_stats(rows, np.zeros(1, dtype=np.intp))
+    return mn[0], mean[0], mx[0]
+
+
+def _segment_stats(rows: F32, starts: npt.NDArray[np.intp]) -> tuple[F32, F32, F32]:
+    """min, mean, max of each run of rows beginning at `starts`, ignoring NaN, without warnings."""
     missing = np.isnan(rows)
-    if not missing.any():  # the usual case, and a read-path hot spot (the open bucket of every window)
-        mean = (rows.sum(axis=0, dtype=np.float64) / rows.shape[0]).astype(np.float32)
-        return rows.min(axis=0), mean, rows.max(axis=0)
+    if not missing.any():  # the usual case
+        total = np.add.reduceat(rows, starts, axis=0, dtype=np.float64)
+        count = np.diff(np.append(starts, rows.shape[0]))[:, None]
+        return np.minimum.reduceat(rows, starts, axis=0), (total / count).astype(np.float32), np.maximum.reduceat(
+            rows, starts, axis=0)
     valid = ~missing
-    count = valid.sum(axis=0)
-    total = np.where(valid, rows, 0.0).sum(axis=0, dtype=np.float64)
+    counts = np.add.reduceat(valid, starts, axis=0, dtype=np.int64)
+    total = np.add.reduceat(np.where(valid, rows, 0.0), starts, axis=0, dtype=np.float64)
     with np.errstate(invalid="ignore", divide="ignore"):
-        mean = (total / count).astype(np.float32)
-    return np.fmin.reduce(rows, axis=0), mean, np.fmax.reduce(rows, axis=0)
+        mean = (total / counts).astype(np.float32)
+    return np.fmin.reduceat(rows, starts, axis=0), mean, np.fmax.reduceat(rows, starts, axis=0)
+
+
+_NAN_ROW: Final = np.full(len(METRICS), np.nan, dtype=np.float16)
 
 
 class _DeviceHistory:
-    """Raw ring, tiers and gap detection for one device of one host."""
+    """Raw ring, tiers and gap detection for one device of one host.
+
+    Buckets are computed in bulk from the raw rows when first needed: before a raw row that no
+    tier has used yet is overwritten, or when a tier is read. Ingest itself is a row copy.
+    """
 
     def __init__(self, raw_window_s: float, max_hz: float, tiers: Sequence[TierSpec], gap_factor: float) -> None:
         self.raw = _RawRing(raw_window_s, max_rows=math.ceil(raw_window_s * max_hz) + 1)
@@ -227,66 +332,116 @@ class _DeviceHistory:
         self.gap_factor = gap_factor
         self.last_t: float | None = None
         self.period: float | None = None  # smoothed sample period, for gap detection
-        self.nan_row = (math.nan,) * len(METRICS)
+        self.unused_from = -math.inf  # raw rows at or after this time are not in every tier yet
 
-    def add(self, t: float, row: Sequence[float | None], expected_period: float | None) -> None:
+    def add(self, t: float, row: npt.NDArray[Any], expected_period: float | None) -> bool:
+        """Add one encoded row. False: dropped (not newer than the last)."""
         last = self.last_t
         if last is not None:
             dt = t - last
             if dt <= 0:
-                return  # duplicate or out of order (host clock stepped back): drop it
+                return False  # duplicate or out of order (host clock stepped back): drop it
             period = expected_period or self.period
             if period is not None and dt > self.gap_factor * period:
-                self._append(last + period, self.nan_row)
+                self._append(last + period, _NAN_ROW)
             elif expected_period is None:
                 self.period = dt if self.period is None else 0.9 * self.period + 0.1 * dt
-        self._append(t, row)
+        # _append, inlined: this runs for every sample.
+        raw = self.raw
+        times = raw.t
+        cap = times.shape[0]
+        head = raw.head
+        if raw.size == cap:
+            oldest = times[head]
+            if oldest >= self.unused_from and self.tiers:
+                self.aggregate()  # the ring is full and its oldest row is not in every tier yet
+            if cap < raw.max_rows and oldest > t - raw.window_s:
+                raw.append(t, row)  # grows
+                self.last_t = t
+                return True
+        else:
+            raw.size += 1
+        times[head] = t
+        raw.v[head] = row
+        raw.head = head + 1 if head + 1 < cap else 0
         self.last_t = t
+        return True
 
     def break_line(self, t: float) -> None:
         """Write a gap row (host went offline) unless the last row already is one."""
         if self.last_t is not None and t > self.last_t:
-            self._append(t, self.nan_row)
-            self.last_t = t
+            self._append(t, _NAN_ROW)
 
-    def _append(self, t: float, row: Sequence[float | None]) -> None:
+    def _append(self, t: float, row: npt.NDArray[Any]) -> None:
+        raw = self.raw
+        if raw.size == raw.t.shape[0] and self.tiers and raw.t[raw.head] >= self.unused_from:
+            self.aggregate()  # the ring is full and its oldest row is not in every tier yet
+        raw.append(t, row)
+        self.last_t = t
+
+    def aggregate(self) -> None:
+        """Compute every closed bucket of every tier not computed yet, from the raw rows."""
+        if self.last_t is None:
+            return
+        raw = self.raw
         for tier in self.tiers:
-            bucket = int(t // tier.spec.bucket_s)
-            if tier.open_bucket is None:
-                tier.open_bucket = bucket
-            elif bucket != tier.open_bucket:
-                self._close(tier, bucket)
-            tier.open_rows += 1
-        self.raw.append(t, row)
-
-    def _close(self, tier: _TierRing, next_bucket: int) -> None:
-        assert tier.open_bucket is not None
-        width = tier.spec.bucket_s
-        mn, mean, mx = _bucket_stats(self.raw.tail(tier.open_rows))
-        tier.append((tier.open_bucket + 0.5) * width, mn, mean, mx)
-        if next_bucket > tier.open_bucket + 1:  # empty buckets in between: one NaN row breaks the line
-            tier.append((tier.open_bucket + 1.5) * width, math.nan, math.nan, math.nan)
-        tier.open_bucket = next_bucket
-        tier.open_rows = 0
+            width = tier.spec.bucket_s
+            current = int(self.last_t // width)  # the bucket still filling
+            start = -math.inf if tier.done is None else tier.done * width
+            parts = _ring_slices(raw.t, raw.head, raw.size, start, current * width, right=False)
+            if not parts:
+                continue
+            t = _join([raw.t[sl] for sl in parts], np.float64)
+            rows = decode_rows(_join([raw.v[sl] for sl in parts], np.float16, len(METRICS)))
+            ids = (t // width).astype(np.int64)
+            starts = np.flatnonzero(np.diff(ids)) + 1
+            starts = np.concatenate((np.zeros(1, dtype=starts.dtype), starts))
+            buckets = ids[starts]
+            mn, mean, mx = _segment_stats(rows, starts)
+            u8, f16 = _encode_stats(np.stack((mn, mean, mx)))
+            # After each bucket, the next one with rows; a jump of more than one leaves a gap: one
+            # missing row there breaks the line.
+            gap_after = np.append(buckets[1:], current) > buckets + 1
+            pos = np.arange(buckets.shape[0]) + np.concatenate(([0], np.cumsum(gap_after)[:-1]))
+            n = buckets.shape[0] + int(gap_after.sum())
+            out_t = np.empty(n, dtype=np.float64)
+            out_u8 = np.full((3, n, len(_U8_COLS)), _U8_MISSING, dtype=np.uint8)
+            out_f16 = np.full((3, n, len(_F16_COLS)), np.nan, dtype=np.float16)
+            out_t[pos] = (buckets + 0.5) * width
+            out_u8[:, pos] = u8
+            out_f16[:, pos] = f16
+            out_t[pos[gap_after] + 1] = (buckets[gap_after] + 1.5) * width
+            tier.extend(out_t, out_u8, out_f16)
+            tier.done = current
+        self.unused_from = min(
+            (tier.done * tier.spec.bucket_s for tier in self.tiers if tier.done is not None), default=-math.inf
+        )
 
     def window(self, t_from: float, t_to: float, tier_name: str | None) -> Window:
         tier = self._pick(t_from, tier_name)
+        raw = self.raw
         if tier is None:
-            raw = self.raw
             parts = _ring_slices(raw.t, raw.head, raw.size, t_from, t_to)
             t = _join([raw.t[sl] for sl in parts], np.float64)
-            v = _join([raw.v[sl] for sl in parts], np.float32, len(METRICS))
+            v = decode_rows(_join([raw.v[sl] for sl in parts], np.float16, len(METRICS)))
             return Window(RAW_TIER, None, t, v, v, v)
+        width = tier.spec.bucket_s
+        if self.last_t is not None and (tier.done is None or int(self.last_t // width) > tier.done):
+            self.aggregate()
         parts = _ring_slices(tier.t, tier.head, tier.size, t_from, t_to)
         t_parts = [tier.t[sl] for sl in parts]
-        s_parts = [tier.stats[:, sl] for sl in parts]
-        if tier.open_bucket is not None and tier.open_rows:
+        s_parts = [tier.stats(sl) for sl in parts]
+        if self.last_t is not None:
             # The bucket still filling, computed on the fly so the newest minute is not missing.
-            centre = (tier.open_bucket + 0.5) * tier.spec.bucket_s
+            current = int(self.last_t // width)
+            centre = (current + 0.5) * width
             if t_from <= centre <= t_to:
-                mn, mean, mx = _bucket_stats(self.raw.tail(tier.open_rows))
-                t_parts.append(np.array([centre]))
-                s_parts.append(np.stack((mn, mean, mx))[:, None, :])
+                open_parts = _ring_slices(raw.t, raw.head, raw.size, current * width, math.inf)
+                rows = decode_rows(_join([raw.v[sl] for sl in open_parts], np.float16, len(METRICS)))
+                if rows.shape[0]:
+                    mn, mean, mx = _bucket_stats(rows)
+                    t_parts.append(np.array([centre]))
+                    s_parts.append(np.stack((mn, mean, mx))[:, None, :])
         t = _join(t_parts, np.float64)
         stats = np.concatenate(s_parts, axis=1) if s_parts else np.empty((3, 0, len(METRICS)), np.float32)
         return Window(tier.spec.name, tier.spec.bucket_s, t, stats[1], stats[0], stats[2])
@@ -353,14 +508,29 @@ class TelemetryStore:
 
     def ingest(self, host: str, batch: SampleBatch) -> None:
         """Add one batch (all devices of `host` at one instant)."""
-        self.ingest_samples(host, batch.samples, source=batch.source, simulated=batch.simulated)
+        self.ingest_samples(host, batch.samples, source=batch.source, simulated=batch.simulated, rows=batch.rows)
         if batch.host is not None:
             self._host_latest[host] = batch.host  # one reference swap: no lock needed for readers
 
     def ingest_samples(
-        self, host: str, samples: Iterable[GpuSample], *, source: str | None = None, simulated: bool = False
+        self,
+        host: str,
+        samples: Iterable[GpuSample],
+        *,
+        source: str | None = None,
+        simulated: bool = False,
+        rows: F32 | None = None,
     ) -> None:
-        """Add samples of one host (any devices, each in time order)."""
+        """Add samples of one host (any devices, each in time order); `rows`: their METRICS, if known."""
+        samples = samples if isinstance(samples, list) else list(samples)
+        if not samples:
+            with self._lock:
+                self._status.setdefault(host, HostStatus()).online = True
+            return
+        # One conversion for the whole batch: readings -> stored rows (None becomes NaN).
+        if rows is None or rows.shape != (len(samples), len(METRICS)):
+            rows = np.array([_row_of(s) for s in samples], dtype=np.float32)
+        stored = encode_rows(rows)
         with self._lock:
             status = self._status.get(host)
             if status is None:
@@ -368,14 +538,16 @@ class TelemetryStore:
             history = self._history.setdefault(host, {})
             latest = self._latest.setdefault(host, {})
             period = status.expected_period
-            for sample in samples:
-                key = sample.key
+            new_device = _DeviceHistory
+            for i, sample in enumerate(samples):
+                mig = sample.mig
+                key = str(sample.gpu) if mig is None else gpu_key(sample.gpu, mig.device)
                 dev = history.get(key)
                 if dev is None:
-                    dev = history[key] = _DeviceHistory(self.raw_window_s, self.max_hz, self.tiers, self.gap_factor)
-                dev.add(sample.t, _row_of(sample), period)
+                    dev = history[key] = new_device(self.raw_window_s, self.max_hz, self.tiers, self.gap_factor)
+                dev.add(sample.t, stored[i], period)
                 latest[key] = sample
-                status.last_t = sample.t
+            status.last_t = samples[-1].t
             status.online = True
             if source is not None:
                 status.source = source

@@ -14,12 +14,13 @@ Protocol 2, one JSON value per line, written in as few writes as possible:
                                      new values `v`; an unchanged value is not sent, so [t] is a sample
                                      in which nothing changed
   {"type": "procs", "d": {"0": [{"pid", "user", "command", "name", "used_mib", "sm_util_pct"}]}}
-                                     a device's processes when the set changes (or, at most once a
-                                     second, their memory or utilisation); null: NVML cannot tell
+                                     a device's processes (read once a second) when they changed;
+                                     null: NVML cannot tell
   {"type": "host", "cpu_pct": .., "ram_used_mib": .., "ram_total_mib": .., "load": [1m, 5m, 15m]}
                                      the host's CPU, memory and load average from /proc, at most 1 Hz
   {"type": "unavailable", "reason": "..."}    then exit status 3: the client falls back to nvidia-smi
 A value NVML cannot give is null. `pstate` is the P-state number, `throttle_mask` NVML's raw mask.
+SLOW_FIELDS (link state, fan, ECC counters, codec use) and processes are read once a second.
 
 Written for any python3 >= 3.6 (old distributions' system python), hence no annotations and no
 newer syntax. Stops on SIGTERM/SIGHUP/SIGINT, when stdout is closed (EPIPE), or when its parent -- the SSH
@@ -49,6 +50,10 @@ FIELDS = (
     "pcie_rx_kib_s", "pcie_tx_kib_s", "pcie_gen_current", "pcie_width_current", "fan_pct", "pstate",
     "throttle_mask", "ecc_errors_corrected", "ecc_errors_uncorrected", "enc_util_pct", "dec_util_pct",
 )
+# Read at most once a second (SLOW_EVERY_S), whatever the sample rate: they rarely change.
+SLOW_FIELDS = ("pcie_gen_current", "pcie_width_current", "fan_pct", "ecc_errors_corrected",
+               "ecc_errors_uncorrected", "enc_util_pct", "dec_util_pct")
+_SLOW_POSITIONS = tuple(FIELDS.index(name) for name in SLOW_FIELDS)
 STATIC_FIELDS = (
     "uuid", "name", "sm_clock_max_mhz", "mem_clock_max_mhz", "pcie_gen_max", "pcie_width_max", "power_limit_w",
     "mem_total_mib",
@@ -178,16 +183,16 @@ class NvmlReader:
             }))
         return out
 
-    def values(self, h):
-        """The dynamic fields of one device, in FIELDS order."""
+    def values(self, h, previous=None):
+        """The dynamic fields of one device, in FIELDS order. Given `previous` (its last values),
+        the slowly changing fields (SLOW_FIELDS: link state, fan, ECC counters, codec use) are
+        kept from it instead of read: half the NVML calls, on all but one sample a second."""
         n = self.nvml
         t = self._try
         util = t(n.nvmlDeviceGetUtilizationRates, h)
         mem = t(n.nvmlDeviceGetMemoryInfo, h)
         pstate = t(n.nvmlDeviceGetPerformanceState, h)
-        enc = t(n.nvmlDeviceGetEncoderUtilization, h)
-        dec = t(n.nvmlDeviceGetDecoderUtilization, h)
-        return [
+        out = [
             getattr(util, "gpu", None),
             getattr(util, "memory", None),
             _mib(getattr(mem, "used", None)),
@@ -197,16 +202,27 @@ class NvmlReader:
             t(n.nvmlDeviceGetClockInfo, h, n.NVML_CLOCK_MEM),
             t(n.nvmlDeviceGetPcieThroughput, h, n.NVML_PCIE_UTIL_RX_BYTES),
             t(n.nvmlDeviceGetPcieThroughput, h, n.NVML_PCIE_UTIL_TX_BYTES),
-            t(n.nvmlDeviceGetCurrPcieLinkGeneration, h),
-            t(n.nvmlDeviceGetCurrPcieLinkWidth, h),
-            t(n.nvmlDeviceGetFanSpeed, h),
+            None,  # pcie_gen_current: slow
+            None,  # pcie_width_current: slow
+            None,  # fan_pct: slow
             pstate if isinstance(pstate, int) and pstate != _NVML_PSTATE_UNKNOWN else None,
             t(self.reasons, h) if self.reasons else None,
-            t(n.nvmlDeviceGetTotalEccErrors, h, n.NVML_MEMORY_ERROR_TYPE_CORRECTED, n.NVML_VOLATILE_ECC),
-            t(n.nvmlDeviceGetTotalEccErrors, h, n.NVML_MEMORY_ERROR_TYPE_UNCORRECTED, n.NVML_VOLATILE_ECC),
-            enc[0] if isinstance(enc, (list, tuple)) and enc else None,
-            dec[0] if isinstance(dec, (list, tuple)) and dec else None,
+            None, None, None, None,  # ECC counters, encoder, decoder: slow
         ]
+        if previous is not None:
+            for i in _SLOW_POSITIONS:
+                out[i] = previous[i]
+            return out
+        enc = t(n.nvmlDeviceGetEncoderUtilization, h)
+        dec = t(n.nvmlDeviceGetDecoderUtilization, h)
+        out[9] = t(n.nvmlDeviceGetCurrPcieLinkGeneration, h)
+        out[10] = t(n.nvmlDeviceGetCurrPcieLinkWidth, h)
+        out[11] = t(n.nvmlDeviceGetFanSpeed, h)
+        out[14] = t(n.nvmlDeviceGetTotalEccErrors, h, n.NVML_MEMORY_ERROR_TYPE_CORRECTED, n.NVML_VOLATILE_ECC)
+        out[15] = t(n.nvmlDeviceGetTotalEccErrors, h, n.NVML_MEMORY_ERROR_TYPE_UNCORRECTED, n.NVML_VOLATILE_ECC)
+        out[16] = enc[0] if isinstance(enc, (list, tuple)) and enc else None
+        out[17] = dec[0] if isinstance(dec, (list, tuple)) and dec else None
+        return out
 
     def processes_of(self, position, h):
         """The device's compute processes (pid, user, command, memory, SM utilisation); None: cannot tell."""
@@ -362,6 +378,7 @@ class Streamer:
         self.out.add({"type": "devices", "devices": self.reader.statics})
         self.previous = [[None] * len(FIELDS) for _ in self.reader.statics]
         self.procs = [None] * len(self.reader.statics)
+        self.next_slow = 0.0  # read everything for the new device list at once
 
     def tick(self, now, wall):
         reader = self.reader
@@ -375,8 +392,8 @@ class Streamer:
         started = wall()
         line = [0.0]
         for position, (h, _index, _mig) in enumerate(reader.handles):
-            values = reader.values(h)
             previous = self.previous[position]
+            values = reader.values(h, None if slow else previous)
             changes = None
             for f, value in enumerate(values):
                 if value != previous[f] or type(value) is not type(previous[f]):
@@ -392,16 +409,12 @@ class Streamer:
         self.out.add(line)
         changed = {}
         for position, (h, _index, _mig) in enumerate(reader.handles):
-            if not reader.processes:
-                break
+            if not reader.processes or not slow:
+                break  # processes are read once a second: their set rarely changes faster
             procs = reader.processes_of(position, h)
             last = self.procs[position]
             if procs == last:
                 continue
-            same_set = (procs is not None and last is not None
-                        and [p["pid"] for p in procs] == [p["pid"] for p in last])
-            if same_set and not slow:
-                continue  # only memory or utilisation moved: sent at most once a second
             self.procs[position] = procs
             changed[str(position)] = procs
         if changed:

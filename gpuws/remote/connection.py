@@ -27,6 +27,7 @@ from asyncssh.public_key import get_default_public_key_algs
 from gpuws.core.errors import GpuwsError
 from gpuws.core.models import HostProfile
 from gpuws.remote.auth import AuthFailed, KbdintPrompt, connect_options
+from gpuws.remote.ciphers import encryption_options
 from gpuws.remote.hostkeys import (
     HostKeyChanged,
     HostKeyRevoked,
@@ -389,6 +390,7 @@ class HostConnection:
             "login_timeout": self._connect_timeout,
             "keepalive_interval": self._keepalive_interval,
             "keepalive_count_max": 3,
+            **encryption_options(),  # AES-GCM first: cheaper per packet (gpuws.remote.ciphers)
             **auth,
         }
         kbdint_password = auth.get("password")

@@ -88,14 +88,19 @@ def start_sshd(server: SshdServer) -> SshdServer:
     return server
 
 
-def start_simulated_nvml_host(workdir: Path) -> tuple[SshdServer, str]:
+def start_simulated_nvml_host(
+    workdir: Path, *, gpus: str | None = None, clean_login: bool = False
+) -> tuple[SshdServer, str]:
     """A real sshd whose host is the simulated GPU host with its fake NVML; returns it, started,
     and the path of the `python3` that sees that NVML (pass it by path: root's shell start-up on
-    this machine puts pyenv's python3 first on PATH)."""
+    this machine puts pyenv's python3 first on PATH). `gpus`: a simulated GPU spec ("8xh100")."""
     bin_dir = workdir / "bin"
     install_sim_nvidia_smi(bin_dir)
     python = str(install_nvml_python3(bin_dir))
     state = workdir / "state"
     state.mkdir(parents=True, exist_ok=True)
-    server = SshdServer(workdir / "sshd", env={"PATH": f"{bin_dir}:/usr/bin:/bin", "GPUWS_SIM_STATE": str(state)})
+    env = {"PATH": f"{bin_dir}:/usr/bin:/bin", "GPUWS_SIM_STATE": str(state)}
+    if gpus is not None:
+        env["GPUWS_SIM_GPUS"] = gpus
+    server = SshdServer(workdir / "sshd", env=env, clean_login=clean_login)
     return start_sshd(server), python

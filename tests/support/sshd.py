@@ -63,6 +63,10 @@ class SshdServer:
     port: int = field(default_factory=free_port)
     user: str = field(default_factory=getpass.getuser)
     process: subprocess.Popen[bytes] | None = None
+    # A login with no shell start-up files: HOME is an empty directory, so the user's shell reads
+    # no ~/.bashrc (Debian's bash reads it for ssh commands too; here it runs `pyenv init`, which
+    # would dominate every exec). Benchmarks use it to measure what a plain host would do.
+    clean_login: bool = False
 
     def __post_init__(self) -> None:
         self.workdir.mkdir(parents=True, exist_ok=True)
@@ -84,6 +88,10 @@ class SshdServer:
 
     def _write_config(self) -> Path:
         env = dict(self.env)
+        if self.clean_login:
+            home = self.workdir / "home"
+            home.mkdir(exist_ok=True)
+            env.setdefault("HOME", str(home))
         lines = [
             f"Port {self.port}",
             "ListenAddress 127.0.0.1",

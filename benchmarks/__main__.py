@@ -11,7 +11,10 @@ import os
 import sys
 import time
 
-BENCHMARKS = ("bench_telemetry", "bench_latency", "bench_dashboard", "bench_connect", "bench_gui_responsiveness")
+BENCHMARKS = (
+    "bench_cli", "bench_telemetry", "bench_ssh_client", "bench_latency", "bench_dashboard", "bench_connect",
+    "bench_gui_responsiveness",
+)
 
 
 def main(argv: list[str]) -> int:

@@ -498,6 +498,7 @@ class TelemetryStore:
         self._latest: dict[str, dict[str, GpuSample]] = {}
         self._status: dict[str, HostStatus] = {}
         self._host_latest: dict[str, HostSample] = {}
+        self._devices_changed = 0  # bumped whenever a device appears or a host is forgotten
 
     # --- writing ----------------------------------------------------------------------------
 
@@ -545,6 +546,7 @@ class TelemetryStore:
                 dev = history.get(key)
                 if dev is None:
                     dev = history[key] = new_device(self.raw_window_s, self.max_hz, self.tiers, self.gap_factor)
+                    self._devices_changed += 1
                 dev.add(sample.t, stored[i], period)
                 latest[key] = sample
             status.last_t = samples[-1].t
@@ -565,6 +567,7 @@ class TelemetryStore:
         """Drop everything about `host` (profile removed)."""
         with self._lock:
             self._history.pop(host, None)
+            self._devices_changed += 1
             self._latest.pop(host, None)
             self._status.pop(host, None)
             self._host_latest.pop(host, None)
@@ -579,6 +582,11 @@ class TelemetryStore:
         with self._lock:
             s = self._status.get(host, HostStatus())
             return HostStatus(s.online, s.source, s.simulated, s.expected_period, s.last_t)
+
+    @property
+    def devices_version(self) -> int:
+        """Changes whenever any host's device set does: a view may keep its device_keys() till then."""
+        return self._devices_changed
 
     def device_keys(self, host: str) -> list[str]:
         """Device keys of a host ("0", "0/mig1", ...), GPUs in index order."""

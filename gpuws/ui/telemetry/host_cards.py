@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from bisect import bisect_left, bisect_right
 from collections.abc import Mapping, Sequence
 
 from PySide6.QtCore import Qt, QTimer, Signal
@@ -35,12 +36,18 @@ class HostCards(QScrollArea):
         self.verticalScrollBar().valueChanged.connect(self.scrolled)
         self.cards: dict[str, GpuCard] = {}
         self._columns = 0
+        self._order: list[GpuCard] = []  # cards in grid order
+        self._shown: set[str] = set()  # cards updated by the last frame
+        self._keys_version: tuple[str, int] | None = None  # (host, store.devices_version) of `cards`
 
     def clear(self) -> None:
         for card in self.cards.values():
             self._grid.removeWidget(card)
             card.deleteLater()
         self.cards = {}
+        self._order = []
+        self._shown = set()
+        self._keys_version = None
         self._columns = 0
 
     def refresh(
@@ -56,25 +63,55 @@ class HostCards(QScrollArea):
     ) -> None:
         """Read `host`'s newest samples and history over [t_from, t_to] into the cards on screen.
 
-        Cards scrolled out of view are skipped (`stale`); scrolling asks for a new frame.
+        Cards scrolled out of view are skipped (`stale`); scrolling asks for a new frame. Only the
+        cards on screen are looked at, so a frame costs the same for 64 GPUs or 1,024.
         """
-        keys = store.device_keys(host)
-        if list(self.cards) != keys:
-            self._rebuild(keys, names or {})
+        version = (host, store.devices_version)
+        if version != self._keys_version:
+            keys = store.device_keys(host)
+            if list(self.cards) != keys:
+                self._rebuild(keys, names or {})
+            self._keys_version = version
         latest = store.latest(host)
         by_key: dict[str | None, list[Alert]] = {}
         for alert in alerts:
             by_key.setdefault(alert.gpu, []).append(alert)
-        for key, card in self.cards.items():
-            if card.visibleRegion().isEmpty() and not force_all:
-                card.stale = True  # scrolled away: updated when it comes back into view
-                continue
+        shown = list(self.cards.values()) if force_all else self._on_screen()
+        keys_shown = {card.key for card in shown}
+        for key in self._shown - keys_shown:
+            if key in self.cards:
+                self.cards[key].stale = True  # scrolled away: updated when it comes back into view
+        self._shown = keys_shown
+        for card in shown:
+            key = card.key
             card.stale = False
             try:
                 window = store.window(host, key, t_from, t_to)
             except KeyError:  # forgotten meanwhile (host removed): the next frame rebuilds
                 window = None
             card.update_view(latest.get(key), window, t_from, t_to, by_key.get(key, ()))
+
+    def _on_screen(self) -> list[GpuCard]:
+        """The cards (partly) inside the viewport, found from the grid rows' positions."""
+        columns = max(1, self._columns)
+        order = self._order
+        if not order:
+            return []
+        rows = (len(order) + columns - 1) // columns
+        top = self.verticalScrollBar().value()
+        bottom = top + self.viewport().height()
+        if order[-1].geometry().bottom() <= 0:  # not laid out yet: ask each card
+            return [card for card in order if not card.visibleRegion().isEmpty()]
+
+        def row_bottom(r: int) -> int:
+            return max(order[i].geometry().bottom() for i in range(r * columns, min(len(order), (r + 1) * columns)))
+
+        def row_top(r: int) -> int:
+            return min(order[i].geometry().top() for i in range(r * columns, min(len(order), (r + 1) * columns)))
+
+        first = bisect_left(range(rows), top, key=row_bottom)
+        last = bisect_right(range(rows), bottom, key=row_top)
+        return order[first * columns : last * columns]
 
     def set_names(self, names: Mapping[str, str]) -> None:
         for key, card in self.cards.items():
@@ -86,6 +123,7 @@ class HostCards(QScrollArea):
             card = GpuCard(key, names.get(key), self._body)
             card.metric_clicked.connect(self.metric_clicked)
             self.cards[key] = card
+        self._order = list(self.cards.values())
         self._reflow(force=True)
 
     def _reflow(self, *, force: bool = False) -> None:

@@ -1,0 +1,79 @@
+"""Command start-up: `python -m benchmarks.bench_cli`.
+
+Times `gpuws --version`, `gpuws --help` and `gpuws hosts list --json` (wall clock, each a fresh
+process, medians) against the bare interpreter's start-up (`python -c pass`) measured in the same
+run, interleaved so machine load hits all alike. Targets: each under 150 ms and within 4x the bare
+interpreter. Also prints peak memory (max RSS) and the modules each command imported.
+"""
+
+from __future__ import annotations
+
+import os
+import resource
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROUNDS = int(os.environ.get("GPUWS_BENCH_ROUNDS", "15"))
+COMMANDS = {
+    "bare interpreter": [sys.executable, "-c", "pass"],
+    "gpuws --version": [sys.executable, "-m", "gpuws", "--version"],
+    "gpuws --help": [sys.executable, "-m", "gpuws", "--help"],
+    "gpuws hosts list --json": [sys.executable, "-m", "gpuws", "hosts", "list", "--json"],
+}
+_COUNT_MODULES = """
+import runpy, sys
+sys.argv = ["gpuws", *sys.argv[1:]]
+try:
+    runpy.run_module("gpuws", run_name="__main__")
+except SystemExit:
+    pass
+print(len(sys.modules), file=sys.stderr)
+"""
+
+
+def _run(argv: list[str], env: dict[str, str]) -> tuple[float, int]:
+    before = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+    start = time.perf_counter()
+    subprocess.run(argv, env=env, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    wall = time.perf_counter() - start
+    return wall, max(before, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)
+
+
+def _modules(argv: list[str], env: dict[str, str]) -> int:
+    if argv[1] == "-c":
+        code = "import sys; print(len(sys.modules), file=sys.stderr)"
+        done = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True)
+    else:
+        done = subprocess.run([sys.executable, "-c", _COUNT_MODULES, *argv[3:]], env=env, capture_output=True,
+                              text=True, check=True)
+    return int(done.stderr.strip().splitlines()[-1])
+
+
+def main() -> None:
+    with tempfile.TemporaryDirectory() as tmp:
+        env = {**os.environ, "GPUWS_CONFIG_DIR": tmp, "HOME": tmp}
+        Path(tmp, "profiles.toml").write_text("")
+        times: dict[str, list[float]] = {name: [] for name in COMMANDS}
+        for argv in COMMANDS.values():
+            _run(argv, env)  # warm the file cache
+        for _ in range(ROUNDS):
+            for name, argv in COMMANDS.items():
+                times[name].append(_run(argv, env)[0])
+        load = " ".join(Path("/proc/loadavg").read_text().split()[:3])
+        bare = statistics.median(times["bare interpreter"])
+        print(f"command start-up, wall clock, median of {ROUNDS} interleaved runs (load {load}):")
+        for name, argv in COMMANDS.items():
+            median = statistics.median(times[name])
+            modules = _modules(argv, env)
+            verdict = "" if name == "bare interpreter" else (
+                f"  {median / bare:.1f}x bare; {'meets' if median < 0.150 and median <= 4 * bare else 'MISSES'} "
+                "< 150 ms and <= 4x bare")
+            print(f"  {name:<26}{median * 1000:7.0f} ms  {modules:4d} modules{verdict}")
+
+
+if __name__ == "__main__":
+    main()

@@ -227,7 +227,8 @@ def flat_cost_per_gpu(app: QApplication, now: float, image: QImage) -> None:
         cards.close()
         cards.deleteLater()
         app.processEvents()
-    load = " ".join(open("/proc/loadavg").read().split()[:3])
+    with open("/proc/loadavg") as f:
+        load = " ".join(f.read().split()[:3])
     base = medians[64]
     print("flat cost per GPU, host view frame (cards on screen read, updated, painted; 1 h): " + ", ".join(
         f"{g} GPUs {m * 1e3:.2f} ms ({m / base:.2f}x, {on_screen[g]} cards on screen)" for g, m in medians.items())

@@ -13,9 +13,9 @@ Protocol 2, one JSON value per line, written in as few writes as possible:
                                      the devices list) whose values changed, field positions `f` and
                                      new values `v`; an unchanged value is not sent, so [t] is a sample
                                      in which nothing changed
-  {"type": "procs", "d": {"0": [{"pid", "user", "command", "name", "used_mib", "sm_util_pct"}]}}
-                                     a device's processes (read once a second) when they changed;
-                                     null: NVML cannot tell
+  {"type": "procs", "d": {"0": [[pid, used_mib, sm_util_pct], ...]}, "who": {"<pid>": [user, command, name]}}
+                                     a device's processes (read once a second) when they changed,
+                                     null when NVML cannot tell; "who" names each pid once a stream
   {"type": "host", "cpu_pct": .., "ram_used_mib": .., "ram_total_mib": .., "load": [1m, 5m, 15m]}
                                      the host's CPU, memory and load average from /proc, at most 1 Hz
   {"type": "unavailable", "reason": "..."}    then exit status 3: the client falls back to nvidia-smi
@@ -237,11 +237,13 @@ class NvmlReader:
             pid = getattr(p, "pid", None)
             if not isinstance(pid, int):
                 continue
-            user, command, name = self._identity(pid)
-            out.append({"pid": pid, "user": user, "command": command, "name": name,
-                        "used_mib": _mib(getattr(p, "usedGpuMemory", None)), "sm_util_pct": util.get(pid)})
-        out.sort(key=lambda e: e["pid"])
+            out.append([pid, _mib(getattr(p, "usedGpuMemory", None)), util.get(pid)])
+        out.sort()
         return out
+
+    def identity(self, pid):
+        """[user, command, name] of a process (read once per pid)."""
+        return list(self._identity(pid))
 
     def _sm_util(self, position, h):
         """pid -> SM utilisation % over the last samples NVML kept (empty where NVML cannot tell)."""
@@ -371,6 +373,7 @@ class Streamer:
         self.out = out
         self.previous = []  # per device: the values last sent
         self.procs = []  # per device: the process list last sent
+        self.who_sent = set()  # pids whose user and command were sent
         self.next_static = 0.0
         self.next_slow = 0.0
 
@@ -408,6 +411,7 @@ class Streamer:
         line[0] = round((started + wall()) / 2, 3)
         self.out.add(line)
         changed = {}
+        who = {}
         for position, (h, _index, _mig) in enumerate(reader.handles):
             if not reader.processes or not slow:
                 break  # processes are read once a second: their set rarely changes faster
@@ -417,8 +421,15 @@ class Streamer:
                 continue
             self.procs[position] = procs
             changed[str(position)] = procs
+            for pid, _used, _util in procs or ():
+                if pid not in self.who_sent:  # who a process is, once per pid per stream
+                    who[str(pid)] = reader.identity(pid)
+                    self.who_sent.add(pid)
         if changed:
-            self.out.add({"type": "procs", "d": changed})
+            message = {"type": "procs", "d": changed}
+            if who:
+                message["who"] = who
+            self.out.add(message)
         if slow and self.host is not None:
             rec = self.host.read()
             rec["type"] = "host"

@@ -56,9 +56,12 @@ def test_processes_are_sent_when_they_change_with_user_command_and_sm_util(lines
     procs = [json.loads(line) for line in lines if '"type":"procs"' in line]
     assert 1 <= len(procs) <= 4  # the first list, then at most once a second as memory climbs
     # The simulated training job comes and goes with its cycle; the other GPUs always run one.
-    first = next(p for lists in procs[0]["d"].values() for p in (lists or []))
-    assert first["user"] == "ubuntu" and first["command"] and first["name"]
-    assert isinstance(first["sm_util_pct"], int) and first["used_mib"] > 0
+    pid, used_mib, sm_util = next(p for lists in procs[0]["d"].values() for p in (lists or []))
+    assert used_mib > 0 and isinstance(sm_util, int)
+    user, command, name = procs[0]["who"][str(pid)]
+    assert user == "ubuntu" and command and name
+    # Who a process is goes once per stream, not with every update of its memory.
+    assert all(str(pid) not in m.get("who", {}) for m in procs[1:])
 
 
 def test_host_figures_come_from_proc(lines: list[str]) -> None:
@@ -100,11 +103,12 @@ def test_values_carry_over_between_samples() -> None:
     assert second is not None
     assert second.samples[0].temp_c == 40.0 and second.samples[0].power_w is None  # kept; cleared
     assert second.samples[0].t == 101.5 and first.samples[0].t == 100.5  # earlier samples untouched
-    decoder.feed('{"type":"procs","d":{"0":[{"pid":7,"user":"me","command":"python x.py","used_mib":5}]}}')
+    decoder.feed('{"type":"procs","d":{"0":[[7,5,null]]},"who":{"7":["me","python x.py","python"]}}')
     decoder.feed('{"type":"host","cpu_pct":12.5,"ram_used_mib":1000,"ram_total_mib":2000,"load":[1,2,3]}')
     third = decoder.feed("[102.5]")
     assert third is not None and third.samples[0].processes is not None
     assert third.samples[0].processes[0].command == "python x.py" and third.samples[1].processes is None
+    assert third.samples[0].processes[0].used_mib == 5.0 and third.samples[0].processes[0].sm_util_pct is None
     assert third.host is not None and (third.host.cpu_pct, third.host.load_15m) == (12.5, 3.0)
 
 
@@ -112,6 +116,7 @@ def test_values_carry_over_between_samples() -> None:
     "line",
     ["not json", "[]", '["t"]', "[1,[5,0,1]]", "[1,[0,99,1]]", "[1,[0,0]]", '[1,[0,0,"hot"]]', "[1,[0,0,true]]",
      '{"type":"devices","devices":[{"gpu":-1}]}', '{"type":"procs","d":{"0":[{"name":"no pid"}]}}',
+     '{"type":"procs","d":{"0":[["7",1,2]]}}', '{"type":"procs","d":{},"who":{"7":["too","short"]}}',
      '{"type":"devices","devices":[{"gpu":0,"mig":{"device":1}}]}', "[1,[0,3,1.5]]", '"text"'],
 )
 def test_malformed_lines_are_parse_errors(line: str) -> None:

@@ -61,15 +61,17 @@ _INF = math.inf
 
 
 class _Device:
-    """One device's current values, as GpuSample's positional arguments."""
+    """One device's current values: GpuSample's positional arguments, and the store's metric row."""
 
-    __slots__ = ("args",)
+    __slots__ = ("args", "row")
 
     def __init__(self, args: list[Any]) -> None:
         self.args = args
+        self.row = [_NAN] * len(METRICS)
 
 
 _NAN = math.nan
+_NOBODY: Final = (None, None, None)
 _METRIC_SLOTS: Final = tuple(_SLOT[m] for m in METRICS)
 
 
@@ -88,9 +90,9 @@ class AgentDecoder:
         self.skew_s = skew_s
         self.simulated = simulated
         self.devices: list[_Device] = []
-        self.rows = np.empty((0, len(METRICS)), np.float32)  # the store's metrics of every device
         self.host: HostSample | None = None
         self._masks: dict[int, tuple[list[str] | None, bool | None]] = {}
+        self._who: dict[int, tuple[str | None, str | None, str | None]] = {}  # pid -> user, command, name
 
     # -- lines --------------------------------------------------------------------------------
 
@@ -108,7 +110,7 @@ class AgentDecoder:
         if kind == "devices":
             self.set_devices(message.get("devices"))
         elif kind == "procs":
-            self.set_processes(message.get("d"))
+            self.set_processes(message.get("d"), message.get("who"))
         elif kind == "host":
             self.set_host(message)
         return None  # hello again, or a message type of a newer agent: nothing to do
@@ -123,53 +125,56 @@ class AgentDecoder:
         t = host_t - self.skew_s
         devices = self.devices
         kinds = self._fields
-        n_kinds = len(kinds)
-        rows = self.rows
-        for i in range(1, len(message)):
-            change = message[i]
-            if type(change) is not list or not change:
-                raise ParseError("telemetry agent sent a malformed change list")
-            position = change[0]
-            if type(position) is not int or not 0 <= position < len(devices):
-                raise ParseError(f"telemetry agent sent a change for an unknown device: {str(position)[:20]!r}")
-            args = devices[position].args
-            row = rows[position]
-            n = len(change)
-            if n % 2 == 0:
-                raise ParseError("telemetry agent sent a change list with a field but no value")
-            for k in range(1, n, 2):
-                f = change[k]
-                if type(f) is not int or not 0 <= f < n_kinds:
-                    raise ParseError(f"telemetry agent sent an unknown field position: {str(f)[:20]!r}")
-                slot, kind, column = kinds[f]
-                value = change[k + 1]
-                if kind == _FLOAT:
-                    kind_of = type(value)
-                    if kind_of is float:
-                        if not -_INF < value < _INF:  # NaN and infinities are "unknown"
-                            value = None
-                    elif kind_of is int:
-                        value = float(value)
-                    elif value is not None:
-                        raise ParseError(f"telemetry agent sent a non-numeric value: {str(value)[:40]!r}")
-                    args[slot] = value
-                    if column >= 0:
-                        row[column] = _NAN if value is None else value
-                elif kind == _INT:
-                    number = _float(value)
-                    args[slot] = None if number is None else int(number)
-                elif kind == _MASK:
-                    self._mask(args, value)
-                elif kind == _PSTATE_KIND:
-                    number = _float(value)
-                    args[slot] = None if number is None else f"P{int(number)}"
+        try:
+            for i in range(1, len(message)):
+                change = message[i]
+                position = change[0]
+                if type(position) is not int or position < 0:
+                    raise ParseError(f"telemetry agent sent a change for an unknown device: {str(position)[:20]!r}")
+                device = devices[position]
+                args = device.args
+                row = device.row
+                n = len(change)
+                if n % 2 == 0:
+                    raise ParseError("telemetry agent sent a change list with a field but no value")
+                for k in range(1, n, 2):
+                    f = change[k]
+                    if f < 0:
+                        raise IndexError
+                    slot, kind, column = kinds[f]
+                    value = change[k + 1]
+                    if kind == _FLOAT:
+                        kind_of = value.__class__
+                        if kind_of is float:
+                            if not -_INF < value < _INF:  # NaN and infinities are "unknown"
+                                value = None
+                        elif kind_of is int:
+                            value = float(value)
+                        elif value is not None:
+                            raise ParseError(f"telemetry agent sent a non-numeric value: {str(value)[:40]!r}")
+                        args[slot] = value
+                        if column >= 0:
+                            row[column] = _NAN if value is None else value
+                    elif kind == _INT:
+                        number = _float(value)
+                        args[slot] = None if number is None else int(number)
+                    elif kind == _MASK:
+                        self._mask(args, value)
+                    elif kind == _PSTATE_KIND:
+                        number = _float(value)
+                        args[slot] = None if number is None else f"P{int(number)}"
+        except (IndexError, TypeError, KeyError):
+            # Not a list, an empty one, a position past the end, a non-integer field position.
+            raise ParseError("telemetry agent sent a malformed change list") from None
         samples = []
+        rows = []
         for device in devices:
             args = device.args
             args[_T] = t
             samples.append(GpuSample(*args))
+            rows.append(device.row)
         return SampleBatch(t, samples, SOURCE_NVML, self.simulated, host_t=float(host_t), host=self.host,
-                           rows=rows.copy())
+                           rows=np.array(rows, dtype=np.float32) if rows else None)
 
     def _mask(self, args: list[Any], value: Any) -> None:
         if value is None:
@@ -215,10 +220,25 @@ class AgentDecoder:
             args[_SIMULATED] = self.simulated
             devices.append(_Device(args))
         self.devices = devices
-        self.rows = np.full((len(devices), len(METRICS)), np.nan, np.float32)
 
-    def set_processes(self, changed: Any) -> None:
-        """New process lists for the devices named (by position); null: NVML cannot tell."""
+    def set_processes(self, changed: Any, who: Any = None) -> None:
+        """New process lists ([pid, used_mib, sm_util_pct]) for the devices named (by position), and
+        `who` (pid -> [user, command, name]) for pids not named before; null: NVML cannot tell."""
+        if who is not None:
+            if not isinstance(who, dict):
+                raise ParseError("telemetry agent sent process names that are not an object")
+            if len(self._who) > 4096:
+                self._who.clear()  # a long stream of short-lived processes: forget the old ones
+            for pid_text, identity in who.items():
+                if not isinstance(identity, list) or len(identity) != 3:
+                    raise ParseError("telemetry agent sent a malformed process identity")
+                try:
+                    pid = int(pid_text)
+                except ValueError:
+                    raise ParseError("telemetry agent sent an identity for an invalid pid") from None
+                user, command, name = identity
+                self._who[pid] = (_opt_str(user, "process user", 64), _opt_str(command, "process command", 512),
+                                  _opt_str(name, "process name"))
         if not isinstance(changed, dict):
             raise ParseError("telemetry agent sent processes that are not an object")
         for key, procs in changed.items():
@@ -231,9 +251,16 @@ class AgentDecoder:
             if procs is None:
                 self.devices[position].args[_PROCESSES] = None
             elif isinstance(procs, list):
-                self.devices[position].args[_PROCESSES] = [_process(p) for p in procs]
+                self.devices[position].args[_PROCESSES] = [self._process(p) for p in procs]
             else:
                 raise ParseError("telemetry agent sent a process list that is not a list")
+
+    def _process(self, entry: Any) -> ProcessSample:
+        if type(entry) is not list or len(entry) != 3 or type(entry[0]) is not int:
+            raise ParseError("telemetry agent sent a malformed process entry")
+        pid, used, util = entry
+        user, command, name = self._who.get(pid, _NOBODY)
+        return ProcessSample(pid, name, _float(used), user, command, _float(util))
 
     def set_host(self, message: dict[str, Any]) -> None:
         """The host's CPU, memory and load average (attached to the following samples)."""
@@ -288,22 +315,6 @@ def _mig(value: Any) -> MigRef | None:
     if parent is None or device is None:
         raise ParseError("telemetry agent sent a MIG device without its parent or index")
     return MigRef(parent, device, _opt_int(value.get("gi"), "mig.gi"), _opt_int(value.get("ci"), "mig.ci"))
-
-
-def _process(value: Any) -> ProcessSample:
-    if not isinstance(value, dict):
-        raise ParseError("telemetry agent sent a process entry that is not an object")
-    pid = _opt_int(value.get("pid"), "process pid")
-    if pid is None:
-        raise ParseError("telemetry agent sent a process without a pid")
-    return ProcessSample(
-        pid,
-        _opt_str(value.get("name"), "process name"),
-        _float(value.get("used_mib")),
-        user=_opt_str(value.get("user"), "process user", 64),
-        command=_opt_str(value.get("command"), "process command", 512),
-        sm_util_pct=_float(value.get("sm_util_pct")),
-    )
 
 
 def decode_lines(lines: Sequence[str | bytes], fields: Sequence[str], **kwargs: Any) -> list[SampleBatch]:

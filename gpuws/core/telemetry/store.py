@@ -90,7 +90,9 @@ _NO_WARN: Final = {"over": "ignore", "invalid": "ignore"}
 def encode_rows(rows: F32) -> npt.NDArray[np.float16]:
     """Raw rows (n, metrics) as stored: scaled float16, out-of-range values clipped."""
     scaled = rows * _RAW_SCALE
-    np.clip(scaled, -_F16_MAX, _F16_MAX, out=scaled)  # NaN stays NaN
+    # Two ufuncs rather than np.clip: same result (NaN stays NaN), less overhead per call.
+    np.minimum(scaled, _F16_MAX, out=scaled)
+    np.maximum(scaled, -_F16_MAX, out=scaled)
     return scaled.astype(np.float16)
 
 

@@ -254,6 +254,8 @@ class SimStateStore:
         self.path = self.dir / STATE_FILE
         self._lock = FileLock(str(self.dir / LOCK_FILE), timeout=10)
         self._shared: tuple[tuple[int, int, int, int], float, SimState] | None = None  # load_shared()
+        self._shared_text = ""  # the file text `_shared` was parsed from
+        self._path_text = str(self.path)  # stat() of a str: no Path conversion on every NVML call
 
     @classmethod
     def from_env(cls) -> SimStateStore:
@@ -314,7 +316,7 @@ class SimStateStore:
         modify it (use `update()` to change the state).
         """
         try:
-            st = os.stat(self.path)
+            st = os.stat(self._path_text)
         except FileNotFoundError:
             return self.load()  # first use: created under the lock
         except OSError as exc:
@@ -331,8 +333,12 @@ class SimStateStore:
             return self.load()
         except OSError as exc:
             raise SimStateError(f"cannot read {self.path}: {exc.strerror}") from None
-        state = self._parse(text)
+        if cached is not None and cached[0] == key and text == self._shared_text:
+            state = cached[2]  # only the age ran out and the text is the same: no need to parse it again
+        else:
+            state = self._parse(text)
         self._shared = (key, now, state)
+        self._shared_text = text
         return state
 
     def save(self, state: SimState) -> None:

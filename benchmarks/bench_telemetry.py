@@ -47,7 +47,8 @@ GPUS = 64
 HZ = 10.0
 GPU_COUNTS = (1, 4, 8)
 # Samples measured per mode (after start-up); fewer while iterating: GPUWS_BENCH_SAMPLES=30.
-SAMPLES = int(os.environ.get("GPUWS_BENCH_SAMPLES", "80"))
+SAMPLES = int(os.environ.get("GPUWS_BENCH_SAMPLES", "30"))  # per round
+ROUNDS = 3
 WARMUP = 5
 CLK_TCK = os.sysconf("SC_CLK_TCK")
 
@@ -385,21 +386,31 @@ async def bench_host(gpus: int, workdir: Path, results: list[ModeResult], with_e
             counting = CountingRunner(conn.runner)
             store = TelemetryStore()
 
-            for prefer, label in (("nvml", "agent stream"), ("nvidia-smi", "gpuws fallback stream")):
+            async def gpuws_stream(prefer: str, label: str) -> ModeResult:
                 stream = TelemetryStream(counting, hz=HZ, prefer=prefer, python=python)
                 async with stream:
-                    results.append(await _measure_stream(
-                        label, gpus, sshd_pid, counting, stream, 1, lambda b: store.ingest("h", b)))
+                    return await _measure_stream(label, gpus, sshd_pid, counting, stream, 1,
+                                                 lambda b: store.ingest("h", b))
 
-            # What a user would run instead: OpenSSH's `ssh` and one long nvidia-smi stream.
-            ssh_lms = [*_ssh_argv(server), " ".join([*LMS_QUERY, "-lms", str(round(1000 / HZ))])]
-            process = await asyncio.create_subprocess_exec(*ssh_lms, stdout=subprocess.PIPE)
-            try:
-                results.append(await _measure_stream("nvidia-smi -lms stream", gpus, sshd_pid, counting,
-                                                     _pipe_lines(process, counting), gpus, client_pid=process.pid))
-            finally:
-                process.kill()
-                await process.wait()
+            async def lms_stream() -> ModeResult:
+                # What a user would run instead: OpenSSH's `ssh` and one long nvidia-smi stream.
+                ssh_lms = [*_ssh_argv(server), " ".join([*LMS_QUERY, "-lms", str(round(1000 / HZ))])]
+                process = await asyncio.create_subprocess_exec(*ssh_lms, stdout=subprocess.PIPE)
+                try:
+                    return await _measure_stream("nvidia-smi -lms stream", gpus, sshd_pid, counting,
+                                                 _pipe_lines(process, counting), gpus, client_pid=process.pid)
+                finally:
+                    process.kill()
+                    await process.wait()
+
+            # Rounds that alternate the modes, so a burst of other work on the machine hits them alike;
+            # each mode's figure is the sum over its rounds.
+            rounds: dict[str, list[ModeResult]] = {}
+            for _ in range(ROUNDS):
+                for result in (await gpuws_stream("nvml", "agent stream"),
+                               await gpuws_stream("nvidia-smi", "gpuws fallback stream"), await lms_stream()):
+                    rounds.setdefault(result.label, []).append(result)
+            results.extend(_summed(parts) for parts in rounds.values())
 
             if with_exec:
                 async def exec_once() -> None:
@@ -417,6 +428,15 @@ async def bench_host(gpus: int, workdir: Path, results: list[ModeResult], with_e
             results.append(await _per_call("fresh ssh per sample", gpus, sshd_pid, counting, fresh_ssh))
     finally:
         server.stop()
+
+
+def _summed(parts: list[ModeResult]) -> ModeResult:
+    host = HostCpu()
+    for r in parts:
+        host = HostCpu(host.sshd + r.host.sshd, host.command + r.host.command, host.reaped + r.host.reaped)
+    first = parts[0]
+    return ModeResult(first.label, first.gpus, sum(r.samples for r in parts), sum(r.client_s for r in parts), host,
+                      sum(r.payload_bytes for r in parts), sum(r.wall_s for r in parts))
 
 
 def _ssh_argv(server: Any) -> list[str]:
@@ -446,7 +466,8 @@ async def _per_call(label: str, gpus: int, sshd_pid: int, counting: CountingRunn
 
 
 def report(results: list[ModeResult]) -> None:
-    print(f"per-sample cost at {HZ:g} Hz through a real sshd on loopback ({SAMPLES} samples per stream; "
+    print(f"per-sample cost at {HZ:g} Hz through a real sshd on loopback ({ROUNDS} alternating rounds of {SAMPLES} "
+          f"samples per stream; "
           f"{loadavg()}); CPU ms per sample = client + host (host = sshd + command):")
     print(f"  {'mode':<28}{'GPUs':>5}{'bytes':>8}{'client':>8}{'sshd':>7}{'command':>9}{'total':>8}")
     for r in results:

@@ -14,8 +14,9 @@ Protocol 2, one JSON value per line, written in as few writes as possible:
                                      new values `v`; an unchanged value is not sent, so [t] is a sample
                                      in which nothing changed
   {"type": "procs", "d": {"0": [[pid, used_mib, sm_util_pct], ...]}, "who": {"<pid>": [user, command, name]}}
-                                     a device's processes (read once a second) when they changed,
-                                     null when NVML cannot tell; "who" names each pid once a stream
+                                     a device's processes (read once a second) when the set changed,
+                                     or every 5 s when only their memory or SM use did; null when
+                                     NVML cannot tell; "who" names each pid once a stream
   {"type": "host", "cpu_pct": .., "ram_used_mib": .., "ram_total_mib": .., "load": [1m, 5m, 15m]}
                                      the host's CPU, memory and load average from /proc, at most 1 Hz
   {"type": "unavailable", "reason": "..."}    then exit status 3: the client falls back to nvidia-smi
@@ -42,6 +43,7 @@ MAX_HZ = 20.0
 _NVML_PSTATE_UNKNOWN = 32
 STATIC_EVERY_S = 2.0  # how often static facts and the device list (MIG changes) are read again
 SLOW_EVERY_S = 1.0  # host figures and process memory/utilisation: at most this often
+PROC_VALUES_EVERY_S = 5.0  # a process's memory and SM use are sent this often; a new or gone process at once
 COMMAND_LIMIT = 512  # characters of a process's command line sent (the client shortens it further)
 
 # The dynamic fields of a sample, by position (sent once, in hello).
@@ -376,6 +378,7 @@ class Streamer:
         self.who_sent = set()  # pids whose user and command were sent
         self.next_static = 0.0
         self.next_slow = 0.0
+        self.next_proc_values = 0.0
 
     def devices_message(self):
         self.out.add({"type": "devices", "devices": self.reader.statics})
@@ -419,12 +422,18 @@ class Streamer:
             last = self.procs[position]
             if procs == last:
                 continue
+            same_set = (procs is not None and last is not None
+                        and [p[0] for p in procs] == [p[0] for p in last])
+            if same_set and now < self.next_proc_values:
+                continue  # only memory or utilisation moved: sent every PROC_VALUES_EVERY_S
             self.procs[position] = procs
             changed[str(position)] = procs
             for pid, _used, _util in procs or ():
                 if pid not in self.who_sent:  # who a process is, once per pid per stream
                     who[str(pid)] = reader.identity(pid)
                     self.who_sent.add(pid)
+        if slow and now >= self.next_proc_values:
+            self.next_proc_values = now + PROC_VALUES_EVERY_S
         if changed:
             message = {"type": "procs", "d": changed}
             if who:

@@ -74,10 +74,6 @@ _U8_COLS: Final = np.array([METRIC_INDEX[m] for m in _U8_STEPS])
 _F16_COLS: Final = np.array([i for i, m in enumerate(METRICS) if m not in _U8_STEPS])
 _U8_SCALE: Final = np.array(list(_U8_STEPS.values()), np.float32)
 _U8_MISSING: Final = 255
-_U8_LUT: Final = np.array(
-    [[q / step if q != _U8_MISSING else np.nan for q in range(256)] for step in _U8_STEPS.values()], np.float32
-)
-_U8_WHICH: Final = np.arange(len(_U8_STEPS))
 _F16_SCALE: Final = _RAW_SCALE[_F16_COLS]
 # What a stored value may differ from the reading, per metric: (absolute, relative) -- the larger
 # applies. uint8: half a step; float16: half an ulp (2**-11 relative) of the scaled value.
@@ -115,8 +111,12 @@ def _encode_stats(stats: F32) -> tuple[npt.NDArray[np.uint8], npt.NDArray[np.flo
 
 
 def _decode_stats(u8: npt.NDArray[np.uint8], f16: npt.NDArray[np.float16]) -> F32:
+    # Arithmetic rather than a lookup table: a few vector operations, no index arrays to build.
+    small = u8.astype(np.float32)
+    small[u8 == _U8_MISSING] = np.nan
+    small /= _U8_SCALE
     out = np.empty((*u8.shape[:-1], len(METRICS)), np.float32)
-    out[..., _U8_COLS] = _U8_LUT[_U8_WHICH, u8]
+    out[..., _U8_COLS] = small
     out[..., _F16_COLS] = f16.astype(np.float32) / _F16_SCALE
     return out
 
@@ -262,9 +262,13 @@ class _TierRing:
         self.head = (self.head + n) % cap
         self.size = min(cap, self.size + n)
 
-    def stats(self, sl: slice) -> F32:
-        """(3, rows, metrics) decoded min, mean, max of a slice of the ring."""
-        return _decode_stats(self.u8[:, sl], self.f16[:, sl])
+    def stats(self, slices: Sequence[slice]) -> F32:
+        """(3, rows, metrics) decoded min, mean, max of slices of the ring, joined (one decode)."""
+        if len(slices) == 1:
+            return _decode_stats(self.u8[:, slices[0]], self.f16[:, slices[0]])
+        u8 = np.concatenate([self.u8[:, sl] for sl in slices], axis=1)
+        f16 = np.concatenate([self.f16[:, sl] for sl in slices], axis=1)
+        return _decode_stats(u8, f16)
 
     def nbytes(self) -> int:
         return int(self.t.nbytes + self.u8.nbytes + self.f16.nbytes)
@@ -432,7 +436,7 @@ class _DeviceHistory:
             self.aggregate()
         parts = _ring_slices(tier.t, tier.head, tier.size, t_from, t_to)
         t_parts = [tier.t[sl] for sl in parts]
-        s_parts = [tier.stats(sl) for sl in parts]
+        s_parts = [tier.stats(parts)] if parts else []
         if self.last_t is not None:
             # The bucket still filling, computed on the fly so the newest minute is not missing.
             current = int(self.last_t // width)

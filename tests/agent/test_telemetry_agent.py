@@ -131,3 +131,56 @@ def test_non_finite_values_are_unknown() -> None:
     decoder.feed('{"type":"devices","devices":[{"gpu":0}]}')
     batch = decoder.feed("[1,[0,0,NaN]]")
     assert batch is not None and batch.samples[0].temp_c is None
+
+
+class _StubReader:
+    """An NvmlReader stand-in: one device whose processes the test sets."""
+
+    processes = True
+
+    def __init__(self) -> None:
+        self.handles = [("h0", 0, None)]
+        self.statics = [{"gpu": 0, "uuid": "GPU-x", "mig": None}]
+        self.procs: list[list[object]] | None = [[10, 100.0, 5]]
+
+    def refresh(self) -> bool:
+        return False
+
+    def values(self, h: object, previous: object = None) -> list[object]:
+        return [1] * 18
+
+    def processes_of(self, position: int, h: object) -> list[list[object]] | None:
+        return None if self.procs is None else [list(p) for p in self.procs]
+
+    def identity(self, pid: int) -> list[object]:
+        return ["me", f"python job{pid}.py", "python"]
+
+
+def test_processes_go_at_once_when_the_set_changes_and_every_5_s_when_only_values_do() -> None:
+    import io
+
+    from gpuws.agent import telemetry_agent as agent
+
+    out = io.StringIO()
+    reader = _StubReader()
+    streamer = agent.Streamer(reader, None, agent.Out(out))
+    streamer.devices_message()
+
+    def procs_sent(now: float) -> list[dict[str, object]]:
+        out.seek(0)
+        out.truncate()
+        streamer.tick(now, lambda: 1000.0 + now)
+        return [json.loads(line) for line in out.getvalue().splitlines() if '"procs"' in line]
+
+    first = procs_sent(0.0)
+    assert first and first[0]["d"] == {"0": [[10, 100.0, 5]]} and first[0]["who"] == {"10": ["me", "python job10.py",
+                                                                                           "python"]}
+    reader.procs = [[10, 200.0, 7]]  # memory grew: not sent before 5 s
+    assert procs_sent(1.0) == [] and procs_sent(2.0) == []
+    reader.procs = [[10, 200.0, 7], [11, 1.0, None]]  # a new process: at once, named once
+    sent = procs_sent(3.0)
+    assert sent and sent[0]["d"] == {"0": [[10, 200.0, 7], [11, 1.0, None]]} and list(sent[0]["who"]) == ["11"]
+    reader.procs = [[10, 300.0, 7], [11, 1.0, None]]
+    assert procs_sent(4.0) == []
+    later = procs_sent(5.0)
+    assert later and later[0]["d"] == {"0": [[10, 300.0, 7], [11, 1.0, None]]} and "who" not in later[0]

@@ -1594,6 +1594,7 @@ def nvlink_status(index: int) -> dict[str, Any]:
 # Plausible peaks for the simulated models only (the datasheet catalog lives in gpuws, not here):
 # fp32, tf32, fp16, bf16, fp8 TFLOP/s; memory GB/s; host link GB/s; NVLink GB/s.
 SIM_MODELS = {
+    "GRID A100": (19.5, 156, 312, 312, None, 1555, 25, None),  # vGPU profiles are cut from the 40 GB A100
     "H200": (67, 494, 989, 989, 1979, 4800, 55, 900),
     "H100": (67, 494, 989, 989, 1979, 3350, 55, 900),
     "A100": (19.5, 156, 312, 312, None, 2039, 25, 600),
@@ -1644,7 +1645,7 @@ def simulated_run(out: Emitter, gpus: list[dict[str, Any]], mode: str, seed: int
     pause = 0.01 if mode == "quick" else 0.05
     sizes = SIZES["gpu"][mode]
     windows = sizes["windows"]
-    window_s = 0.25 if mode == "quick" else 0.5  # simulated seconds per timed window
+    window_s = 0.5  # simulated seconds per timed window
     load_s: dict[int, float] = {}  # simulated seconds of load so far, per GPU
 
     def emit(check: str, gpu: int | None, value: float | None, unit: str, **kw: Any) -> None:
@@ -1858,6 +1859,14 @@ def run(args: argparse.Namespace, out: Emitter) -> dict[str, Any]:
             summary.update(backend="simulated", harness="simulated")
             out.log("SIMULATED GPU host: figures below are simulated, not measured", "warning")
             step(1, "environment")
+            # The demo's own simulated jobs stand aside for the benchmark; only the `busy` fault
+            # plays another user's process holding a GPU.
+            playing = sim_faults(os.environ.get(SIM_FAULTS_ENV))
+            activity = {g["index"]: ({"processes": 1, "pids": [], "utilization_pct": 97, "busy": True}
+                                     if "busy" in playing.get(g["index"], set()) else
+                                     {"processes": 0, "pids": [], "utilization_pct": 0, "busy": False})
+                        for g in gpus}
+            summary["busy_gpus"] = sorted(i for i, a in activity.items() if a["busy"])
             env = environment_checks(out, gpus, "12.4", expected, True, activity)
             summary["cuda_driver_version"] = env["driver_cuda_version"]
             step(2, "simulated backend")

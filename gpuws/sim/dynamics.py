@@ -21,6 +21,8 @@ import math
 import zlib
 from dataclasses import dataclass, field
 
+from gpuws.sim.faults import BUSY_PID_BASE as FAULT_BUSY_PID_BASE
+from gpuws.sim.faults import BUSY_UTILIZATION, FaultKind, active_faults, has_fault
 from gpuws.sim.models import GpuModel
 from gpuws.sim.state import BUSY_PID_BASE, SCENARIO_PID_BASE, Fault, GpuState, SimProcess
 
@@ -151,6 +153,11 @@ def sample(gpu: GpuState, t: float) -> GpuSample:
     processes = [*scenario_processes(gpu, t), *gpu.processes]
     if gpu.has_fault(Fault.BUSY):
         processes.append(SimProcess(BUSY_PID_BASE + gpu.index, "python3 train.py", 1024))
+    if has_fault(active_faults(), FaultKind.BUSY, gpu.index):
+        # The benchmark's `busy` fault: someone else's job holds the GPU at high utilisation.
+        processes.append(SimProcess(FAULT_BUSY_PID_BASE + gpu.index, "python3 someone_elses_job.py", 2048))
+        load = max(load, BUSY_UTILIZATION)
+        busy = True
     mem_used = min(model.memory_total_mib - model.memory_reserved_mib, sum(p.used_mib for p in processes))
 
     hot_bump = 0.0

@@ -59,6 +59,7 @@ NO_TOOLCHAIN = (
 CPU_LABEL = "CPU harness check \u2014 not a GPU measurement"
 SIM_MARKER = "gpuws-simulated-gpu-host"
 SIM_FAULTS_ENV = "GPUWS_SIM_FAULTS"  # faults the gpuws simulated host plays (see gpuws/sim/faults.py)
+SIM_JOBS_PAUSED_ENV = "GPUWS_SIM_JOBS_PAUSED"
 SIM_FAULT_KINDS = ("bench-nan", "copy-corrupt", "busy", "throttle", "slow-link")
 # A timed check that ran less than this share of the time it asked for proves nothing.
 MIN_RUN_SHARE = 0.9
@@ -336,8 +337,8 @@ def topology_links() -> dict[str, str]:
     columns = [c for c in header if c.startswith("GPU") and c[3:].isdigit()]
     links: dict[str, str] = {}
     for cells in lines:
-        if not cells or not cells[0].startswith("GPU") or not cells[0][3:].isdigit():
-            continue
+        if not cells or not cells[0].startswith("GPU") or not cells[0][3:].isdigit() or "X" not in cells:
+            continue  # the header line, the legend, NIC rows
         row = int(cells[0][3:])
         for k, col in enumerate(columns):
             if k + 1 < len(cells) and cells[k + 1] != "X":
@@ -1838,6 +1839,10 @@ def run(args: argparse.Namespace, out: Emitter) -> dict[str, Any]:
     expected = json.loads(args.expected) if args.expected else {}
     simulated = host_is_simulated()
     summary["simulated"] = simulated
+    if simulated:
+        # The demo's own simulated jobs stand aside while the benchmark runs (the simulated
+        # nvidia-smi reads this); only the `busy` fault plays another user's process.
+        os.environ[SIM_JOBS_PAUSED_ENV] = "1"
     gpus, no_gpu_reason = list_gpus()
     summary["gpus"] = gpus
     summary["started_at_unix"] = round(time.time(), 3)

@@ -22,6 +22,8 @@ from enum import StrEnum
 from gpuws.core.errors import GpuwsError
 
 FAULTS_ENV = "GPUWS_SIM_FAULTS"
+# Set by the benchmark runner on the simulated host: the demo's own jobs stand aside meanwhile.
+JOBS_PAUSED_ENV = "GPUWS_SIM_JOBS_PAUSED"
 BUSY_PID_BASE = 47000  # simulated pids of the busy fault's process (one per GPU)
 SLOW_LINK_WIDTH = 4
 BUSY_UTILIZATION = 0.97

@@ -223,3 +223,47 @@ def test_topology_matrix_is_parsed(runner: ModuleType, monkeypatch: pytest.Monke
     text = ("\tGPU0\tGPU1\tCPU Affinity\nGPU0\t X \tNV18\t0-55\nGPU1\tNV18\t X \t0-55\n\nLegend:\n  X = Self\n")
     monkeypatch.setattr(runner, "run_cmd", lambda argv, timeout=20.0: (0, text))
     assert runner.topology_links() == {"0-1": "NV18", "1-0": "NV18"}
+
+
+class TwoCpuDevices:
+    """A NumPy backend that plays two devices and peer copies between them, recording which
+    device timed each copy."""
+
+    @staticmethod
+    def make(runner: ModuleType) -> Any:
+        class Two(runner.NumpyBackend):  # type: ignore[name-defined,misc]
+            timed_on: list[int] = []
+
+            def device_ids(self) -> list[int]:
+                return [0, 1]
+
+            def make_p2p(self, src: int, dst: int, nbytes: int) -> Any:
+                fn, verify = self.make_copy(src, nbytes)
+                return fn, verify, False
+
+            def timer_start(self, dev: int) -> Any:
+                self.timed_on.append(dev)
+                return super().timer_start(dev)
+
+        return Two(numpy)
+
+
+def test_p2p_is_timed_on_the_source_device_and_verified(runner: ModuleType) -> None:
+    capture = Capture()
+    backend = TwoCpuDevices.make(runner)
+    harness = runner.Harness(backend, runner.Emitter(capture), "quick", time.monotonic() + 30, [])
+    harness.p2p([0, 1])
+    lines = results_of(capture)
+    assert [(r["gpu"], r["peer"]) for r in lines] == [(0, 1), (1, 0)]
+    assert all(r["details"]["verify"] == {"checked_bytes": harness.sizes["p2p_bytes"], "bad_bytes": 0}
+               for r in lines)
+    assert set(backend.timed_on) == {0, 1} and backend.timed_on[0] == 0
+
+
+def test_scaling_is_the_median_of_repeated_pairs(runner: ModuleType) -> None:
+    capture = Capture()
+    harness = runner.Harness(TwoCpuDevices.make(runner), runner.Emitter(capture), "quick", time.monotonic() + 30,
+                             [])
+    harness.scaling([0, 1])
+    (line,) = results_of(capture)
+    assert line["details"]["pairs"] == 3 and line["value"] > 0

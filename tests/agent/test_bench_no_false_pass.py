@@ -267,3 +267,21 @@ def test_scaling_is_the_median_of_repeated_pairs(runner: ModuleType) -> None:
     harness.scaling([0, 1])
     (line,) = results_of(capture)
     assert line["details"]["pairs"] == 3 and line["value"] > 0
+
+
+def test_busy_gpus_are_found_before_measuring(runner: ModuleType, tmp_path: Path,
+                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    """Compute processes and utilisation per GPU, read from nvidia-smi (the simulated one here)."""
+    from tests.support.sshd import install_sim_nvidia_smi
+
+    install_sim_nvidia_smi(tmp_path / "bin")
+    monkeypatch.setenv("PATH", f"{tmp_path / 'bin'}:/usr/bin:/bin")
+    monkeypatch.setenv("GPUWS_SIM_STATE", str(tmp_path / "state"))
+    monkeypatch.setenv("GPUWS_SIM_JOBS_PAUSED", "1")
+    monkeypatch.setenv("GPUWS_SIM_FAULTS", "busy:2")
+    gpus, why = runner.list_gpus()
+    assert why is None and len(gpus) == 4
+    activity = runner.gpu_activity(gpus)
+    assert [i for i, a in activity.items() if a["busy"]] == [2]
+    assert activity[2]["processes"] == 1 and activity[2]["utilization_pct"] >= 90
+    assert runner.busy_reason(activity[2]).startswith("GPU in use by 1 processes")

@@ -285,3 +285,66 @@ def test_busy_gpus_are_found_before_measuring(runner: ModuleType, tmp_path: Path
     assert [i for i, a in activity.items() if a["busy"]] == [2]
     assert activity[2]["processes"] == 1 and activity[2]["utilization_pct"] >= 90
     assert runner.busy_reason(activity[2]).startswith("GPU in use by 1 processes")
+
+
+def test_nan_on_one_gpu_fails_it_and_the_others_are_still_stressed(runner: ModuleType) -> None:
+    """A NaN reference once broke the JSON line and stopped the stress of later GPUs."""
+    backend = TwoCpuDevices.make(runner)
+    real = backend.make_stress
+
+    def make_stress(dev: int, n: int) -> Any:
+        if dev == 0:
+            backend.rng.standard_normal((1,))  # keep the generator moving as for any device
+            state = real(dev, n)
+            state.a[0, 0] = numpy.nan  # row 0 of every product is NaN from the first one on
+            state.ref = state.a @ state.b
+            state.bad = int(numpy.count_nonzero(~numpy.isfinite(state.ref)))
+            return state
+        return real(dev, n)
+
+    backend.make_stress = make_stress
+    capture = Capture()
+    harness = runner.Harness(backend, runner.Emitter(capture), "quick", time.monotonic() + 30, [])
+    harness.sizes = dict(harness.sizes, stress_n=16)
+    harness.stress([0, 1], 0.2, 0.2)
+    lines = results_of(capture)  # every line is valid JSON
+    assert [r["gpu"] for r in lines] == [0, 1]
+    assert lines[0]["status"] == "ok" and lines[0]["value"] >= 16 and lines[0]["details"]["reference_wrong"]
+    assert lines[0]["details"]["reference_rel_error"] == "inf (not a finite number)"
+    assert lines[1]["status"] == "ok" and lines[1]["value"] == 0
+
+
+CUBLAS_STUB = """#pragma once
+#include <cuda_runtime.h>
+#include <library_types.h>
+typedef struct cublasContext* cublasHandle_t;
+typedef enum { CUBLAS_STATUS_SUCCESS = 0, CUBLAS_STATUS_NOT_INITIALIZED = 1 } cublasStatus_t;
+typedef enum { CUBLAS_OP_N = 0, CUBLAS_OP_T = 1 } cublasOperation_t;
+typedef enum { CUBLAS_DEFAULT_MATH = 0, CUBLAS_PEDANTIC_MATH = 2 } cublasMath_t;
+typedef enum { CUBLAS_GEMM_DEFAULT = -1 } cublasGemmAlgo_t;
+typedef enum { CUBLAS_COMPUTE_32F = 68, CUBLAS_COMPUTE_32F_FAST_TF32 = 77 } cublasComputeType_t;
+cublasStatus_t cublasCreate(cublasHandle_t*);
+cublasStatus_t cublasDestroy(cublasHandle_t);
+cublasStatus_t cublasSetMathMode(cublasHandle_t, cublasMath_t);
+cublasStatus_t cublasGemmEx(cublasHandle_t, cublasOperation_t, cublasOperation_t, int, int, int, const void*,
+                            const void*, cudaDataType, int, const void*, cudaDataType, int, const void*, void*,
+                            cudaDataType, int, cublasComputeType_t, cublasGemmAlgo_t);
+"""
+
+
+@pytest.mark.skipif(not __import__("shutil").which("nvcc"), reason="nvcc is not installed on this machine")
+def test_bench_kernels_cu_compiles(tmp_path: Path) -> None:
+    """The CUDA C source compiles with nvcc (against a declaration-only cuBLAS header where the
+    toolkit has no cuBLAS); it is not run: no GPU here."""
+    import subprocess
+
+    probe = subprocess.run(["nvcc", "-E", "-x", "cu", "-", "-o", "/dev/null"], input="#include <cublas_v2.h>\n",
+                           capture_output=True, text=True, check=False)
+    include = []
+    if probe.returncode != 0:
+        (tmp_path / "cublas_v2.h").write_text(CUBLAS_STUB)
+        include = ["-I", str(tmp_path)]
+    proc = subprocess.run(["nvcc", "-O1", "-std=c++17", "-arch=sm_90", *include, "-c", "-o",
+                           str(tmp_path / "k.o"), str(RUNNER.parent / "bench_kernels.cu")],
+                          capture_output=True, text=True, check=False, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-2000:]

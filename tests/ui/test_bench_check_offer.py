@@ -30,6 +30,9 @@ def test_first_connect_offers_the_check_and_one_click_runs_it(qtbot: Any, bridge
     wait_idle(qtbot, tab)
     assert tab.last_result is not None and tab.last_result.run is not None
     assert tab.last_result.run.mode == "check" and tab.last_result.run.simulated
+    report = tab.last_result.check_report
+    assert report is not None and report.is_file() and report.with_suffix(".json").is_file()
+    assert str(report) in tab.run_panel.status_label.text()
     # Offered once per host: a reconnect does not ask again.
     session.state_changed.emit("connected", "")
     assert not tab.check_offer.isVisible()

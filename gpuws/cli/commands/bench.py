@@ -10,7 +10,7 @@ from typing import Any
 
 from gpuws.cli.connecting import EXIT_TIMEOUT, exit_code_for, tty_prompts
 from gpuws.cli.output import fail, print_json, sim_banner
-from gpuws.core.bench.check import check_markdown, check_report, check_screen
+from gpuws.core.bench.check import check_markdown, check_report, check_screen, write_check_report
 from gpuws.core.bench.report import build_report, text_table, to_json, to_markdown
 from gpuws.core.bench.results import BenchRun, ResultStore, compare
 from gpuws.core.errors import GpuwsError
@@ -157,13 +157,9 @@ def _finish_check(args: argparse.Namespace, run: BenchRun, report: dict[str, Any
     """Save the run, write the provider report (Markdown and JSON) and print the one-screen verdict."""
     saved = None if args.no_save else store.save(run)
     folder = args.report_dir or (saved.parent if saved is not None else Path.cwd())
-    stamp = run.started_at.replace(":", "").replace("-", "").replace(".", "")
-    md_path, json_path = folder / f"check-{stamp}.md", folder / f"check-{stamp}.json"
     full = check_report(run, report)
     try:
-        folder.mkdir(parents=True, exist_ok=True)
-        md_path.write_text(check_markdown(full), encoding="utf-8")
-        json_path.write_text(to_json(full) + "\n", encoding="utf-8")
+        md_path, json_path = write_check_report(run, folder)
         if args.export_json:
             args.export_json.write_text(to_json(full) + "\n", encoding="utf-8")
         if args.export_md:

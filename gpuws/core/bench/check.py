@@ -10,8 +10,10 @@ timestamps, so that it can be sent to the provider as it is.
 from __future__ import annotations
 
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any
 
+from gpuws.core.bench.report import build_report, to_json
 from gpuws.core.bench.results import BenchRun
 from gpuws.core.bench.verdicts import GEMM_CHECKS, Outcome, Verdict, overall
 
@@ -159,3 +161,15 @@ def check_markdown(full: dict[str, Any]) -> str:
                    f"{c['verdict']} | {note} |")
     out += ["", "The raw runner output is in the JSON report beside this file (`raw_results`)."]
     return "\n".join(out) + "\n"
+
+
+def write_check_report(run: BenchRun, folder: Path) -> tuple[Path, Path]:
+    """Write the provider report of `run` as `check-<time>.md` and `.json` in `folder`; OSError
+    when it cannot be written."""
+    full = check_report(run, build_report(run))
+    stamp = run.started_at.replace(":", "").replace("-", "").replace(".", "")
+    folder.mkdir(parents=True, exist_ok=True)
+    md_path, json_path = folder / f"check-{stamp}.md", folder / f"check-{stamp}.json"
+    md_path.write_text(check_markdown(full), encoding="utf-8")
+    json_path.write_text(to_json(full) + "\n", encoding="utf-8")
+    return md_path, json_path

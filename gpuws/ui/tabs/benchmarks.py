@@ -263,7 +263,8 @@ class BenchmarksTab(QWidget):
         if run.error:
             self.run_panel.finish(f"Did not complete: {run.error}", completed=False)
         else:
-            self.run_panel.finish(f"Finished: {verdict.value.upper()} ({_counts_text(run)}).", completed=True)
+            report = f" Report for the provider: {result.check_report}" if result.check_report else ""
+            self.run_panel.finish(f"Finished: {verdict.value.upper()} ({_counts_text(run)}).{report}", completed=True)
         if result.save_error:
             self._show_problem(f"The result was not kept in the history: {result.save_error}")
         if result.host == self.host and result.history is not None:

@@ -1,11 +1,17 @@
 // gpuws benchmark kernels for hosts with the CUDA toolkit (nvcc) but neither PyTorch nor CuPy.
 //
 // Built by bench_runner.py:  nvcc -O3 -std=c++17 -o gpuws_bench_kernels bench_kernels.cu -lcublas
-// Usage: gpuws_bench_kernels WHAT DEVICE SIZE REPEATS
-//   WHAT: gemm_fp32 | gemm_tf32 | gemm_fp16 | gemm_bf16 (SIZE = n), mem_copy | mem_triad | h2d | d2h
-//         (SIZE = bytes per buffer), stress (SIZE = n, REPEATS = seconds)
-// Prints one JSON line: {"seconds": [...]} with the time of each timed repeat (CUDA events, after
-// warmup); stress adds "iterations" and "mismatches". Errors: {"error": "..."} and exit status 1.
+// Usage: gpuws_bench_kernels WHAT DEVICE SIZE REPEATS [WINDOW_MS [EXTRA]]
+//   WHAT: gemm_fp32 | gemm_tf32 | gemm_fp16 | gemm_bf16 (SIZE = n; REPEATS timed windows of about
+//         WINDOW_MS each), mem_copy | mem_triad | h2d | d2h (SIZE = bytes per buffer),
+//         p2p (SIZE = bytes, EXTRA = destination device), stress (SIZE = n, REPEATS = seconds,
+//         EXTRA = fp32 | fp16 | bf16).
+// Prints one JSON line: {"seconds": [...], "per_window": k} with the time of each timed window
+// (CUDA events, after warmup). Copies add "verify": {"checked_bytes", "bad_bytes"} (the
+// destination compared with what was sent); stress adds "iterations", "mismatches" (elements
+// differing bit for bit from the first product, plus every non-finite element) and
+// "tflops_windows". Errors: a message on stderr, {"error": "..."} on stdout, exit status 1.
+// Every kernel launch and every CUDA and cuBLAS call is checked: an error is never a figure.
 // Medians and figures are computed by the Python harness, the same way for every backend.
 
 #include <cublas_v2.h>
@@ -14,14 +20,21 @@
 #include <cuda_runtime.h>
 
 #include <chrono>
+#include <cmath>
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <string>
 #include <vector>
 
-static void fail(const std::string& what) {
-  std::printf("{\"error\": \"%s\"}\n", what.c_str());
+[[noreturn]] static void fail(const std::string& what) {
+  // stderr is what the runner reports when the exit status is not 0; stdout keeps the JSON form.
+  std::fprintf(stderr, "%s\n", what.c_str());
+  std::string safe;
+  for (char ch : what) safe += (ch == '"' || ch == '\\' || (unsigned char)ch < 0x20) ? ' ' : ch;
+  std::printf("{\"error\": \"%s\"}\n", safe.c_str());
+  std::fflush(stdout);
   std::exit(1);
 }
 
@@ -35,6 +48,8 @@ static void fail(const std::string& what) {
     cublasStatus_t st_ = (call);                                                   \
     if (st_ != CUBLAS_STATUS_SUCCESS) fail(std::string(#call) + ": cuBLAS status " + std::to_string(st_)); \
   } while (0)
+// After every <<<...>>> launch: a launch that failed must not read as "0 mismatches".
+#define KERNEL_OK(what) CUDA_OK(cudaGetLastError())
 
 __global__ void fill(float* x, size_t n, unsigned seed) {
   size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x;
@@ -42,6 +57,31 @@ __global__ void fill(float* x, size_t n, unsigned seed) {
     unsigned h = (unsigned)i * 2654435761u ^ seed;
     x[i] = ((h >> 8) & 0xffff) / 32768.0f - 1.0f;
   }
+}
+
+__global__ void fill_value(float* x, size_t n, float v) {
+  size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x;
+  for (; i < n; i += (size_t)gridDim.x * blockDim.x) x[i] = v;
+}
+
+// The byte pattern every copy carries: byte i is i % 251 (no stale buffer holds it by chance).
+__global__ void fill_pattern(unsigned char* x, size_t n) {
+  size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x;
+  for (; i < n; i += (size_t)gridDim.x * blockDim.x) x[i] = (unsigned char)(i % 251);
+}
+
+__global__ void count_pattern_errors(const unsigned char* x, size_t n, unsigned long long* bad) {
+  size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x;
+  unsigned long long mine = 0;
+  for (; i < n; i += (size_t)gridDim.x * blockDim.x) mine += x[i] != (unsigned char)(i % 251);
+  if (mine) atomicAdd(bad, mine);
+}
+
+__global__ void count_value_errors(const float* x, size_t n, float v, unsigned long long* bad) {
+  size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x;
+  unsigned long long mine = 0;
+  for (; i < n; i += (size_t)gridDim.x * blockDim.x) mine += !(x[i] == v);  // NaN counts
+  if (mine) atomicAdd(bad, mine);
 }
 
 __global__ void to_half(const float* x, __half* y, size_t n) {
@@ -68,11 +108,24 @@ __global__ void triad_kernel(float4* __restrict__ a, const float4* __restrict__ 
   }
 }
 
-__global__ void count_mismatches(const float* c, const float* ref, size_t n, float tol,
-                                 unsigned long long* bad) {
+// Elements of `c` that differ bit for bit from `ref`, plus every non-finite element of `c`
+// (exponent all ones): a NaN is never a match, not even with a NaN at the same place.
+template <typename W>
+__global__ void count_mismatches(const W* c, const W* ref, size_t n, W exp_mask, unsigned long long* bad) {
   size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x;
   unsigned long long mine = 0;
-  for (; i < n; i += (size_t)gridDim.x * blockDim.x) mine += fabsf(c[i] - ref[i]) > tol;
+  for (; i < n; i += (size_t)gridDim.x * blockDim.x) {
+    mine += c[i] != ref[i];
+    mine += (c[i] & exp_mask) == exp_mask;
+  }
+  if (mine) atomicAdd(bad, mine);
+}
+
+template <typename W>
+__global__ void count_nonfinite(const W* c, size_t n, W exp_mask, unsigned long long* bad) {
+  size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x;
+  unsigned long long mine = 0;
+  for (; i < n; i += (size_t)gridDim.x * blockDim.x) mine += (c[i] & exp_mask) == exp_mask;
   if (mine) atomicAdd(bad, mine);
 }
 
@@ -82,15 +135,31 @@ struct Timer {
   ~Timer() { cudaEventDestroy(start); cudaEventDestroy(stop); }
 };
 
+static int g_per_window = 1;
+
+// `repeats` timed windows of `per` calls each; `per` sized from one timed call so that a window
+// lasts about `window_ms` (one call per window when window_ms is 0).
 template <typename F>
-static std::vector<double> time_repeats(F&& op, int warmup, int repeats) {
+static std::vector<double> time_windows(F&& op, int warmup, int repeats, int window_ms) {
   for (int i = 0; i < warmup; ++i) op();
   CUDA_OK(cudaDeviceSynchronize());
   Timer t;
+  int per = 1;
+  if (window_ms > 0) {
+    CUDA_OK(cudaEventRecord(t.start));
+    op();
+    CUDA_OK(cudaEventRecord(t.stop));
+    CUDA_OK(cudaEventSynchronize(t.stop));
+    float ms = 0;
+    CUDA_OK(cudaEventElapsedTime(&ms, t.start, t.stop));
+    per = ms > 0 ? (int)std::lround(window_ms / ms) : 1;
+    per = per < 1 ? 1 : per > 1000 ? 1000 : per;
+  }
+  g_per_window = per;
   std::vector<double> seconds;
   for (int i = 0; i < repeats; ++i) {
     CUDA_OK(cudaEventRecord(t.start));
-    op();
+    for (int k = 0; k < per; ++k) op();
     CUDA_OK(cudaEventRecord(t.stop));
     CUDA_OK(cudaEventSynchronize(t.stop));
     float ms = 0;
@@ -100,133 +169,271 @@ static std::vector<double> time_repeats(F&& op, int warmup, int repeats) {
   return seconds;
 }
 
-static void print_seconds(const std::vector<double>& s, const char* extra = "") {
+static void print_seconds(const std::vector<double>& s, const std::string& extra = "") {
   std::printf("{\"seconds\": [");
   for (size_t i = 0; i < s.size(); ++i) std::printf("%s%.9g", i ? ", " : "", s[i]);
-  std::printf("]%s}\n", extra);
+  std::printf("], \"per_window\": %d%s}\n", g_per_window, extra.c_str());
+}
+
+static std::string verify_json(size_t checked, unsigned long long bad) {
+  char text[160];
+  std::snprintf(text, sizeof(text), ", \"verify\": {\"checked_bytes\": %zu, \"bad_bytes\": %llu}", checked, bad);
+  return text;
+}
+
+static unsigned long long* device_counter() {
+  unsigned long long* bad = nullptr;
+  CUDA_OK(cudaMalloc(&bad, sizeof(*bad)));
+  CUDA_OK(cudaMemset(bad, 0, sizeof(*bad)));
+  return bad;
+}
+
+static unsigned long long read_counter(unsigned long long* bad) {
+  unsigned long long value = 0;
+  CUDA_OK(cudaDeviceSynchronize());
+  CUDA_OK(cudaMemcpy(&value, bad, sizeof(value), cudaMemcpyDeviceToHost));
+  CUDA_OK(cudaFree(bad));
+  return value;
 }
 
 static float* random_matrix(size_t count, unsigned seed) {
   float* p = nullptr;
   CUDA_OK(cudaMalloc(&p, count * sizeof(float)));
   fill<<<1024, 256>>>(p, count, seed);
-  CUDA_OK(cudaGetLastError());
+  KERNEL_OK("fill");
   return p;
 }
 
-static std::vector<double> gemm(const std::string& what, int n, int repeats) {
+// FP32 inputs converted to the asked type; returns the element type.
+static cudaDataType_t matrices(const std::string& dtype, size_t count, void** a, void** b) {
+  float* a32 = random_matrix(count, 1);
+  float* b32 = random_matrix(count, 2);
+  if (dtype == "fp32") {
+    *a = a32;
+    *b = b32;
+    return CUDA_R_32F;
+  }
+  CUDA_OK(cudaMalloc(a, count * 2));
+  CUDA_OK(cudaMalloc(b, count * 2));
+  if (dtype == "fp16") {
+    to_half<<<1024, 256>>>(a32, (__half*)*a, count);
+    KERNEL_OK("to_half");
+    to_half<<<1024, 256>>>(b32, (__half*)*b, count);
+    KERNEL_OK("to_half");
+  } else {
+    to_bf16<<<1024, 256>>>(a32, (__nv_bfloat16*)*a, count);
+    KERNEL_OK("to_bf16");
+    to_bf16<<<1024, 256>>>(b32, (__nv_bfloat16*)*b, count);
+    KERNEL_OK("to_bf16");
+  }
+  CUDA_OK(cudaDeviceSynchronize());
+  CUDA_OK(cudaFree(a32));
+  CUDA_OK(cudaFree(b32));
+  return dtype == "fp16" ? CUDA_R_16F : CUDA_R_16BF;
+}
+
+static void gemm(const std::string& what, int n, int repeats, int window_ms) {
   cublasHandle_t h;
   CUBLAS_OK(cublasCreate(&h));
   size_t count = (size_t)n * n;
-  float* a32 = random_matrix(count, 1);
-  float* b32 = random_matrix(count, 2);
-  void *a = a32, *b = b32, *c = nullptr;
-  cudaDataType_t type = CUDA_R_32F;
-  cublasComputeType_t compute = CUBLAS_COMPUTE_32F;
-  if (what == "gemm_tf32") compute = CUBLAS_COMPUTE_32F_FAST_TF32;
-  if (what == "gemm_fp16" || what == "gemm_bf16") {
-    size_t bytes = count * 2;
-    CUDA_OK(cudaMalloc(&a, bytes));
-    CUDA_OK(cudaMalloc(&b, bytes));
-    if (what == "gemm_fp16") {
-      type = CUDA_R_16F;
-      to_half<<<1024, 256>>>(a32, (__half*)a, count);
-      to_half<<<1024, 256>>>(b32, (__half*)b, count);
-    } else {
-      type = CUDA_R_16BF;
-      to_bf16<<<1024, 256>>>(a32, (__nv_bfloat16*)a, count);
-      to_bf16<<<1024, 256>>>(b32, (__nv_bfloat16*)b, count);
-    }
-    CUDA_OK(cudaGetLastError());
-  }
+  std::string dtype = what == "gemm_fp16" ? "fp16" : what == "gemm_bf16" ? "bf16" : "fp32";
+  void *a = nullptr, *b = nullptr, *c = nullptr;
+  cudaDataType_t type = matrices(dtype, count, &a, &b);
+  cublasComputeType_t compute = what == "gemm_tf32" ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F;
   CUDA_OK(cudaMalloc(&c, count * (type == CUDA_R_32F ? 4 : 2)));
   const float one = 1.0f, zero = 0.0f;  // FP32 accumulate for every input type
   auto op = [&] {
     CUBLAS_OK(cublasGemmEx(h, CUBLAS_OP_N, CUBLAS_OP_N, n, n, n, &one, a, type, n, b, type, n, &zero, c, type, n,
                            compute, CUBLAS_GEMM_DEFAULT));
   };
-  auto seconds = time_repeats(op, 3, repeats);
-  cublasDestroy(h);
-  return seconds;
+  auto seconds = time_windows(op, 3, repeats, window_ms);
+  CUBLAS_OK(cublasDestroy(h));
+  print_seconds(seconds);
 }
 
-static std::vector<double> memory(const std::string& what, size_t bytes, int repeats) {
-  size_t n4 = bytes / sizeof(float4);
+static void memory(const std::string& what, size_t bytes, int repeats) {
+  unsigned long long* bad = device_counter();
   if (what == "h2d" || what == "d2h") {
-    void *host = nullptr, *dev = nullptr;
+    unsigned char *host = nullptr, *dev = nullptr;
     CUDA_OK(cudaMallocHost(&host, bytes));  // pinned
     CUDA_OK(cudaMalloc(&dev, bytes));
-    std::memset(host, 1, bytes);
+    if (what == "h2d") {
+      for (size_t i = 0; i < bytes; ++i) host[i] = (unsigned char)(i % 251);
+      CUDA_OK(cudaMemset(dev, 0, bytes));
+    } else {
+      std::memset(host, 0, bytes);
+      fill_pattern<<<1024, 256>>>(dev, bytes);
+      KERNEL_OK("fill_pattern");
+    }
     auto op = [&] {
       if (what == "h2d") CUDA_OK(cudaMemcpyAsync(dev, host, bytes, cudaMemcpyHostToDevice));
       else CUDA_OK(cudaMemcpyAsync(host, dev, bytes, cudaMemcpyDeviceToHost));
     };
-    return time_repeats(op, 2, repeats);
+    auto seconds = time_windows(op, 2, repeats, 0);
+    CUDA_OK(cudaDeviceSynchronize());
+    unsigned long long wrong = 0;
+    if (what == "h2d") {
+      count_pattern_errors<<<1024, 256>>>(dev, bytes, bad);
+      KERNEL_OK("count_pattern_errors");
+      wrong = read_counter(bad);
+    } else {
+      for (size_t i = 0; i < bytes; ++i) wrong += host[i] != (unsigned char)(i % 251);
+      CUDA_OK(cudaFree(bad));
+    }
+    print_seconds(seconds, verify_json(bytes, wrong));
+    return;
   }
+  size_t n4 = bytes / sizeof(float4);
   float4 *a = nullptr, *b = nullptr, *c = nullptr;
   CUDA_OK(cudaMalloc(&a, n4 * sizeof(float4)));
   CUDA_OK(cudaMalloc(&b, n4 * sizeof(float4)));
   CUDA_OK(cudaMalloc(&c, n4 * sizeof(float4)));
-  CUDA_OK(cudaMemset(b, 0, n4 * sizeof(float4)));
-  CUDA_OK(cudaMemset(c, 0, n4 * sizeof(float4)));
   CUDA_OK(cudaMemset(a, 0, n4 * sizeof(float4)));
+  if (what == "mem_copy") {
+    fill_pattern<<<1024, 256>>>((unsigned char*)b, n4 * sizeof(float4));
+    KERNEL_OK("fill_pattern");
+  } else {
+    fill_value<<<1024, 256>>>((float*)b, n4 * 4, 1.0f);
+    KERNEL_OK("fill_value");
+    fill_value<<<1024, 256>>>((float*)c, n4 * 4, 1.0f);
+    KERNEL_OK("fill_value");
+  }
   int sms = 0, device = 0;
   CUDA_OK(cudaGetDevice(&device));
   CUDA_OK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
   auto op = [&] {
     if (what == "mem_copy") copy_kernel<<<sms * 8, 256>>>(b, a, n4);
     else triad_kernel<<<sms * 8, 256>>>(a, b, c, 3.0f, n4);
+    KERNEL_OK(what);
   };
-  return time_repeats(op, 2, repeats);
+  auto seconds = time_windows(op, 2, repeats, 0);
+  if (what == "mem_copy") count_pattern_errors<<<1024, 256>>>((unsigned char*)a, n4 * sizeof(float4), bad);
+  else count_value_errors<<<1024, 256>>>((float*)a, n4 * 4, 4.0f, bad);  // 1 + 3 * 1, exact
+  KERNEL_OK("verify");
+  unsigned long long wrong = read_counter(bad);
+  // The triad counts wrong floats: as bytes, each is four.
+  print_seconds(seconds, verify_json(n4 * sizeof(float4), what == "mem_copy" ? wrong : wrong * 4));
 }
 
-static void stress(int n, double seconds_wanted) {
-  cublasHandle_t h;
-  CUBLAS_OK(cublasCreate(&h));
-  CUBLAS_OK(cublasSetMathMode(h, CUBLAS_PEDANTIC_MATH));  // exact FP32: repeats must agree
+static void p2p(int src, int dst, size_t bytes, int repeats) {
+  int can = 0;
+  CUDA_OK(cudaDeviceCanAccessPeer(&can, src, dst));
+  unsigned char *a = nullptr, *b = nullptr;
+  CUDA_OK(cudaSetDevice(dst));
+  CUDA_OK(cudaMalloc(&b, bytes));
+  CUDA_OK(cudaMemset(b, 0, bytes));
+  CUDA_OK(cudaSetDevice(src));
+  if (can) {
+    cudaError_t err = cudaDeviceEnablePeerAccess(dst, 0);
+    if (err == cudaErrorPeerAccessAlreadyEnabled) (void)cudaGetLastError();  // clear the sticky state
+    else CUDA_OK(err);
+  }
+  CUDA_OK(cudaMalloc(&a, bytes));
+  fill_pattern<<<1024, 256>>>(a, bytes);
+  KERNEL_OK("fill_pattern");
+  // Queued on the source device's stream and timed with its events: no launch overhead counted.
+  auto op = [&] { CUDA_OK(cudaMemcpyPeerAsync(b, dst, a, src, bytes, 0)); };
+  auto seconds = time_windows(op, 2, repeats, 0);
+  CUDA_OK(cudaDeviceSynchronize());
+  CUDA_OK(cudaSetDevice(dst));
+  unsigned long long* bad = device_counter();
+  count_pattern_errors<<<1024, 256>>>(b, bytes, bad);
+  KERNEL_OK("count_pattern_errors");
+  unsigned long long wrong = read_counter(bad);
+  print_seconds(seconds, verify_json(bytes, wrong) + (can ? ", \"peer_access\": true" : ", \"peer_access\": false"));
+}
+
+template <typename W>
+static void stress_typed(cublasHandle_t h, const std::string& dtype, int n, double seconds_wanted, W exp_mask) {
   size_t count = (size_t)n * n;
-  float* a = random_matrix(count, 3);
-  float* b = random_matrix(count, 4);
-  float *ref = nullptr, *c = nullptr;
-  unsigned long long* bad = nullptr;
-  CUDA_OK(cudaMalloc(&ref, count * 4));
-  CUDA_OK(cudaMalloc(&c, count * 4));
-  CUDA_OK(cudaMalloc(&bad, sizeof(*bad)));
-  CUDA_OK(cudaMemset(bad, 0, sizeof(*bad)));
+  void *a = nullptr, *b = nullptr;
+  cudaDataType_t type = matrices(dtype, count, &a, &b);
+  W *ref = nullptr, *c = nullptr;
+  CUDA_OK(cudaMalloc(&ref, count * sizeof(W)));
+  CUDA_OK(cudaMalloc(&c, count * sizeof(W)));
+  unsigned long long* bad = device_counter();
   const float one = 1.0f, zero = 0.0f;
-  CUBLAS_OK(cublasSgemm(h, CUBLAS_OP_N, CUBLAS_OP_N, n, n, n, &one, a, n, b, n, &zero, ref, n));
-  // Pedantic FP32 repeats are bitwise identical; the tolerance only absorbs nothing-but-rounding.
-  const float tol = 1e-5f * (float)n;
+  // Tensor cores at the card's best format, FP32 accumulate: power reaches the limit. The same
+  // product on the same card with the same algorithm is deterministic, so every repeat must
+  // equal the first bit for bit.
+  auto gemm_into = [&](W* out) {
+    CUBLAS_OK(cublasGemmEx(h, CUBLAS_OP_N, CUBLAS_OP_N, n, n, n, &one, a, type, n, b, type, n, &zero, out, type, n,
+                           CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
+  };
+  gemm_into(ref);
+  count_nonfinite<W><<<1024, 256>>>(ref, count, exp_mask, bad);
+  KERNEL_OK("count_nonfinite");
+  CUDA_OK(cudaDeviceSynchronize());
+  Timer t;
   auto t0 = std::chrono::steady_clock::now();
   long iterations = 0;
-  std::vector<double> per_second;
+  int per = 2;
+  std::vector<double> tflops;
   while (std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() < seconds_wanted) {
-    CUBLAS_OK(cublasSgemm(h, CUBLAS_OP_N, CUBLAS_OP_N, n, n, n, &one, a, n, b, n, &zero, c, n));
-    count_mismatches<<<1024, 256>>>(c, ref, count, tol, bad);
-    if (++iterations % 8 == 0) CUDA_OK(cudaDeviceSynchronize());
+    CUDA_OK(cudaEventRecord(t.start));
+    for (int k = 0; k < per; ++k) {
+      gemm_into(c);
+      count_mismatches<W><<<1024, 256>>>(c, ref, count, exp_mask, bad);
+      KERNEL_OK("count_mismatches");
+    }
+    CUDA_OK(cudaEventRecord(t.stop));
+    CUDA_OK(cudaEventSynchronize(t.stop));
+    float ms = 0;
+    CUDA_OK(cudaEventElapsedTime(&ms, t.start, t.stop));
+    iterations += per;
+    if (ms > 0) {
+      tflops.push_back(per * 2.0 * n * (double)n * n / (ms / 1000.0) / 1e12);
+      int next = (int)std::lround(per * 500.0 / ms);  // about half a second per window
+      per = next < 1 ? 1 : next > 10000 ? 10000 : next;
+    }
   }
   CUDA_OK(cudaDeviceSynchronize());
   double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  unsigned long long mismatches = 0;
-  CUDA_OK(cudaMemcpy(&mismatches, bad, sizeof(mismatches), cudaMemcpyDeviceToHost));
-  char extra[128];
-  std::snprintf(extra, sizeof(extra), ", \"iterations\": %ld, \"mismatches\": %llu", iterations, mismatches);
+  unsigned long long mismatches = read_counter(bad);
+  std::string extra = ", \"iterations\": " + std::to_string(iterations) + ", \"mismatches\": " +
+                      std::to_string(mismatches) + ", \"dtype\": \"" + dtype + "\", \"tflops_windows\": [";
+  for (size_t i = 0; i < tflops.size(); ++i) {
+    char num[32];
+    std::snprintf(num, sizeof(num), "%s%.6g", i ? ", " : "", tflops[i]);
+    extra += num;
+  }
+  extra += "]";
   print_seconds({elapsed}, extra);
-  cublasDestroy(h);
+}
+
+static void stress(int n, double seconds_wanted, const std::string& dtype) {
+  cublasHandle_t h;
+  CUBLAS_OK(cublasCreate(&h));
+  if (dtype == "fp32") {
+    CUBLAS_OK(cublasSetMathMode(h, CUBLAS_PEDANTIC_MATH));  // FP32 stays FP32 (no TF32)
+    stress_typed<uint32_t>(h, dtype, n, seconds_wanted, 0x7f800000u);
+  } else if (dtype == "fp16") {
+    stress_typed<uint16_t>(h, dtype, n, seconds_wanted, (uint16_t)0x7c00);
+  } else if (dtype == "bf16") {
+    stress_typed<uint16_t>(h, dtype, n, seconds_wanted, (uint16_t)0x7f80);
+  } else {
+    fail("unknown stress type " + dtype);
+  }
+  CUBLAS_OK(cublasDestroy(h));
 }
 
 int main(int argc, char** argv) {
-  if (argc != 5) fail("usage: gpuws_bench_kernels WHAT DEVICE SIZE REPEATS");
+  if (argc < 5 || argc > 7) fail("usage: gpuws_bench_kernels WHAT DEVICE SIZE REPEATS [WINDOW_MS [EXTRA]]");
   std::string what = argv[1];
   int device = std::atoi(argv[2]);
   long long size = std::atoll(argv[3]);
   int repeats = std::atoi(argv[4]);
-  if (size <= 0 || repeats <= 0) fail("SIZE and REPEATS must be positive");
+  int window_ms = argc > 5 ? std::atoi(argv[5]) : 0;
+  std::string extra = argc > 6 ? argv[6] : "";
+  if (size <= 0 || repeats <= 0 || window_ms < 0) fail("SIZE and REPEATS must be positive");
   CUDA_OK(cudaSetDevice(device));
-  if (what.rfind("gemm_", 0) == 0) print_seconds(gemm(what, (int)size, repeats));
+  if (what.rfind("gemm_", 0) == 0) gemm(what, (int)size, repeats, window_ms);
   else if (what == "mem_copy" || what == "mem_triad" || what == "h2d" || what == "d2h")
-    print_seconds(memory(what, (size_t)size, repeats));
-  else if (what == "stress") stress((int)size, repeats);
+    memory(what, (size_t)size, repeats);
+  else if (what == "p2p") {
+    if (extra.empty()) fail("p2p needs the destination device");
+    p2p(device, std::atoi(extra.c_str()), (size_t)size, repeats);
+  } else if (what == "stress") stress((int)size, repeats, extra.empty() ? "fp32" : extra);
   else fail("unknown measurement " + what);
   return 0;
 }

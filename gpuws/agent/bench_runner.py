@@ -5,7 +5,7 @@ Standalone on purpose: the standard library plus whatever it finds (PyTorch, CuP
 pynvml). gpuws sends it over SSH into a temporary directory and runs it with the host's
 `python3`; it also runs as it is on any machine:
 
-    python3 bench_runner.py --json [--quick|--full] [--timeout S] [--expected JSON]
+    python3 bench_runner.py --json [--quick|--full] [--timeout S] [--expected JSON] [--allow-busy]
 
 Output is one JSON object per line on stdout:
     {"type": "progress", "step": k, "total": n, "check": ..., "message": ...}
@@ -17,6 +17,14 @@ Output is one JSON object per line on stdout:
 
 It reports raw figures and facts; gpuws scores them against the card's datasheet. Anything that
 could not run is reported "inconclusive" with the reason, never left out (no silent pass).
+
+No false pass, by construction: a non-finite GEMM element is a mismatch; the stress GEMM is
+compared bit for bit with its first iteration (the same product on the same card is
+deterministic); every measured copy is checked byte for byte afterwards; a timed check that ran
+less than 90% of its asked duration, or (on a GPU) recorded no telemetry, is inconclusive.
+Throughput figures are the median of repeated timed windows, with the sustained (10th
+percentile) and peak windows beside it. A GPU already running compute processes is measured only
+with --allow-busy. Non-finite numbers are sent as strings with a reason: the output is always JSON.
 
 Backends, in order: PyTorch+CUDA, CuPy, CUDA C via nvcc+cuBLAS (bench_kernels.cu beside this
 file). Without a GPU toolchain it says what to install, and where NumPy or CPU PyTorch exists it
@@ -50,6 +58,14 @@ NO_TOOLCHAIN = (
 )
 CPU_LABEL = "CPU harness check \u2014 not a GPU measurement"
 SIM_MARKER = "gpuws-simulated-gpu-host"
+SIM_FAULTS_ENV = "GPUWS_SIM_FAULTS"  # faults the gpuws simulated host plays (see gpuws/sim/faults.py)
+SIM_JOBS_PAUSED_ENV = "GPUWS_SIM_JOBS_PAUSED"
+SIM_FAULT_KINDS = ("bench-nan", "copy-corrupt", "busy", "throttle", "slow-link")
+# A timed check that ran less than this share of the time it asked for proves nothing.
+MIN_RUN_SHARE = 0.9
+# A GPU at or above this utilisation before the run is in use, processes listed or not (containers
+# often cannot see other containers' processes).
+BUSY_UTILIZATION_PCT = 20
 GEMM_CHECKS = ("gemm_fp32", "gemm_tf32", "gemm_fp16", "gemm_bf16", "gemm_fp8")
 # nvidia-smi clocks event (throttle) reason bits, as in nvml.h.
 THROTTLE_BITS = {
@@ -69,15 +85,19 @@ THROTTLE_BITS = {
 SIZES: dict[str, dict[str, dict[str, Any]]] = {
     "gpu": {
         "quick": {"gemm_n": 8192, "warmup": 3, "repeats": 8, "mem_bytes": 1 << 30, "xfer_bytes": 256 << 20,
-                  "p2p_bytes": 256 << 20, "stress_s": 10.0, "stress_n": 8192, "all_pairs": False},
+                  "p2p_bytes": 256 << 20, "stress_s": 10.0, "stress_n": 8192, "all_pairs": False,
+                  "windows": 12, "window_s": 0.05},
         "full": {"gemm_n": 8192, "warmup": 5, "repeats": 30, "mem_bytes": 2 << 30, "xfer_bytes": 1 << 30,
-                 "p2p_bytes": 1 << 30, "stress_s": 60.0, "stress_n": 8192, "all_pairs": True},
+                 "p2p_bytes": 1 << 30, "stress_s": 60.0, "stress_n": 8192, "all_pairs": True,
+                 "windows": 30, "window_s": 0.2},
     },
     "cpu": {
         "quick": {"gemm_n": 256, "warmup": 1, "repeats": 3, "mem_bytes": 8 << 20, "xfer_bytes": 8 << 20,
-                  "p2p_bytes": 8 << 20, "stress_s": 1.0, "stress_n": 128, "all_pairs": False},
+                  "p2p_bytes": 8 << 20, "stress_s": 1.0, "stress_n": 128, "all_pairs": False,
+                  "windows": 5, "window_s": 0.01},
         "full": {"gemm_n": 512, "warmup": 2, "repeats": 7, "mem_bytes": 32 << 20, "xfer_bytes": 32 << 20,
-                 "p2p_bytes": 32 << 20, "stress_s": 5.0, "stress_n": 256, "all_pairs": True},
+                 "p2p_bytes": 32 << 20, "stress_s": 5.0, "stress_n": 256, "all_pairs": True,
+                 "windows": 9, "window_s": 0.02},
     },
 }
 OVERALL_TIMEOUT = {"quick": 90.0, "full": 330.0}
@@ -94,6 +114,18 @@ class Deadline(Exception):
 # ----------------------------------------------------------------------------------- output
 
 
+def jsonable(obj: Any) -> Any:
+    """`obj` with every non-finite float replaced by a string saying so, so that
+    `json.dumps(allow_nan=False)` never fails and no NaN is read as a number downstream."""
+    if isinstance(obj, float) and not math.isfinite(obj):
+        return f"{obj!r} (not a finite number)"
+    if isinstance(obj, dict):
+        return {str(k): jsonable(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [jsonable(v) for v in obj]
+    return obj
+
+
 class Emitter:
     """Writes JSON lines; a closed stdout (the client went away) ends the run at once."""
 
@@ -103,7 +135,7 @@ class Emitter:
         self.results: list[dict[str, Any]] = []
 
     def emit(self, obj: dict[str, Any]) -> None:
-        line = json.dumps(obj, default=str, allow_nan=False)
+        line = json.dumps(jsonable(obj), default=str, allow_nan=False)
         with self._lock:
             try:
                 self._stream.write(line + "\n")
@@ -261,6 +293,59 @@ def list_gpus() -> tuple[list[dict[str, Any]], str | None]:
     return gpus, None
 
 
+def gpu_activity(gpus: list[dict[str, Any]]) -> dict[int, dict[str, Any]]:
+    """Per GPU index: the compute processes on it (other than this runner) and its utilisation,
+    read before anything is measured. A GPU with either is "busy"."""
+    by_uuid = {g.get("uuid"): g["index"] for g in gpus if g.get("uuid")}
+    activity: dict[int, dict[str, Any]] = {g["index"]: {"processes": 0, "pids": [], "utilization_pct": None,
+                                                         "busy": False} for g in gpus}
+    rc, out = run_cmd(["nvidia-smi", "--query-compute-apps=gpu_uuid,pid", "--format=csv,noheader"])
+    if rc == 0:
+        for line in out.splitlines():
+            cells = [c.strip() for c in line.split(",")]
+            index = by_uuid.get(cells[0]) if len(cells) == 2 else None
+            pid = to_int(cells[1]) if len(cells) == 2 else None
+            if index is not None and pid is not None and pid != os.getpid():
+                activity[index]["processes"] += 1
+                activity[index]["pids"].append(pid)
+    for row in query_gpus(["index", "utilization.gpu"]) or []:
+        index = to_int(row.get("index"))
+        if index in activity:
+            activity[index]["utilization_pct"] = to_int(row.get("utilization.gpu"))
+    for a in activity.values():
+        a["busy"] = a["processes"] > 0 or (a["utilization_pct"] or 0) >= BUSY_UTILIZATION_PCT
+    return activity
+
+
+def busy_reason(activity: dict[str, Any]) -> str:
+    """"GPU in use by N processes (U% utilisation)" for a busy GPU."""
+    util = activity.get("utilization_pct")
+    return f"GPU in use by {activity.get('processes', 0)} processes" + (
+        f" ({util}% utilisation)" if util is not None else "")
+
+
+def topology_links() -> dict[str, str]:
+    """`nvidia-smi topo -m` as {"0-1": "NV12", ...} for each GPU pair (NV# is NVLink); empty when
+    the driver cannot tell."""
+    rc, out = run_cmd(["nvidia-smi", "topo", "-m"])
+    if rc != 0:
+        return {}
+    lines = [line.split() for line in out.splitlines() if line.strip()]
+    header = next((cells for cells in lines if cells and cells[0].startswith("GPU")), None)
+    if not header:
+        return {}
+    columns = [c for c in header if c.startswith("GPU") and c[3:].isdigit()]
+    links: dict[str, str] = {}
+    for cells in lines:
+        if not cells or not cells[0].startswith("GPU") or not cells[0][3:].isdigit() or "X" not in cells:
+            continue  # the header line, the legend, NIC rows
+        row = int(cells[0][3:])
+        for k, col in enumerate(columns):
+            if k + 1 < len(cells) and cells[k + 1] != "X":
+                links[f"{row}-{int(col[3:])}"] = cells[k + 1]
+    return links
+
+
 # ------------------------------------------------------------------------------ telemetry
 
 
@@ -268,7 +353,7 @@ class Sampler:
     """Polls temperature, SM clock, power and throttle reasons while a check runs (NVML when it
     works, else nvidia-smi), so the stress check can say how the card held up."""
 
-    def __init__(self, interval: float = 1.0) -> None:
+    def __init__(self, interval: float = 0.5) -> None:
         self.interval = interval
         self.samples: list[dict[str, Any]] = []
         self._stop = threading.Event()
@@ -323,27 +408,44 @@ class Sampler:
         if self._thread is not None:
             self._thread.join(timeout=5)
 
-    def summary(self, gpu: int) -> dict[str, Any]:
-        mine = [s for s in self.samples if s.get("gpu") == gpu]
-        temps = [s["temp_c"] for s in mine if s.get("temp_c") is not None]
-        clocks = [s["sm_clock_mhz"] for s in mine if s.get("sm_clock_mhz") is not None]
-        mask = 0
-        for s in mine:
-            mask |= s.get("throttle") or 0
-        return {
-            "samples": len(mine),
-            "temp_max_c": max(temps) if temps else None,
-            "sm_clock_min_mhz": min(clocks) if clocks else None,
-            "sm_clock_max_mhz": max(clocks) if clocks else None,
-            "throttle_reasons_seen": decode_throttle(mask) if mine else None,
-        }
+    def summary(self, gpu: int, since: float | None = None, until: float | None = None) -> dict[str, Any]:
+        """Clocks, power, temperature and throttle reasons of `gpu` between two monotonic times."""
+        return summarize_samples([s for s in list(self.samples) if s.get("gpu") == gpu
+                                  and (since is None or s.get("t", 0) >= since)
+                                  and (until is None or s.get("t", 0) <= until)])
+
+
+def summarize_samples(mine: list[dict[str, Any]]) -> dict[str, Any]:
+    """The telemetry summary of one GPU's samples during a check."""
+    temps = [s["temp_c"] for s in mine if s.get("temp_c") is not None]
+    clocks = [s["sm_clock_mhz"] for s in mine if s.get("sm_clock_mhz") is not None]
+    power = [s["power_w"] for s in mine if s.get("power_w") is not None]
+    mask = 0
+    for s in mine:
+        mask |= s.get("throttle") or 0
+    return {
+        "samples": len(mine),
+        "temp_max_c": max(temps) if temps else None,
+        "sm_clock_min_mhz": min(clocks) if clocks else None,
+        "sm_clock_max_mhz": max(clocks) if clocks else None,
+        "power_max_w": max(power) if power else None,
+        "throttle_reasons_seen": decode_throttle(mask) if mine else None,
+    }
 
 
 # ------------------------------------------------------------------------------ backends
 
 
+Verify = Callable[[], tuple[int, int]]  # () -> (bytes checked, bytes wrong)
+
+
 class Backend:
-    """Array operations the harness needs; one subclass per toolchain. `harness` is "gpu" or "cpu"."""
+    """Array operations the harness needs; one subclass per toolchain. `harness` is "gpu" or "cpu".
+
+    Every copy factory returns the timed operation and a `verify` that compares the destination
+    with what was sent (bytes checked, bytes wrong), as nvbandwidth does: a fast copy of the
+    wrong bytes is a failure, not a figure.
+    """
 
     name = "none"
     harness = "gpu"
@@ -361,20 +463,24 @@ class Backend:
     def make_gemm(self, dev: int, check: str, n: int) -> Callable[[], Any]:
         raise NotImplementedError
 
-    def make_copy(self, dev: int, nbytes: int) -> Callable[[], Any]:
+    def make_copy(self, dev: int, nbytes: int) -> tuple[Callable[[], Any], Verify]:
         raise NotImplementedError
 
-    def make_triad(self, dev: int, nbytes: int) -> Callable[[], Any]:
+    def make_triad(self, dev: int, nbytes: int) -> tuple[Callable[[], Any], Verify]:
         raise NotImplementedError
 
-    def make_h2d(self, dev: int, nbytes: int) -> Callable[[], Any]:
+    def make_h2d(self, dev: int, nbytes: int) -> tuple[Callable[[], Any], Verify]:
         raise CheckError("host-to-device copies need a GPU")
 
-    def make_d2h(self, dev: int, nbytes: int) -> Callable[[], Any]:
+    def make_d2h(self, dev: int, nbytes: int) -> tuple[Callable[[], Any], Verify]:
         raise CheckError("device-to-host copies need a GPU")
 
-    def make_p2p(self, src: int, dst: int, nbytes: int) -> tuple[Callable[[], Any], bool]:
+    def make_p2p(self, src: int, dst: int, nbytes: int) -> tuple[Callable[[], Any], Verify, bool]:
         raise CheckError("peer-to-peer copies need two GPUs")
+
+    def stress_dtype(self, dev: int) -> str:
+        """The card's best tensor-core format for the stress GEMM (power reaches the limit)."""
+        return "fp32"
 
     def make_stress(self, dev: int, n: int) -> StressState:
         raise NotImplementedError
@@ -384,11 +490,20 @@ class Backend:
 
     def timer_start(self, dev: int) -> Any:
         self.sync(dev)
-        return time.perf_counter()
+        return [time.perf_counter(), None]
+
+    def timer_end(self, dev: int, token: Any) -> None:
+        """Mark the end of the timed work (queued; no wait on a GPU)."""
+        self.sync(dev)
+        token[1] = time.perf_counter()
+
+    def timer_elapsed(self, dev: int, token: Any) -> float:
+        """Seconds between start and end marks, once the work is done."""
+        return float(token[1]) - float(token[0])
 
     def timer_stop(self, dev: int, token: Any) -> float:
-        self.sync(dev)
-        return time.perf_counter() - float(token)
+        self.timer_end(dev, token)
+        return self.timer_elapsed(dev, token)
 
     def release(self) -> None:
         """Free what the last check allocated."""
@@ -398,20 +513,30 @@ class Backend:
 
 
 class StressState:
-    """Repeated GEMMs compared with a reference result, as gpu-burn does."""
+    """Repeated GEMMs, each compared bit for bit with the first (as gpu-burn does, but exact:
+    the same product on the same card is deterministic), non-finite elements counted as wrong."""
+
+    dtype = "fp32"
+    flops_per_step = 0.0
 
     def verify_reference(self) -> float:
-        """Largest relative error of a few reference rows against a float64 product."""
+        """Largest relative error of a few rows of the first product against a float64 product;
+        inf when the first product holds a non-finite value."""
         raise NotImplementedError
 
     def step(self) -> None:
-        """One GEMM plus a comparison with the reference (counted on the device, no sync)."""
+        """One GEMM plus its comparison with the first (counted on the device, no sync)."""
         raise NotImplementedError
 
     def mismatches(self) -> int:
         raise NotImplementedError
 
-    flops_per_step = 0.0
+
+def finite_rel_error(err: float, scale: float) -> float:
+    """err / scale, but inf for a non-finite or zero scale (a NaN must never look small)."""
+    if not (math.isfinite(err) and math.isfinite(scale)) or scale == 0:
+        return math.inf
+    return err / scale
 
 
 class TorchBackend(Backend):
@@ -461,7 +586,9 @@ class TorchBackend(Backend):
             one = t.ones((), dtype=t.float32, device=self._dev(dev))
 
             def fp8() -> None:
-                t._scaled_mm(a, b, scale_a=one, scale_b=one, out_dtype=t.bfloat16)
+                # The datasheet's dense FP8 peak is with fast accumulation; without it a healthy
+                # Hopper card measures well below and would warn.
+                t._scaled_mm(a, b, scale_a=one, scale_b=one, out_dtype=t.bfloat16, use_fast_accum=True)
 
             return fp8
         dtype = {"gemm_fp32": t.float32, "gemm_tf32": t.float32, "gemm_fp16": t.float16,
@@ -479,43 +606,65 @@ class TorchBackend(Backend):
 
         return gemm
 
-    def make_copy(self, dev: int, nbytes: int) -> Callable[[], Any]:
-        n = nbytes // 4
-        src = self.t.ones(n, dtype=self.t.float32, device=self._dev(dev))
-        dst = self.t.empty_like(src)
-        return lambda: dst.copy_(src)
+    def _pattern(self, nbytes: int, dev: int | None) -> Any:
+        """A byte pattern no stale buffer holds by chance (0..250 repeating)."""
+        device = self.t.device("cpu") if dev is None else self._dev(dev)
+        return (self.t.arange(nbytes, dtype=self.t.int32, device=device) % 251).to(self.t.uint8)
 
-    def make_triad(self, dev: int, nbytes: int) -> Callable[[], Any]:
+    def _verify(self, got: Any, want: Any) -> Verify:
+        return lambda: (int(want.numel()), int((got != want).sum()))
+
+    def make_copy(self, dev: int, nbytes: int) -> tuple[Callable[[], Any], Verify]:
+        src = self._pattern(nbytes, dev)
+        dst = self.t.zeros_like(src)
+        return (lambda: dst.copy_(src)), self._verify(dst, src)
+
+    def make_triad(self, dev: int, nbytes: int) -> tuple[Callable[[], Any], Verify]:
         n = nbytes // 4
         b = self.t.ones(n, dtype=self.t.float32, device=self._dev(dev))
         c = self.t.ones_like(b)
-        a = self.t.empty_like(b)
-        return lambda: self.t.add(b, c, alpha=3.0, out=a)
+        a = self.t.zeros_like(b)
+        # 1 + 3 * 1 is exact in FP32: every element must be 4 (a NaN is != 4, so it counts).
+        return (lambda: self.t.add(b, c, alpha=3.0, out=a)), (lambda: (n * 4, 4 * int((a != 4.0).sum())))
 
-    def make_h2d(self, dev: int, nbytes: int) -> Callable[[], Any]:
+    def make_h2d(self, dev: int, nbytes: int) -> tuple[Callable[[], Any], Verify]:
         if not self.cuda:
             raise CheckError("host-to-device copies need a GPU")
-        host = self.t.empty(nbytes, dtype=self.t.uint8, pin_memory=True)
-        devbuf = self.t.empty(nbytes, dtype=self.t.uint8, device=self._dev(dev))
-        return lambda: devbuf.copy_(host, non_blocking=True)
+        host = self._pattern(nbytes, None).pin_memory()
+        devbuf = self.t.zeros(nbytes, dtype=self.t.uint8, device=self._dev(dev))
+        # Compared on the device with the same pattern made there: no second copy to trust.
+        return (lambda: devbuf.copy_(host, non_blocking=True)), \
+            (lambda: self._verify(devbuf, self._pattern(nbytes, dev))())
 
-    def make_d2h(self, dev: int, nbytes: int) -> Callable[[], Any]:
+    def make_d2h(self, dev: int, nbytes: int) -> tuple[Callable[[], Any], Verify]:
         if not self.cuda:
             raise CheckError("device-to-host copies need a GPU")
-        host = self.t.empty(nbytes, dtype=self.t.uint8, pin_memory=True)
-        devbuf = self.t.empty(nbytes, dtype=self.t.uint8, device=self._dev(dev))
-        return lambda: host.copy_(devbuf, non_blocking=True)
+        host = self.t.zeros(nbytes, dtype=self.t.uint8).pin_memory()
+        devbuf = self._pattern(nbytes, dev)
 
-    def make_p2p(self, src: int, dst: int, nbytes: int) -> tuple[Callable[[], Any], bool]:
+        def verify() -> tuple[int, int]:
+            self.sync(dev)
+            return self._verify(host, self._pattern(nbytes, None))()
+
+        return (lambda: host.copy_(devbuf, non_blocking=True)), verify
+
+    def make_p2p(self, src: int, dst: int, nbytes: int) -> tuple[Callable[[], Any], Verify, bool]:
         if not self.cuda:
             raise CheckError("peer-to-peer copies need two GPUs")
         peer = bool(self.t.cuda.can_device_access_peer(dst, src))
-        a = self.t.empty(nbytes, dtype=self.t.uint8, device=self._dev(src))
-        b = self.t.empty(nbytes, dtype=self.t.uint8, device=self._dev(dst))
-        return (lambda: b.copy_(a, non_blocking=True)), peer
+        a = self._pattern(nbytes, src)
+        b = self.t.zeros(nbytes, dtype=self.t.uint8, device=self._dev(dst))
+        return (lambda: b.copy_(a, non_blocking=True)), \
+            (lambda: self._verify(b, self._pattern(nbytes, dst))()), peer
+
+    def stress_dtype(self, dev: int) -> str:
+        if not self.cuda:
+            return "fp32"
+        major, _ = self.t.cuda.get_device_capability(dev)
+        return "bf16" if major >= 8 else "fp16" if major >= 7 else "fp32"
 
     def make_stress(self, dev: int, n: int) -> StressState:
-        return TorchStress(self, dev, n)
+        return TorchStress(self, dev, n, self.stress_dtype(dev))
 
     def sync(self, dev: int) -> None:
         if self.cuda:
@@ -530,12 +679,17 @@ class TorchBackend(Backend):
             start.record()
         return (start, end)
 
-    def timer_stop(self, dev: int, token: Any) -> float:
+    def timer_end(self, dev: int, token: Any) -> None:
         if not self.cuda:
-            return super().timer_stop(dev, token)
-        start, end = token
+            return super().timer_end(dev, token)
         with self.t.cuda.device(dev):
-            end.record()
+            token[1].record()
+        return None
+
+    def timer_elapsed(self, dev: int, token: Any) -> float:
+        if not self.cuda:
+            return super().timer_elapsed(dev, token)
+        start, end = token
         end.synchronize()
         return float(start.elapsed_time(end)) / 1000.0
 
@@ -550,27 +704,32 @@ class TorchBackend(Backend):
 
 
 class TorchStress(StressState):
-    def __init__(self, backend: TorchBackend, dev: int, n: int) -> None:
+    def __init__(self, backend: TorchBackend, dev: int, n: int, dtype: str = "fp32") -> None:
         t = self.t = backend.t
         self.backend = backend
+        self.dtype = dtype
         if backend.cuda:
-            t.backends.cuda.matmul.allow_tf32 = False  # fp32 GEMMs, deterministic and exact to compare
+            t.backends.cuda.matmul.allow_tf32 = False  # fp32 stays fp32
         d = backend._dev(dev)
-        self.a = t.randn(n, n, dtype=t.float32, device=d)
-        self.b = t.randn(n, n, dtype=t.float32, device=d)
-        self.ref = t.matmul(self.a, self.b)
+        tdtype = {"fp32": t.float32, "bf16": t.bfloat16, "fp16": t.float16}[dtype]
+        self.bits = t.int32 if dtype == "fp32" else t.int16
+        self.a = t.randn(n, n, dtype=t.float32, device=d).to(tdtype)
+        self.b = t.randn(n, n, dtype=t.float32, device=d).to(tdtype)
+        self.ref = t.matmul(self.a, self.b)  # the first iteration: every later one must equal it
         self.c = t.empty_like(self.ref)
-        self.tol = 1e-3 * float(self.ref.abs().max())
-        self.bad = t.zeros((), dtype=t.int64, device=d)
+        # Non-finite elements of the first product count once; later ones count every time.
+        self.bad = (~t.isfinite(self.ref)).sum().to(t.int64)
         self.flops_per_step = 2.0 * n**3
 
     def verify_reference(self) -> float:
         rows = self.a[:4].double() @ self.b.double()
-        return float((self.ref[:4].double() - rows).abs().max() / rows.abs().max())
+        return finite_rel_error(float((self.ref[:4].double() - rows).abs().max()), float(rows.abs().max()))
 
     def step(self) -> None:
-        self.backend.t.matmul(self.a, self.b, out=self.c)
-        self.bad += ((self.c - self.ref).abs() > self.tol).sum()
+        t = self.t
+        t.matmul(self.a, self.b, out=self.c)
+        self.bad += (self.c.view(self.bits) != self.ref.view(self.bits)).sum()
+        self.bad += (~t.isfinite(self.c)).sum()
 
     def mismatches(self) -> int:
         return int(self.bad)
@@ -606,22 +765,26 @@ class NumpyBackend(Backend):
         self.last_gemm_n = n
         return lambda: np.matmul(a, b, out=c)
 
-    def make_copy(self, dev: int, nbytes: int) -> Callable[[], Any]:
-        src = self.np.ones(nbytes // 4, dtype=self.np.float32)
-        dst = self.np.empty_like(src)
-        return lambda: self.np.copyto(dst, src)
+    def _pattern(self, nbytes: int) -> Any:
+        return (self.np.arange(nbytes, dtype=self.np.int64) % 251).astype(self.np.uint8)
 
-    def make_triad(self, dev: int, nbytes: int) -> Callable[[], Any]:
+    def make_copy(self, dev: int, nbytes: int) -> tuple[Callable[[], Any], Verify]:
+        src = self._pattern(nbytes)
+        dst = self.np.zeros_like(src)
+        return (lambda: self.np.copyto(dst, src)), (lambda: (nbytes, int(self.np.count_nonzero(dst != src))))
+
+    def make_triad(self, dev: int, nbytes: int) -> tuple[Callable[[], Any], Verify]:
         np = self.np
-        b = np.ones(nbytes // 4, dtype=np.float32)
+        n = nbytes // 4
+        b = np.ones(n, dtype=np.float32)
         c = np.ones_like(b)
-        a = np.empty_like(b)
+        a = np.zeros_like(b)
 
         def triad() -> None:
             np.multiply(c, 3.0, out=a)
             np.add(a, b, out=a)
 
-        return triad
+        return triad, (lambda: (n * 4, 4 * int(np.count_nonzero(a != 4.0))))
 
     def make_stress(self, dev: int, n: int) -> StressState:
         return NumpyStress(self, n)
@@ -632,19 +795,22 @@ class NumpyStress(StressState):
         np = self.np = backend.np
         self.a = backend.rng.standard_normal((n, n)).astype(np.float32)
         self.b = backend.rng.standard_normal((n, n)).astype(np.float32)
-        self.ref = self.a @ self.b
+        self.ref = self.a @ self.b  # the first iteration
         self.c = np.empty_like(self.ref)
-        self.tol = 1e-3 * float(np.abs(self.ref).max())
-        self.bad = 0
+        self.bad = int(np.count_nonzero(~np.isfinite(self.ref)))
         self.flops_per_step = 2.0 * n**3
 
     def verify_reference(self) -> float:
-        rows = self.a[:4].astype(self.np.float64) @ self.b.astype(self.np.float64)
-        return float(self.np.abs(self.ref[:4] - rows).max() / self.np.abs(rows).max())
+        np = self.np
+        rows = self.a[:4].astype(np.float64) @ self.b.astype(np.float64)
+        return finite_rel_error(float(np.abs(self.ref[:4] - rows).max()), float(np.abs(rows).max()))
 
     def step(self) -> None:
-        self.np.matmul(self.a, self.b, out=self.c)
-        self.bad += int(self.np.count_nonzero(self.np.abs(self.c - self.ref) > self.tol))
+        np = self.np
+        np.matmul(self.a, self.b, out=self.c)
+        # Bit for bit: a NaN differs from everything, also from a NaN at the same place.
+        self.bad += int(np.count_nonzero(self.c.view(np.uint32) != self.ref.view(np.uint32)))
+        self.bad += int(np.count_nonzero(~np.isfinite(self.c)))
 
     def mismatches(self) -> int:
         return self.bad
@@ -686,21 +852,35 @@ class CupyBackend(Backend):
 
         return gemm
 
-    def make_copy(self, dev: int, nbytes: int) -> Callable[[], Any]:
+    def _pattern(self, nbytes: int, dev: int) -> Any:
         cp = self.cp
         with cp.cuda.Device(dev):
-            src = cp.ones(nbytes // 4, dtype=cp.float32)
-            dst = cp.empty_like(src)
-        return lambda: cp.copyto(dst, src)
+            return (cp.arange(nbytes, dtype=cp.int32) % 251).astype(cp.uint8)
 
-    def make_triad(self, dev: int, nbytes: int) -> Callable[[], Any]:
+    def _count_wrong(self, got: Any, want: Any, dev: int) -> tuple[int, int]:
+        with self.cp.cuda.Device(dev):
+            return int(want.size), int(self.cp.count_nonzero(got != want))
+
+    def make_copy(self, dev: int, nbytes: int) -> tuple[Callable[[], Any], Verify]:
+        cp = self.cp
+        src = self._pattern(nbytes, dev)
+        with cp.cuda.Device(dev):
+            dst = cp.zeros_like(src)
+        return (lambda: cp.copyto(dst, src)), (lambda: self._count_wrong(dst, src, dev))
+
+    def make_triad(self, dev: int, nbytes: int) -> tuple[Callable[[], Any], Verify]:
         cp = self.cp
         with cp.cuda.Device(dev):
             b = cp.ones(nbytes // 4, dtype=cp.float32)
             c = cp.ones_like(b)
-            a = cp.empty_like(b)
+            a = cp.zeros_like(b)
         s = cp.float32(3.0)
-        return lambda: self._triad(b, c, s, a)
+
+        def verify() -> tuple[int, int]:
+            with cp.cuda.Device(dev):
+                return int(a.size) * 4, 4 * int(cp.count_nonzero(a != 4.0))
+
+        return (lambda: self._triad(b, c, s, a)), verify
 
     def _pinned(self, nbytes: int) -> Any:
         import numpy as np
@@ -708,29 +888,50 @@ class CupyBackend(Backend):
         mem = self.cp.cuda.alloc_pinned_memory(nbytes)
         return np.frombuffer(mem, dtype=np.uint8, count=nbytes)
 
-    def make_h2d(self, dev: int, nbytes: int) -> Callable[[], Any]:
-        host = self._pinned(nbytes)
-        with self.cp.cuda.Device(dev):
-            devbuf = self.cp.empty(nbytes, dtype=self.cp.uint8)
-        return lambda: devbuf.set(host)
+    def make_h2d(self, dev: int, nbytes: int) -> tuple[Callable[[], Any], Verify]:
+        import numpy as np
 
-    def make_d2h(self, dev: int, nbytes: int) -> Callable[[], Any]:
         host = self._pinned(nbytes)
+        host[:] = (np.arange(nbytes, dtype=np.int64) % 251).astype(np.uint8)
         with self.cp.cuda.Device(dev):
-            devbuf = self.cp.empty(nbytes, dtype=self.cp.uint8)
-        return lambda: devbuf.get(out=host)
+            devbuf = self.cp.zeros(nbytes, dtype=self.cp.uint8)
+        return (lambda: devbuf.set(host)), (lambda: self._count_wrong(devbuf, self._pattern(nbytes, dev), dev))
 
-    def make_p2p(self, src: int, dst: int, nbytes: int) -> tuple[Callable[[], Any], bool]:
+    def make_d2h(self, dev: int, nbytes: int) -> tuple[Callable[[], Any], Verify]:
+        import numpy as np
+
+        host = self._pinned(nbytes)
+        host[:] = 0
+        devbuf = self._pattern(nbytes, dev)
+        want = (np.arange(nbytes, dtype=np.int64) % 251).astype(np.uint8)
+
+        def verify() -> tuple[int, int]:
+            self.sync(dev)
+            return nbytes, int(np.count_nonzero(host != want))
+
+        return (lambda: devbuf.get(out=host)), verify
+
+    def make_p2p(self, src: int, dst: int, nbytes: int) -> tuple[Callable[[], Any], Verify, bool]:
         cp = self.cp
         peer = bool(cp.cuda.runtime.deviceCanAccessPeer(dst, src))
-        with cp.cuda.Device(src):
-            a = cp.empty(nbytes, dtype=cp.uint8)
+        a = self._pattern(nbytes, src)
         with cp.cuda.Device(dst):
-            b = cp.empty(nbytes, dtype=cp.uint8)
-        return (lambda: cp.cuda.runtime.memcpyPeer(b.data.ptr, dst, a.data.ptr, src, nbytes)), peer
+            b = cp.zeros(nbytes, dtype=cp.uint8)
+
+        def copy() -> None:
+            # Queued on the source device's current stream, so its events time the copy alone.
+            with cp.cuda.Device(src):
+                cp.cuda.runtime.memcpyPeerAsync(b.data.ptr, dst, a.data.ptr, src, nbytes,
+                                                cp.cuda.get_current_stream().ptr)
+
+        return copy, (lambda: self._count_wrong(b, self._pattern(nbytes, dst), dst)), peer
+
+    def stress_dtype(self, dev: int) -> str:
+        major = int(self.cp.cuda.Device(dev).compute_capability[:-1] or 0)
+        return "fp16" if major >= 7 else "fp32"
 
     def make_stress(self, dev: int, n: int) -> StressState:
-        return CupyStress(self.cp, dev, n)
+        return CupyStress(self.cp, dev, n, self.stress_dtype(dev))
 
     def sync(self, dev: int) -> None:
         with self.cp.cuda.Device(dev):
@@ -742,10 +943,13 @@ class CupyBackend(Backend):
             start.record()
         return (start, end)
 
-    def timer_stop(self, dev: int, token: Any) -> float:
+    def timer_end(self, dev: int, token: Any) -> None:
+        with self.cp.cuda.Device(dev):
+            token[1].record()
+
+    def timer_elapsed(self, dev: int, token: Any) -> float:
         start, end = token
         with self.cp.cuda.Device(dev):
-            end.record()
             end.synchronize()
         return float(self.cp.cuda.get_elapsed_time(start, end)) / 1000.0
 
@@ -757,37 +961,53 @@ class CupyBackend(Backend):
 
 
 class CupyStress(StressState):
-    def __init__(self, cp: Any, dev: int, n: int) -> None:
-        self.cp, self.dev = cp, dev
+    def __init__(self, cp: Any, dev: int, n: int, dtype: str = "fp32") -> None:
+        self.cp, self.dev, self.dtype = cp, dev, dtype
+        ctype = cp.float16 if dtype == "fp16" else cp.float32
+        self.bits = cp.uint16 if dtype == "fp16" else cp.uint32
         with cp.cuda.Device(dev):
-            self.a = cp.random.standard_normal((n, n), dtype=cp.float32)
-            self.b = cp.random.standard_normal((n, n), dtype=cp.float32)
-            self.ref = self.a @ self.b
+            self.a = cp.random.standard_normal((n, n), dtype=cp.float32).astype(ctype)
+            self.b = cp.random.standard_normal((n, n), dtype=cp.float32).astype(ctype)
+            self.ref = self.a @ self.b  # the first iteration
             self.c = cp.empty_like(self.ref)
-            self.tol = 1e-3 * float(cp.abs(self.ref).max())
-            self.bad = cp.zeros((), dtype=cp.int64)
+            self.bad = cp.count_nonzero(~cp.isfinite(self.ref)).astype(cp.int64)
         self.flops_per_step = 2.0 * n**3
 
     def verify_reference(self) -> float:
         with self.cp.cuda.Device(self.dev):
             rows = self.a[:4].astype(self.cp.float64) @ self.b.astype(self.cp.float64)
-            return float(self.cp.abs(self.ref[:4] - rows).max() / self.cp.abs(rows).max())
+            return finite_rel_error(float(self.cp.abs(self.ref[:4] - rows).max()), float(self.cp.abs(rows).max()))
 
     def step(self) -> None:
         cp = self.cp
         with cp.cuda.Device(self.dev):
             cp.matmul(self.a, self.b, out=self.c)
-            self.bad += cp.count_nonzero(cp.abs(self.c - self.ref) > self.tol)
+            self.bad += cp.count_nonzero(self.c.view(self.bits) != self.ref.view(self.bits))
+            self.bad += cp.count_nonzero(~cp.isfinite(self.c))
 
     def mismatches(self) -> int:
         return int(self.bad)
 
 
+def build_timeout(left_s: float) -> float:
+    """How long nvcc may take: never more than the run has left (minus time to measure)."""
+    return max(0.0, min(240.0, left_s - 20.0))
+
+
+def stderr_tail(text: str, lines: int = 12, limit: int = 1500) -> str:
+    """The error lines of a tool's stderr (or its last lines): enough to see what went wrong."""
+    all_lines = [line for line in text.strip().splitlines() if line.strip()]
+    errors = [line for line in all_lines if "error" in line.lower()]
+    keep = (errors or all_lines)[-lines:]
+    return " | ".join(keep)[-limit:] if keep else "no message"
+
+
 class NvccBackend(Backend):
     """CUDA C (bench_kernels.cu beside this file) built with nvcc and cuBLAS.
 
-    The binary measures one thing per invocation and prints the seconds of each repeat; the
-    medians and figures are computed by the same Python harness as for the other backends.
+    The binary measures one thing per invocation and prints the seconds of each timed window and
+    what it verified; the medians and figures are computed by the same Python harness as for the
+    other backends. It reports errors on stderr (and as JSON on stdout) with exit status 1.
     """
 
     name = "nvcc-cublas"
@@ -796,18 +1016,25 @@ class NvccBackend(Backend):
     def __init__(self, binary: str, gpus: list[dict[str, Any]]) -> None:
         self.binary = binary
         self.gpus = gpus
+        self.extra: dict[str, Any] = {}
 
     @classmethod
-    def build(cls, workdir: str, gpus: list[dict[str, Any]], emitter: Emitter) -> NvccBackend:
-        source = os.path.join(os.path.dirname(os.path.abspath(__file__)), "bench_kernels.cu")
+    def build(cls, workdir: str, gpus: list[dict[str, Any]], emitter: Emitter, timeout: float = 240.0,
+              source: str | None = None) -> NvccBackend:
+        source = source or os.path.join(os.path.dirname(os.path.abspath(__file__)), "bench_kernels.cu")
         if not os.path.exists(source):
             raise CheckError("bench_kernels.cu was not sent with the runner")
+        if timeout <= 0:
+            raise CheckError("no time left to build the CUDA C benchmark")
         binary = os.path.join(workdir, "gpuws_bench_kernels")
-        emitter.log("building the CUDA C benchmark with nvcc")
+        emitter.log(f"building the CUDA C benchmark with nvcc (at most {timeout:g} s)")
         argv = ["nvcc", "-O3", "-std=c++17", "-o", binary, source, "-lcublas"]
-        proc = subprocess.run(argv, capture_output=True, text=True, timeout=240, check=False)
+        try:
+            proc = subprocess.run(argv, capture_output=True, text=True, timeout=timeout, check=False)
+        except subprocess.TimeoutExpired:
+            raise CheckError(f"nvcc build took longer than {timeout:g} s") from None
         if proc.returncode != 0:
-            raise CheckError("nvcc build failed: " + (proc.stderr.strip().splitlines() or ["?"])[-1][:300])
+            raise CheckError("nvcc build failed: " + stderr_tail(proc.stderr or proc.stdout))
         return cls(binary, gpus)
 
     def device_ids(self) -> list[int]:
@@ -822,19 +1049,36 @@ class NvccBackend(Backend):
             support["gemm_bf16"] = ("skipped", "BF16 tensor cores need compute capability 8.0 or newer")
         return support
 
-    def _measure(self, dev: int, what: str, size: int, repeats: int) -> list[float]:
-        argv = [self.binary, what, str(dev), str(size), str(repeats)]
-        proc = subprocess.run(argv, capture_output=True, text=True, timeout=120, check=False)
+    def stress_dtype(self, dev: int) -> str:
+        cc = to_float(next((g.get("compute_capability") for g in self.gpus if g["index"] == dev), None)) or 0.0
+        return "bf16" if cc >= 8.0 else "fp16" if cc >= 7.0 else "fp32"
+
+    def measured(self, what: str, dev: int, size: int, repeats: int, per_window: int = 0,
+                 peer: int | None = None, timeout: float = 120.0) -> dict[str, Any]:
+        """Run one measurement; its JSON (seconds per window, verification, stress counts)."""
+        argv = [self.binary, what, str(dev), str(size), str(repeats), str(per_window)]
+        if peer is not None:
+            argv.append(str(peer))
+        try:
+            proc = subprocess.run(argv, capture_output=True, text=True, timeout=timeout, check=False)
+        except subprocess.TimeoutExpired:
+            raise CheckError(f"{what}: no answer within {timeout:g} s") from None
         if proc.returncode != 0:
-            raise CheckError(f"{what}: " + (proc.stderr.strip() or f"exit status {proc.returncode}")[:300])
-        data = json.loads(proc.stdout.strip().splitlines()[-1])
-        if "error" in data:
-            raise CheckError(f"{what}: {data['error']}")
+            raise CheckError(f"{what}: " + (stderr_tail(proc.stderr) if proc.stderr.strip()
+                                            else f"exit status {proc.returncode}"))
+        lines = proc.stdout.strip().splitlines()
+        try:
+            data = json.loads(lines[-1]) if lines else {}
+        except ValueError:
+            data = {}
+        if not isinstance(data, dict) or "error" in data or "seconds" not in data:
+            raise CheckError(f"{what}: " + str(data.get("error") if isinstance(data, dict) and "error" in data
+                                               else "no result from the CUDA C benchmark"))
         self.extra = data
-        return [float(x) for x in data["seconds"]]
+        return data
 
     def measured_times(self, dev: int, what: str, size: int, repeats: int) -> list[float]:
-        return self._measure(dev, what, size, repeats)
+        return [float(x) for x in self.measured(what, dev, size, repeats)["seconds"]]
 
 
 # ------------------------------------------------------------------------------ the harness
@@ -845,12 +1089,36 @@ def median_or_none(times: list[float]) -> float | None:
     return statistics.median(good) if good else None
 
 
+def percentile(values: list[float], q: float) -> float:
+    """The q-th percentile (0..100) of `values`, linearly interpolated."""
+    ordered = sorted(values)
+    pos = (len(ordered) - 1) * q / 100.0
+    lo, hi = math.floor(pos), math.ceil(pos)
+    return ordered[lo] + (ordered[hi] - ordered[lo]) * (pos - lo)
+
+
+def window_stats(rates: list[float]) -> dict[str, Any]:
+    """Median, sustained (10th percentile) and peak of per-window throughputs."""
+    return {"windows": len(rates), "median": round(statistics.median(rates), 3),
+            "sustained_p10": round(percentile(rates, 10), 3), "peak": round(max(rates), 3),
+            "per_window": [round(r, 3) for r in rates]}
+
+
+def run_share_problem(ran: float, asked: float, what: str = "s") -> str | None:
+    """Why a timed check that ran `ran` of `asked` proves nothing, or None when it ran enough."""
+    if asked > 0 and ran < MIN_RUN_SHARE * asked:
+        return (f"ran {ran:.3g} {what} of the {asked:.3g} {what} asked (under {MIN_RUN_SHARE:.0%}): "
+                "cut short by the time limit")
+    return None
+
+
 class Harness:
     """Runs every check through one backend, with warmup, timing and medians done the same way
     whatever the backend, and reports each figure or why it could not be had."""
 
     def __init__(self, backend: Backend, emitter: Emitter, mode: str, deadline: float,
-                 gpus: list[dict[str, Any]]) -> None:
+                 gpus: list[dict[str, Any]], sampler: Sampler | None = None,
+                 busy: dict[int, dict[str, Any]] | None = None) -> None:
         self.b = backend
         self.out = emitter
         self.mode = mode
@@ -858,6 +1126,8 @@ class Harness:
         self.gpus = gpus
         self.sizes = SIZES[backend.harness][mode]
         self.single_gemm: dict[int, float] = {}
+        self.sampler = sampler
+        self.busy = busy or {}
 
     def left(self) -> float:
         return self.deadline - time.monotonic()
@@ -867,25 +1137,44 @@ class Harness:
             raise Deadline()
 
     def _result(self, check: str, **kw: Any) -> None:
+        gpu = kw.get("gpu")
+        if isinstance(gpu, int) and self.busy.get(gpu, {}).get("busy"):
+            kw.setdefault("busy", self.busy[gpu])  # measured on a GPU in use (--allow-busy)
         self.out.result(check, harness=self.b.harness, **kw)
 
     def time_op(self, dev: int, fn: Callable[[], Any], warmup: int, repeats: int) -> list[float]:
         """Seconds per call: warmup calls first, then `repeats` timed calls (events on a GPU)."""
+        times, _ = self.time_windows(dev, fn, warmup, repeats, 0.0)
+        return times
+
+    def time_windows(self, dev: int, fn: Callable[[], Any], warmup: int, windows: int,
+                     window_s: float) -> tuple[list[float], int]:
+        """Seconds of each timed window of back-to-back calls, and the calls per window (sized
+        from one timed call so that a window lasts about `window_s`)."""
         for _ in range(warmup):
             fn()
         self.b.sync(dev)
+        per = 1
+        if window_s > 0:
+            one = self.b.timer_start(dev)
+            fn()
+            single = self.b.timer_stop(dev, one)
+            per = max(1, min(1000, round(window_s / single))) if single > 0 else 1
         times = []
-        for _ in range(repeats):
+        for _ in range(windows):
             if self.left() <= 0:
                 break
             token = self.b.timer_start(dev)
-            fn()
-            times.append(self.b.timer_stop(dev, token))
-        return times
+            for _ in range(per):
+                fn()
+            self.b.timer_end(dev, token)
+            times.append(self.b.timer_elapsed(dev, token))
+        return times, per
 
     def guarded(self, check: str, gpu: int | None, unit: str, body: Callable[[], dict[str, Any]]) -> None:
         """Run one measurement; turn every way it can fail into an inconclusive result."""
         self.check_time()
+        since = time.monotonic()
         try:
             kw = body()
         except Deadline:
@@ -899,23 +1188,49 @@ class Harness:
                 reason = f"{type(exc).__name__}: {first_line(exc)}"
             self._result(check, gpu=gpu, unit=unit, status="inconclusive", reason=reason)
         else:
+            if self.sampler is not None and gpu is not None and self.b.harness == "gpu" and "value" in kw:
+                details = kw.setdefault("details", {})
+                details.setdefault("telemetry", self.sampler.summary(gpu, since, time.monotonic()))
             self._result(check, gpu=gpu, unit=unit, **kw)
         finally:
             self.b.release()
 
-    def figure(self, times: list[float], amount: float, scale: float, **details: Any) -> dict[str, Any]:
-        """A throughput figure from the median time; zero completed repeats is inconclusive."""
-        med = median_or_none(times)
-        if med is None:
+    def figure(self, times: list[float], amount: float, scale: float, asked: int | None = None,
+               **details: Any) -> dict[str, Any]:
+        """A throughput figure: the median of the timed windows (each of `amount` work), with the
+        sustained (p10) and peak windows beside it. Too few windows is inconclusive."""
+        good = [t for t in times if t > 0 and math.isfinite(t)]
+        if not good:
             return {"status": "inconclusive", "reason": "zero iterations completed (timeout)"}
-        return {"value": round(amount / med / scale, 3),
-                "details": {**details, "repeats": len(times), "median_s": med,
-                            "min_s": min(times), "max_s": max(times)}}
+        if asked:
+            short = run_share_problem(len(good), asked, "timed windows")
+            if short:
+                return {"status": "inconclusive", "reason": short}
+        rates = [amount / t / scale for t in good]
+        stats = window_stats(rates)
+        med = statistics.median(good)
+        return {"value": stats["median"],
+                "details": {**details, **{k: v for k, v in stats.items() if k != "median"},
+                            "repeats": len(good), "median_s": med, "min_s": min(good), "max_s": max(good)}}
+
+    @staticmethod
+    def verified(fig: dict[str, Any], checked: int, wrong: int) -> dict[str, Any]:
+        """Attach the copy verification to a figure (a wrong byte fails the check in gpuws)."""
+        if "details" in fig:
+            fig["details"]["verify"] = {"checked_bytes": int(checked), "bad_bytes": int(wrong)}
+        return fig
+
+    def _verify(self, verify: Verify) -> tuple[int, int]:
+        try:
+            return verify()
+        except Exception as exc:
+            raise CheckError(f"the copy could not be verified: {first_line(exc)}") from None
 
     # --- checks
 
     def gemm(self, dev: int) -> None:
         support = self.b.gemm_support(dev)
+        windows, window_s = self.sizes["windows"], self.sizes["window_s"]
         for check in GEMM_CHECKS:
             blocked = support.get(check)
             if blocked is not None:
@@ -923,14 +1238,15 @@ class Harness:
                 continue
 
             def body(check: str = check) -> dict[str, Any]:
+                n = self.sizes["gemm_n"]
                 if isinstance(self.b, NvccBackend):
-                    n = self.sizes["gemm_n"]
-                    times = self.b.measured_times(dev, check, n, self.sizes["repeats"])
+                    data = self.b.measured(check, dev, n, windows, max(1, int(window_s * 1000)))
+                    times, per = [float(x) for x in data["seconds"]], int(data.get("per_window", 1))
                 else:
-                    fn = self.b.make_gemm(dev, check, self.sizes["gemm_n"])
-                    n = getattr(self.b, "last_gemm_n", self.sizes["gemm_n"])
-                    times = self.time_op(dev, fn, self.sizes["warmup"], self.sizes["repeats"])
-                fig = self.figure(times, 2.0 * n**3, 1e12, n=n)
+                    fn = self.b.make_gemm(dev, check, n)
+                    n = getattr(self.b, "last_gemm_n", n)
+                    times, per = self.time_windows(dev, fn, self.sizes["warmup"], windows, window_s)
+                fig = self.figure(times, per * 2.0 * n**3, 1e12, asked=windows, n=n, calls_per_window=per)
                 if check == "gemm_bf16" and "value" in fig:
                     self.single_gemm[dev] = fig["value"]
                 return fig
@@ -939,27 +1255,30 @@ class Harness:
 
     def memory(self, dev: int) -> None:
         nbytes = self.sizes["mem_bytes"]
-        for check, factory, traffic in (("mem_copy", "make_copy", 2), ("mem_triad", "make_triad", 3)):
-            def body(factory: str = factory, traffic: int = traffic, check: str = check) -> dict[str, Any]:
-                if isinstance(self.b, NvccBackend):
-                    times = self.b.measured_times(dev, check, nbytes, self.sizes["repeats"])
-                else:
-                    fn = getattr(self.b, factory)(dev, nbytes)
-                    times = self.time_op(dev, fn, self.sizes["warmup"], self.sizes["repeats"])
-                return self.figure(times, traffic * nbytes, 1e9, buffer_bytes=nbytes)
-
-            self.guarded(check, dev, "GB/s", body)
+        self._copies(dev, nbytes, (("mem_copy", "make_copy", 2), ("mem_triad", "make_triad", 3)))
 
     def transfers(self, dev: int) -> None:
-        nbytes = self.sizes["xfer_bytes"]
-        for check, factory in (("h2d", "make_h2d"), ("d2h", "make_d2h")):
-            def body(factory: str = factory, check: str = check) -> dict[str, Any]:
+        self._copies(dev, self.sizes["xfer_bytes"], (("h2d", "make_h2d", 1), ("d2h", "make_d2h", 1)))
+
+    def _copies(self, dev: int, nbytes: int, checks: tuple[tuple[str, str, int], ...]) -> None:
+        windows = self.sizes["windows"]
+        for check, factory, traffic in checks:
+            def body(factory: str = factory, traffic: int = traffic, check: str = check) -> dict[str, Any]:
                 if isinstance(self.b, NvccBackend):
-                    times = self.b.measured_times(dev, check, nbytes, self.sizes["repeats"])
+                    data = self.b.measured(check, dev, nbytes, windows)
+                    times = [float(x) for x in data["seconds"]]
+                    v = data.get("verify") or {}
+                    checked, wrong = int(v.get("checked_bytes", 0)), int(v.get("bad_bytes", 0))
+                    if not checked:
+                        raise CheckError(f"{check}: the copy was not verified")
                 else:
-                    fn = getattr(self.b, factory)(dev, nbytes)
-                    times = self.time_op(dev, fn, self.sizes["warmup"], self.sizes["repeats"])
-                return self.figure(times, nbytes, 1e9, buffer_bytes=nbytes, pinned=True)
+                    fn, verify = getattr(self.b, factory)(dev, nbytes)
+                    times = self.time_op(dev, fn, self.sizes["warmup"], windows)
+                    self.b.sync(dev)
+                    checked, wrong = self._verify(verify)
+                fig = self.figure(times, traffic * nbytes, 1e9, asked=windows, buffer_bytes=nbytes,
+                                  **({"pinned": True} if check in ("h2d", "d2h") else {}))
+                return self.verified(fig, checked, wrong)
 
             self.guarded(check, dev, "GB/s", body)
 
@@ -972,24 +1291,29 @@ class Harness:
         pairs = [(i, j) for i in devs for j in devs if i != j] if self.sizes["all_pairs"] \
             else [(devs[k], devs[(k + 1) % len(devs)]) for k in range(len(devs))]
         nbytes = self.sizes["p2p_bytes"]
+        windows = self.sizes["windows"]
         for src, dst in pairs:
             def body(src: int = src, dst: int = dst) -> dict[str, Any]:
-                fn, peer = self.b.make_p2p(src, dst, nbytes)
-                for _ in range(self.sizes["warmup"]):
-                    fn()
-                times = []
-                for _ in range(self.sizes["repeats"]):
-                    if self.left() <= 0:
-                        break
+                if isinstance(self.b, NvccBackend):
+                    data = self.b.measured("p2p", src, nbytes, windows, 0, dst)
+                    times = [float(x) for x in data["seconds"]]
+                    v = data.get("verify") or {}
+                    checked, wrong = int(v.get("checked_bytes", 0)), int(v.get("bad_bytes", 0))
+                    peer = bool(data.get("peer_access"))
+                    if not checked:
+                        raise CheckError("p2p: the copy was not verified")
+                else:
+                    fn, verify, peer = self.b.make_p2p(src, dst, nbytes)
+                    self.b.sync(dst)
+                    # Events on the source device's stream, where the copy is queued: no launch
+                    # overhead or host wake-up in the figure.
+                    times = self.time_op(src, fn, self.sizes["warmup"], windows)
                     self.b.sync(src)
                     self.b.sync(dst)
-                    t0 = time.perf_counter()
-                    fn()
-                    self.b.sync(src)
-                    self.b.sync(dst)
-                    times.append(time.perf_counter() - t0)
-                fig = self.figure(times, nbytes, 1e9, buffer_bytes=nbytes, src=src, dst=dst, peer_access=peer)
-                return fig
+                    checked, wrong = self._verify(verify)
+                fig = self.figure(times, nbytes, 1e9, asked=windows, buffer_bytes=nbytes, src=src, dst=dst,
+                                  peer_access=peer)
+                return self.verified(fig, checked, wrong)
 
             self.guarded("p2p", src, "GB/s", lambda body=body, dst=dst: {**body(), "peer": dst})
 
@@ -1022,49 +1346,152 @@ class Harness:
                     self.b.sync(d)
                 return time.perf_counter() - t0
 
-            one = wall(devs[:1])
-            self.check_time()
-            everyone = wall(devs)
+            # Three alternating pairs and their medians: one wall-clock pair is noise.
+            ones, alls = [], []
+            for _ in range(3):
+                ones.append(wall(devs[:1]))
+                self.check_time()
+                alls.append(wall(devs))
+            one, everyone = statistics.median(ones), statistics.median(alls)
             speedup = (len(devs) * one) / everyone
             return {"value": round(speedup / len(devs), 3),
                     "details": {"gpus": len(devs), "speedup": round(speedup, 3), "dtype": kind[5:],
-                                "single_s": one, "all_s": everyone, "flagged_below": 0.8}}
+                                "single_s": one, "all_s": everyone, "pairs": 3, "flagged_below": 0.8}}
 
         self.guarded("scaling", None, "efficiency", body)
 
-    def stress(self, dev: int, seconds: float) -> None:
-        def body() -> dict[str, Any]:
-            with Sampler() as sampler:
-                if isinstance(self.b, NvccBackend):
-                    self.b.measured_times(dev, "stress", self.sizes["stress_n"], max(1, int(seconds)))
-                    extra = self.b.extra
-                    iterations, bad, ref_err = int(extra["iterations"]), int(extra["mismatches"]), None
-                    elapsed = float(sum(extra["seconds"]))
-                else:
-                    state = self.b.make_stress(dev, self.sizes["stress_n"])
-                    ref_err = state.verify_reference()
-                    iterations, t0 = 0, time.perf_counter()
-                    end = t0 + seconds
-                    while time.perf_counter() < end and self.left() > 0:
-                        state.step()
-                        iterations += 1
-                        if iterations % 8 == 0:
-                            self.b.sync(dev)  # keep the queue short so the time limit holds
-                    self.b.sync(dev)
-                    elapsed = time.perf_counter() - t0
-                    bad = state.mismatches()
-            if iterations == 0:
-                return {"status": "inconclusive", "reason": "zero iterations completed"}
-            details: dict[str, Any] = {"iterations": iterations, "seconds": round(elapsed, 3),
-                                       "reference_rel_error": ref_err,
-                                       "telemetry": sampler.summary(dev) if self.b.harness == "gpu" else None}
-            if ref_err is not None and ref_err > 1e-2:
-                # The very first product is already wrong: count it, whatever the repeats say.
+    def stress(self, devs: list[int], seconds: float, asked: float) -> None:
+        """Repeated GEMMs on every GPU at once for `seconds` (of `asked`), each compared bit for
+        bit with its first; one result per GPU with its sustained throughput and telemetry."""
+        self.check_time()
+        since = time.monotonic()
+        if isinstance(self.b, NvccBackend):
+            per_dev = self._stress_nvcc(devs, seconds)
+        else:
+            per_dev = self._stress_arrays(devs, seconds)
+        until = time.monotonic()
+        for dev in devs:
+            got = per_dev.get(dev)
+            if isinstance(got, str):
+                self._result("stress", gpu=dev, unit="mismatches", status="inconclusive", reason=got)
+                continue
+            assert got is not None
+            details = dict(got["details"])
+            details["asked_s"] = round(asked, 3)
+            gpu_harness = self.b.harness == "gpu"
+            if gpu_harness and self.sampler is not None:
+                details["telemetry"] = self.sampler.summary(dev, since, until)
+            bad = int(got["bad"])
+            ref_err = details.get("reference_rel_error")
+            if ref_err is not None and not (isinstance(ref_err, float) and ref_err <= 2e-2):
+                # The very first product is already wrong (or not finite): count it.
                 details["reference_wrong"] = True
                 bad = max(bad, 1)
-            return {"value": bad, "details": details}
+            short = run_share_problem(float(details.get("seconds") or 0.0), asked)
+            if got["iterations"] == 0:
+                self._result("stress", gpu=dev, unit="mismatches", status="inconclusive",
+                             reason="zero iterations completed", details=details)
+            elif bad > 0:
+                # A wrong answer is a failure however short the run was.
+                self._result("stress", gpu=dev, unit="mismatches", value=bad, details=details)
+            elif short:
+                self._result("stress", gpu=dev, unit="mismatches", status="inconclusive", reason=short,
+                             details=details)
+            elif gpu_harness and not (details.get("telemetry") or {}).get("samples"):
+                self._result("stress", gpu=dev, unit="mismatches", status="inconclusive",
+                             reason="no telemetry was recorded during the stress run (clocks and "
+                                    "throttling unknown)", details=details)
+            else:
+                self._result("stress", gpu=dev, unit="mismatches", value=bad, details=details)
 
-        self.guarded("stress", dev, "mismatches", body)
+    def _stress_arrays(self, devs: list[int], seconds: float) -> dict[int, Any]:
+        states: dict[int, StressState] = {}
+        result: dict[int, Any] = {}
+        for dev in devs:
+            try:
+                states[dev] = self.b.make_stress(dev, self.sizes["stress_n"])
+            except Exception as exc:
+                result[dev] = ("allocation failed: " if self.b.is_alloc_error(exc) else
+                               f"{type(exc).__name__}: ") + first_line(exc)
+        ref_err = {}
+        for dev, state in list(states.items()):
+            try:
+                ref_err[dev] = state.verify_reference()
+            except Exception as exc:
+                result[dev] = f"{type(exc).__name__}: {first_line(exc)}"
+                del states[dev]
+        iterations = dict.fromkeys(states, 0)
+        rates: dict[int, list[float]] = {d: [] for d in states}
+        per = 2
+        target = 0.5 if self.b.harness == "gpu" else 0.05
+        t0 = time.perf_counter()
+        end = t0 + seconds
+        try:
+            while states and time.perf_counter() < end and self.left() > 0:
+                tokens = {d: self.b.timer_start(d) for d in states}
+                for _ in range(per):
+                    for state in states.values():  # asynchronous launches: all GPUs at once
+                        state.step()
+                for d in states:
+                    self.b.timer_end(d, tokens[d])
+                longest = 0.0
+                for d, state in states.items():
+                    elapsed = self.b.timer_elapsed(d, tokens[d])
+                    iterations[d] += per
+                    if elapsed > 0:
+                        rates[d].append(per * state.flops_per_step / elapsed / 1e12)
+                    longest = max(longest, elapsed)
+                if longest > 0:  # about `target` seconds per window from here on
+                    per = max(1, min(10_000, round(per * target / longest)))
+            for d in states:
+                self.b.sync(d)
+        except Exception as exc:
+            for d in states:
+                result[d] = f"{type(exc).__name__}: {first_line(exc)}"
+            return result
+        finally:
+            self.b.release()
+        elapsed = time.perf_counter() - t0
+        for d, state in states.items():
+            details: dict[str, Any] = {"iterations": iterations[d], "seconds": round(elapsed, 3),
+                                       "dtype": state.dtype, "reference_rel_error": ref_err.get(d),
+                                       "concurrent_gpus": len(states)}
+            if rates[d]:
+                details["tflops"] = window_stats(rates[d])
+            result[d] = {"iterations": iterations[d], "bad": state.mismatches(), "details": details}
+        return result
+
+    def _stress_nvcc(self, devs: list[int], seconds: float) -> dict[int, Any]:
+        assert isinstance(self.b, NvccBackend)
+        procs = {}
+        for dev in devs:  # one process per GPU, all at once
+            argv = [self.b.binary, "stress", str(dev), str(self.sizes["stress_n"]), str(max(1, int(seconds))),
+                    "1", self.b.stress_dtype(dev)]
+            procs[dev] = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        result: dict[int, Any] = {}
+        for dev, proc in procs.items():
+            try:
+                out, err = proc.communicate(timeout=max(5.0, seconds + 60.0))
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.communicate()
+                result[dev] = "stress: no answer from the CUDA C benchmark"
+                continue
+            lines = out.strip().splitlines()
+            try:
+                data = json.loads(lines[-1]) if lines else {}
+            except ValueError:
+                data = {}
+            if proc.returncode != 0 or not isinstance(data, dict) or "iterations" not in data:
+                result[dev] = "stress: " + (stderr_tail(err) if err.strip() else f"exit status {proc.returncode}")
+                continue
+            details = {"iterations": int(data["iterations"]), "seconds": float(sum(data["seconds"])),
+                       "dtype": data.get("dtype"), "reference_rel_error": None, "concurrent_gpus": len(devs)}
+            if data.get("tflops_windows"):
+                details["tflops"] = window_stats([float(x) for x in data["tflops_windows"]])
+            result[dev] = {"iterations": int(data["iterations"]), "bad": int(data["mismatches"]),
+                           "details": details}
+        return result
 
 
 def first_line(exc: BaseException) -> str:
@@ -1076,8 +1503,11 @@ def first_line(exc: BaseException) -> str:
 
 
 def environment_checks(out: Emitter, gpus: list[dict[str, Any]], runtime: str | None,
-                       expected: dict[str, Any], simulated: bool) -> dict[str, Any]:
-    """Facts about the driver and each card; gpuws judges them (see gpuws.core.bench.verdicts)."""
+                       expected: dict[str, Any], simulated: bool,
+                       activity: dict[int, dict[str, Any]] | None = None) -> dict[str, Any]:
+    """Facts about the driver and each card; gpuws judges them (see gpuws.core.bench.verdicts).
+    `activity` (from `gpu_activity`) says which GPUs were in use when the facts were read."""
+    activity = activity or {}
     label = "simulated" if simulated else "gpu"
     info: dict[str, Any] = {"driver_cuda_version": None}
     if not gpus:
@@ -1115,14 +1545,18 @@ def environment_checks(out: Emitter, gpus: list[dict[str, Any]], runtime: str | 
                          "width_max": to_int(r.get("pcie.link.width.max"))},
             "env.throttle_idle": {"mask": throttle, "reasons": decode_throttle(throttle),
                                   "temp_c": to_float(r.get("temperature.gpu")),
-                                  "power_w": to_float(r.get("power.draw"))},
+                                  "power_w": to_float(r.get("power.draw")),
+                                  # Read under someone else's load it says nothing about idle.
+                                  "busy": bool(activity.get(g["index"], {}).get("busy"))},
+            "env.busy": activity.get(g["index"], {"processes": None, "utilization_pct": None, "busy": False}),
             "env.nvlink": nvlink_status(g["index"]),
         }
         for check, f in facts.items():
             out.result(check, gpu=g["index"], status="ok", harness=label, simulated=simulated, facts=f)
     out.result("env.topology", status="ok", harness=label, simulated=simulated,
                facts={"gpu_count": len(gpus), "mig_modes": [g.get("mig_mode") for g in gpus],
-                      "names": [g.get("name") for g in gpus], "expected": expected or None})
+                      "names": [g.get("name") for g in gpus], "expected": expected or None,
+                      "links": topology_links()})
     return info
 
 
@@ -1161,6 +1595,7 @@ def nvlink_status(index: int) -> dict[str, Any]:
 # Plausible peaks for the simulated models only (the datasheet catalog lives in gpuws, not here):
 # fp32, tf32, fp16, bf16, fp8 TFLOP/s; memory GB/s; host link GB/s; NVLink GB/s.
 SIM_MODELS = {
+    "GRID A100": (19.5, 156, 312, 312, None, 1555, 25, None),  # vGPU profiles are cut from the 40 GB A100
     "H200": (67, 494, 989, 989, 1979, 4800, 55, 900),
     "H100": (67, 494, 989, 989, 1979, 3350, 55, 900),
     "A100": (19.5, 156, 312, 312, None, 2039, 25, 600),
@@ -1176,69 +1611,176 @@ def sim_peaks(name: str) -> tuple[Any, ...]:
                 (20.0, 80.0, 160.0, 160.0, None, 1000.0, 20.0, None))
 
 
+def sim_faults(text: str | None) -> dict[int, set[str]]:
+    """`GPUWS_SIM_FAULTS` ("KIND:GPU,KIND:GPU") as {gpu index: kinds}. gpuws checked the
+    spelling before it set the variable (gpuws/sim/faults.py); anything else is ignored here."""
+    faults: dict[int, set[str]] = {}
+    for item in (text or "").split(","):
+        kind, _, gpu = item.strip().partition(":")
+        if kind in SIM_FAULT_KINDS and gpu.strip().isdigit():
+            faults.setdefault(int(gpu), set()).add(kind)
+    return faults
+
+
+# Simulated throttle: clocks fall to a third after this much load (the `throttle` fault).
+SIM_THROTTLE_AFTER_S = 5.0
+SIM_MAX_CLOCK = {"H200": 1980, "H100": 1980, "A100": 1410, "L40S": 2520, "L4": 2040, "A10": 1695, "T4": 1590}
+
+
 def simulated_run(out: Emitter, gpus: list[dict[str, Any]], mode: str, seed: int | None,
-                  deadline: float) -> None:
-    """Plausible figures (about 80% of peak with noise; now and then one degraded GPU), each
-    labelled simulated. The gpuws simulated host only: never shown as a real measurement."""
+                  deadline: float, activity: dict[int, dict[str, Any]] | None = None,
+                  allow_busy: bool = False) -> None:
+    """Plausible figures (about 80% of peak with noise), each labelled simulated, in the same shape
+    as measured ones (timed windows, verified copies, concurrent stress, telemetry). The faults of
+    `GPUWS_SIM_FAULTS` play here what they would do on a real card. The gpuws simulated host
+    only: never shown as a real measurement."""
     rng = random.Random(seed)
-    degraded = rng.choice([g["index"] for g in gpus]) if gpus and rng.random() < 0.25 else None
+    faults = sim_faults(os.environ.get(SIM_FAULTS_ENV))
+    activity = activity or {}
     forced = os.environ.get("GPUWS_SIM_BENCH_DEGRADED")
-    if forced is not None and forced.strip().lstrip("-").isdigit():
-        degraded = int(forced) if int(forced) >= 0 else None
+    degraded = int(forced) if forced is not None and forced.strip().isdigit() else None
     if degraded is not None:
         out.log(f"simulation: GPU {degraded} plays a degraded card this run", "warning")
-    pause = 0.02 if mode == "quick" else 0.1
+    for idx, kinds in sorted(faults.items()):
+        out.log(f"simulation: GPU {idx} plays these faults: {', '.join(sorted(kinds))}", "warning")
+    pause = 0.01 if mode == "quick" else 0.05
+    sizes = SIZES["gpu"][mode]
+    windows = sizes["windows"]
+    window_s = 0.5  # simulated seconds per timed window
+    load_s: dict[int, float] = {}  # simulated seconds of load so far, per GPU
 
     def emit(check: str, gpu: int | None, value: float | None, unit: str, **kw: Any) -> None:
         if time.monotonic() > deadline:
             raise Deadline()
         time.sleep(pause)
+        if gpu is not None and activity.get(gpu, {}).get("busy") and allow_busy:
+            kw.setdefault("busy", activity[gpu])
         out.result(check, gpu=gpu, value=None if value is None else round(value, 3), unit=unit,
                    harness="simulated", simulated=True, **kw)
 
+    def clock_of(g: dict[str, Any]) -> int:
+        return next((v for k, v in SIM_MAX_CLOCK.items() if k in g["name"].upper()), 1800)
+
+    def factor(idx: int, t: float) -> float:
+        return 1 / 3 if "throttle" in faults.get(idx, set()) and t >= SIM_THROTTLE_AFTER_S else 1.0
+
+    def windows_under_load(g: dict[str, Any], base: float, count: int,
+                           span: float) -> tuple[list[float], dict[str, Any]]:
+        """Per-window figures over `count` windows of `span` simulated seconds, and telemetry."""
+        idx = g["index"]
+        rates, clocks, throttled = [], [], False
+        for _ in range(count):
+            f = factor(idx, load_s.get(idx, 0.0))
+            throttled = throttled or f < 1
+            rates.append(base * f * rng.uniform(0.985, 1.015))
+            clocks.append(round(clock_of(g) * f))
+            load_s[idx] = load_s.get(idx, 0.0) + span
+        telemetry = {"samples": max(1, round(count * span / 0.5)), "temp_max_c": rng.randint(58, 72),
+                     "sm_clock_min_mhz": min(clocks), "sm_clock_max_mhz": max(clocks),
+                     "power_max_w": round(rng.uniform(600, 690) if "H100" in g["name"] else rng.uniform(280, 390)),
+                     "throttle_reasons_seen": ["hw_slowdown"] if throttled else []}
+        return rates, telemetry
+
+    def figure(rates: list[float], **details: Any) -> tuple[float, dict[str, Any]]:
+        stats = window_stats(rates)
+        return stats["median"], {**details, **{k: v for k, v in stats.items() if k != "median"}}
+
+    def slice_of(g: dict[str, Any]) -> bool:
+        return "GRID" in g["name"].upper() or (g.get("mig_mode") or "").lower() == "enabled"
+
+    measured = []
+    perf_checks = (*GEMM_CHECKS, "mem_copy", "mem_triad", "h2d", "d2h")
     for g in gpus:
         idx = g["index"]
+        kinds = faults.get(idx, set())
+        busy = activity.get(idx, {})
+        if busy.get("busy") and not allow_busy:
+            why = busy_reason(busy) + ": not measured (--allow-busy measures it anyway)"
+            for check in (*perf_checks, "stress"):
+                emit(check, idx, None, "mismatches" if check == "stress" else "GB/s" if check in perf_checks[5:]
+                     else "TFLOP/s", status="inconclusive", reason=why, busy=busy)
+            continue
+        measured.append(g)
         peaks = sim_peaks(g["name"])
         slow = 0.45 if idx == degraded else 1.0
-        if "GRID" in g["name"].upper() or (g.get("mig_mode") or "").lower() == "enabled":
+        if busy.get("busy"):
+            slow *= 0.5  # someone else's work shares the card
+        if slice_of(g):
             slow *= 0.25  # a slice of the card
         for k, check in enumerate(GEMM_CHECKS):
             peak = peaks[k]
             if peak is None:
                 emit(check, idx, None, "TFLOP/s", status="skipped", reason="not supported by this GPU")
                 continue
-            emit(check, idx, peak * rng.uniform(0.72, 0.88) * slow, "TFLOP/s")
-        emit("mem_copy", idx, peaks[5] * rng.uniform(0.82, 0.92) * slow, "GB/s")
-        emit("mem_triad", idx, peaks[5] * rng.uniform(0.80, 0.90) * slow, "GB/s")
-        emit("h2d", idx, peaks[6] * rng.uniform(0.80, 0.92), "GB/s")
-        emit("d2h", idx, peaks[6] * rng.uniform(0.80, 0.92), "GB/s")
+            rates, telemetry = windows_under_load(g, peak * rng.uniform(0.74, 0.86) * slow, windows, window_s)
+            value, details = figure(rates, n=sizes["gemm_n"], telemetry=telemetry)
+            emit(check, idx, value, "TFLOP/s", details=details)
+        corrupt = 1 if "copy-corrupt" in kinds else 0
+        link = peaks[6] * (4 / 16 if "slow-link" in kinds else 1.0) * (0.25 if slice_of(g) else 1.0)
+        for check, base, nbytes in (("mem_copy", peaks[5] * rng.uniform(0.82, 0.92) * slow, sizes["mem_bytes"]),
+                                    ("mem_triad", peaks[5] * rng.uniform(0.80, 0.90) * slow, sizes["mem_bytes"]),
+                                    ("h2d", link * rng.uniform(0.80, 0.92), sizes["xfer_bytes"]),
+                                    ("d2h", link * rng.uniform(0.80, 0.92), sizes["xfer_bytes"])):
+            value, details = figure([base * rng.uniform(0.99, 1.01) for _ in range(windows)], buffer_bytes=nbytes)
+            # The triad writes computed values; the copies' bytes are compared with what was sent.
+            details["verify"] = {"checked_bytes": nbytes, "bad_bytes": corrupt if check != "mem_triad" else 0}
+            emit(check, idx, value, "GB/s", details=details)
+    whole = [g for g in measured if not slice_of(g)]
     if len(gpus) > 1:
         for k, g in enumerate(gpus):
             peer = gpus[(k + 1) % len(gpus)]
-            # The simulated host has no NVLink: peer copies go over PCIe at the slower card's speed.
+            if slice_of(g) or slice_of(peer):
+                emit("p2p", g["index"], None, "GB/s", status="skipped", peer=peer["index"],
+                     reason="peer-to-peer copies are not supported between vGPU or MIG slices")
+                continue
+            if g not in measured or peer not in measured:
+                emit("p2p", g["index"], None, "GB/s", status="inconclusive", peer=peer["index"],
+                     reason="one GPU of the pair is in use: not measured")
+                continue
+            # The simulated host has no NVLink: peer copies go over PCIe at the slower link's speed.
+            kinds = faults.get(g["index"], set()) | faults.get(peer["index"], set())
             link = min(sim_peaks(g["name"])[6], sim_peaks(peer["name"])[6]) * rng.uniform(0.75, 0.88)
-            emit("p2p", g["index"], link, "GB/s", peer=peer["index"])
-        eff = rng.uniform(0.86, 0.97) * (0.7 if degraded is not None else 1.0)
-        emit("scaling", None, eff, "efficiency", details={"gpus": len(gpus)})
+            link *= 4 / 16 if "slow-link" in kinds else 1.0
+            value, details = figure([link * rng.uniform(0.99, 1.01) for _ in range(windows)],
+                                    buffer_bytes=sizes["p2p_bytes"], src=g["index"], dst=peer["index"],
+                                    peer_access=True)
+            details["verify"] = {"checked_bytes": sizes["p2p_bytes"],
+                                 "bad_bytes": 1 if "copy-corrupt" in faults.get(g["index"], set()) else 0}
+            emit("p2p", g["index"], value, "GB/s", peer=peer["index"], details=details)
+        if len(whole) > 1:
+            eff = rng.uniform(0.86, 0.97) * (0.7 if degraded is not None else 1.0)
+            emit("scaling", None, eff, "efficiency", details={"gpus": len(whole), "pairs": 3})
+        else:
+            emit("scaling", None, None, "efficiency", status="skipped",
+                 reason="fewer than two whole GPUs to measure: multi-GPU scaling needs two or more")
     else:
         emit("p2p", None, None, "GB/s", status="skipped", reason="one GPU: peer-to-peer needs two or more")
         emit("scaling", None, None, "efficiency", status="skipped",
              reason="one GPU: multi-GPU scaling needs two or more")
-    for g in gpus:
-        hot = g["index"] == degraded
-        emit("stress", g["index"], 0, "mismatches",
-             details={"iterations": rng.randint(400, 600) if mode == "quick" else rng.randint(2400, 3600),
-                      "seconds": 10.0 if mode == "quick" else 60.0,
-                      "telemetry": {"temp_max_c": rng.randint(86, 91) if hot else rng.randint(58, 72),
-                                    "sm_clock_min_mhz": 1200 if hot else 1755, "sm_clock_max_mhz": 1980,
-                                    "throttle_reasons_seen": ["hw_thermal_slowdown"] if hot else []}})
+    seconds = sizes["stress_s"]
+    for g in measured:  # all at once, as on a real host: the same simulated seconds for each
+        idx = g["index"]
+        kinds = faults.get(idx, set())
+        peaks = sim_peaks(g["name"])
+        best = peaks[3] or peaks[2] or peaks[0]
+        span = 0.5
+        rates, telemetry = windows_under_load(g, best * rng.uniform(0.70, 0.82) * (0.25 if slice_of(g) else 1.0),
+                                              round(seconds / span), span)
+        iterations = rng.randint(400, 600) if mode == "quick" else rng.randint(2400, 3600)
+        # bench-nan: five NaN elements in every product, each counted as a mismatch.
+        bad = 5 * iterations if "bench-nan" in kinds else 0
+        emit("stress", idx, bad, "mismatches",
+             details={"iterations": iterations, "seconds": seconds, "asked_s": seconds,
+                      "dtype": "bf16" if peaks[3] else "fp16", "concurrent_gpus": len(measured),
+                      "reference_rel_error": 0.004, "tflops": window_stats(rates), "telemetry": telemetry,
+                      **({"nonfinite": True} if bad else {})})
 
 
 # ------------------------------------------------------------------------------ main
 
 
 def select_backend(choice: str, gpus: list[dict[str, Any]], workdir: str | None,
-                   out: Emitter) -> tuple[Backend | None, list[str]]:
+                   out: Emitter, deadline: float | None = None) -> tuple[Backend | None, list[str]]:
     """The first toolchain that works, and what was tried (for the log)."""
     tried: list[str] = []
     if choice in ("auto", "torch", "torch-cpu"):
@@ -1261,7 +1803,8 @@ def select_backend(choice: str, gpus: list[dict[str, Any]], workdir: str | None,
     if choice in ("auto", "nvcc") and gpus:
         if shutil.which("nvcc") and workdir:
             try:
-                return NvccBackend.build(workdir, gpus, out), tried
+                left = 330.0 if deadline is None else deadline - time.monotonic()
+                return NvccBackend.build(workdir, gpus, out, timeout=build_timeout(left)), tried
             except Exception as exc:
                 tried.append(f"nvcc: {first_line(exc)}")
         else:
@@ -1296,8 +1839,17 @@ def run(args: argparse.Namespace, out: Emitter) -> dict[str, Any]:
     expected = json.loads(args.expected) if args.expected else {}
     simulated = host_is_simulated()
     summary["simulated"] = simulated
+    if simulated:
+        # The demo's own simulated jobs stand aside while the benchmark runs (the simulated
+        # nvidia-smi reads this); only the `busy` fault plays another user's process.
+        os.environ[SIM_JOBS_PAUSED_ENV] = "1"
     gpus, no_gpu_reason = list_gpus()
     summary["gpus"] = gpus
+    summary["started_at_unix"] = round(time.time(), 3)
+    summary["allow_busy"] = bool(args.allow_busy)
+    # Before anything of ours touches a GPU: who else is using them.
+    activity = gpu_activity(gpus) if gpus else {}
+    summary["busy_gpus"] = sorted(i for i, a in activity.items() if a["busy"])
     summary["driver_version"] = gpus[0].get("driver_version") if gpus else None
     out.log(f"{len(gpus)} GPU(s): " + ", ".join(f"{g['index']}: {g['name']}" for g in gpus)
             if gpus else (no_gpu_reason or "no GPU"))
@@ -1312,23 +1864,31 @@ def run(args: argparse.Namespace, out: Emitter) -> dict[str, Any]:
             summary.update(backend="simulated", harness="simulated")
             out.log("SIMULATED GPU host: figures below are simulated, not measured", "warning")
             step(1, "environment")
-            env = environment_checks(out, gpus, "12.4", expected, True)
+            # The demo's own simulated jobs stand aside for the benchmark; only the `busy` fault
+            # plays another user's process holding a GPU.
+            playing = sim_faults(os.environ.get(SIM_FAULTS_ENV))
+            activity = {g["index"]: ({"processes": 1, "pids": [], "utilization_pct": 97, "busy": True}
+                                     if "busy" in playing.get(g["index"], set()) else
+                                     {"processes": 0, "pids": [], "utilization_pct": 0, "busy": False})
+                        for g in gpus}
+            summary["busy_gpus"] = sorted(i for i, a in activity.items() if a["busy"])
+            env = environment_checks(out, gpus, "12.4", expected, True, activity)
             summary["cuda_driver_version"] = env["driver_cuda_version"]
             step(2, "simulated backend")
             out.result("toolchain", status="ok", harness="simulated", simulated=True,
                        facts={"backend": "simulated"})
             step(3, "simulated measurements")
-            simulated_run(out, gpus, args.mode, args.seed, deadline)
+            simulated_run(out, gpus, args.mode, args.seed, deadline, activity, args.allow_busy)
             step(total, "done")
             return summary
 
         step(1, "environment")
         backend, tried = (None, []) if args.backend == "cpu" else select_backend(
-            args.backend, gpus, args.workdir, out)
+            args.backend, gpus, args.workdir, out, deadline)
         for line in tried:
             out.log(f"backend not usable: {line}")
         env = environment_checks(out, gpus, backend.runtime_version() if backend else None, expected,
-                                 False)
+                                 False, activity)
         summary["cuda_driver_version"] = env["driver_cuda_version"]
         step(2, "toolchain")
         if backend is None:
@@ -1348,33 +1908,8 @@ def run(args: argparse.Namespace, out: Emitter) -> dict[str, Any]:
                                                          "runtime_cuda_version": backend.runtime_version()})
         summary.update(backend=backend.name, harness=backend.harness,
                        cuda_runtime_version=backend.runtime_version())
-        harness = Harness(backend, out, args.mode, deadline, gpus)
-        devs = backend.device_ids()
-        step(3, f"GEMM throughput on {len(devs)} device(s)")
-        for d in devs:
-            harness.gemm(d)
-        step(4, "device memory bandwidth")
-        for d in devs:
-            harness.memory(d)
-        step(5, "host<->device bandwidth (pinned)")
-        for d in devs:
-            if backend.harness == "cpu":
-                for check in ("h2d", "d2h"):
-                    out.result(check, gpu=d, unit="GB/s", status="inconclusive",
-                               reason="host<->device copies need a GPU", harness="cpu")
-            else:
-                harness.transfers(d)
-        step(6, "peer-to-peer bandwidth")
-        harness.p2p(devs)
-        step(7, "multi-GPU scaling")
-        harness.scaling(devs)
-        stress_s = SIZES[backend.harness][args.mode]["stress_s"]
-        step(8, f"stress with correctness check ({stress_s:g} s per device)")
-        for d in devs:
-            seconds = min(stress_s, harness.left() - 2.0)  # keep time for the summary
-            if seconds <= 0:
-                raise Deadline()
-            harness.stress(d, seconds)
+        with Sampler() as sampler:
+            measure(backend, out, args, deadline, gpus, sampler, activity, step)
     except Deadline:
         summary["timed_out"] = True
         out.result("timeout", status="inconclusive",
@@ -1384,7 +1919,53 @@ def run(args: argparse.Namespace, out: Emitter) -> dict[str, Any]:
         out.log(f"runner error: {summary['error']}", "error")
     finally:
         summary["duration_s"] = round(time.monotonic() - started, 3)
+        summary["finished_at_unix"] = round(time.time(), 3)
     return summary
+
+
+def measure(backend: Backend, out: Emitter, args: argparse.Namespace, deadline: float,
+            gpus: list[dict[str, Any]], sampler: Sampler, activity: dict[int, dict[str, Any]],
+            step: Callable[[int, str], None]) -> None:
+    """Every measured check through `backend`; busy GPUs only with --allow-busy."""
+    harness = Harness(backend, out, args.mode, deadline, gpus, sampler,
+                      activity if backend.harness == "gpu" else {})
+    devs = []
+    for d in backend.device_ids():
+        a = activity.get(d, {}) if backend.harness == "gpu" else {}
+        if a.get("busy") and not args.allow_busy:
+            why = busy_reason(a) + ": not measured (--allow-busy measures it anyway)"
+            for check in (*GEMM_CHECKS, "mem_copy", "mem_triad", "h2d", "d2h", "stress"):
+                out.result(check, gpu=d, status="inconclusive", reason=why, busy=a)
+            continue
+        devs.append(d)
+    step(3, f"GEMM throughput on {len(devs)} device(s)")
+    for d in devs:
+        harness.gemm(d)
+    step(4, "device memory bandwidth")
+    for d in devs:
+        harness.memory(d)
+    step(5, "host<->device bandwidth (pinned)")
+    for d in devs:
+        if backend.harness == "cpu":
+            for check in ("h2d", "d2h"):
+                out.result(check, gpu=d, unit="GB/s", status="inconclusive",
+                           reason="host<->device copies need a GPU", harness="cpu")
+        else:
+            harness.transfers(d)
+    step(6, "peer-to-peer bandwidth")
+    harness.p2p(devs)
+    step(7, "multi-GPU scaling")
+    harness.scaling(devs)
+    asked = SIZES[backend.harness][args.mode]["stress_s"]
+    step(8, f"stress with correctness check ({asked:g} s, all devices at once)")
+    seconds = min(asked, harness.left() - 2.0)  # keep time for the summary
+    if devs and seconds <= 0:
+        for d in devs:
+            harness._result("stress", gpu=d, unit="mismatches", status="inconclusive",
+                            reason=f"no time left for the stress run ({asked:g} s asked)")
+        raise Deadline()
+    if devs:
+        harness.stress(devs, seconds, asked)
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
@@ -1398,6 +1979,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--backend", default="auto", choices=["auto", "torch", "cupy", "nvcc", "cpu", "torch-cpu"])
     p.add_argument("--workdir", default=None, help="scratch directory (for the nvcc build)")
     p.add_argument("--seed", type=int, default=None, help="seed of the simulated backend")
+    p.add_argument("--allow-busy", action="store_true",
+                   help="measure GPUs that other processes are using (their throughput is then inconclusive)")
     args = p.parse_args(argv)
     args.mode = args.mode or "quick"
     if args.timeout is None:

@@ -21,8 +21,10 @@ from gpuws.core.errors import GpuwsError
 from gpuws.core.runner import CommandRunner
 
 EventCallback = Callable[[dict[str, Any]], None]
-MODES = ("quick", "full")
-DEFAULT_TIMEOUT = {"quick": 90.0, "full": 330.0}
+MODES = ("quick", "full", "check")
+# "check" is the quick run sized so that `gpuws bench NAME --check` (or the window's "Check this
+# host") is done in under two minutes, connection and report included.
+DEFAULT_TIMEOUT = {"quick": 90.0, "full": 330.0, "check": 85.0}
 # Time beyond the runner's own limit for sending it, nvcc, and its last words.
 GRACE_S = 30.0
 CLEANUP_TIMEOUT_S = 15.0
@@ -98,7 +100,8 @@ async def run_benchmark(
         raise BenchError("timeout must be positive")
     runner_src, cuda_src = runner_sources()
     payload = runner_src + cuda_src
-    argv = remote_argv(mode, limit, expected, len(runner_src.encode("utf-8")), extra_args, python)
+    argv = remote_argv("quick" if mode == "check" else mode, limit, expected, len(runner_src.encode("utf-8")),
+                       extra_args, python)
     run = BenchRun(host=host, mode=mode, started_at=now_iso(), expected=dict(expected) if expected else None)
     workdir: list[str] = []
 

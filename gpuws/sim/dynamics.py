@@ -18,9 +18,12 @@ Demo scenarios repeat every `CYCLE_S` seconds so a viewer sees everything within
 from __future__ import annotations
 
 import math
+import os
 import zlib
 from dataclasses import dataclass, field
 
+from gpuws.sim.faults import BUSY_PID_BASE as FAULT_BUSY_PID_BASE
+from gpuws.sim.faults import BUSY_UTILIZATION, JOBS_PAUSED_ENV, FaultKind, active_faults, has_fault
 from gpuws.sim.models import GpuModel
 from gpuws.sim.state import BUSY_PID_BASE, SCENARIO_PID_BASE, Fault, GpuState, SimProcess
 
@@ -97,6 +100,8 @@ def scenario_load(gpu: GpuState, t: float) -> float:
         return value
     if gpu.mig_current:
         return 0.0  # the demo jobs do not run on a repartitioned card
+    if os.environ.get(JOBS_PAUSED_ENV) == "1":
+        return 0.0  # the benchmark runner is measuring: the demo jobs stand aside
     _, p = _phase(gpu, t)
     name = spec.get("name")
     if name == "training":
@@ -110,7 +115,7 @@ def scenario_load(gpu: GpuState, t: float) -> float:
 
 def scenario_processes(gpu: GpuState, t: float) -> list[SimProcess]:
     """Processes the scenario runs right now (none for explicit loads or on MIG-enabled GPUs)."""
-    if gpu.load.get("kind") != "scenario" or gpu.mig_current:
+    if gpu.load.get("kind") != "scenario" or gpu.mig_current or os.environ.get(JOBS_PAUSED_ENV) == "1":
         return []
     cycle, p = _phase(gpu, t)
     total = gpu.model.memory_total_mib - gpu.model.memory_reserved_mib
@@ -151,6 +156,11 @@ def sample(gpu: GpuState, t: float) -> GpuSample:
     processes = [*scenario_processes(gpu, t), *gpu.processes]
     if gpu.has_fault(Fault.BUSY):
         processes.append(SimProcess(BUSY_PID_BASE + gpu.index, "python3 train.py", 1024))
+    if has_fault(active_faults(), FaultKind.BUSY, gpu.index):
+        # The benchmark's `busy` fault: someone else's job holds the GPU at high utilisation.
+        processes.append(SimProcess(FAULT_BUSY_PID_BASE + gpu.index, "python3 someone_elses_job.py", 2048))
+        load = max(load, BUSY_UTILIZATION)
+        busy = True
     mem_used = min(model.memory_total_mib - model.memory_reserved_mib, sum(p.used_mib for p in processes))
 
     hot_bump = 0.0

@@ -27,6 +27,7 @@ import asyncssh
 
 from gpuws.core.models import AlertThresholds, AuthMethod, HostProfile
 from gpuws.core.simulation import SIM_ENV_VAR, SIM_STATE_ENV_VAR
+from gpuws.sim.faults import FAULTS_ENV, SimFault, faults_from_env, format_faults
 from gpuws.sim.jupyter import is_simulated_jupyter
 from gpuws.sim.models import DEFAULT_GPU_SPEC, parse_gpu_spec
 from gpuws.sim.state import SIM_HOSTNAME, SimStateStore
@@ -128,8 +129,11 @@ class DemoHost:
         port: int = 0,
         state_dir: Path | None = None,
         client_keys: list[asyncssh.SSHKey] | None = None,
+        faults: list[SimFault] | None = None,
     ) -> None:
         parse_gpu_spec(gpus)  # refuse a bad spec before anything starts
+        # Benchmark faults it plays (gpuws.sim.faults); by default those of GPUWS_SIM_FAULTS.
+        self.faults = list(faults) if faults is not None else faults_from_env()
         self.gpus = gpus
         self.port = port
         self.state_dir = Path(state_dir) if state_dir else Path(tempfile.mkdtemp(prefix="gpuws-demo-host-"))
@@ -167,6 +171,7 @@ class DemoHost:
             "HOME": str(self.state_dir),
             "USER": DEMO_USER,
             "LANG": "C.UTF-8",
+            FAULTS_ENV: format_faults(self.faults),
         }
 
     async def start(self) -> DemoHostInfo:
@@ -290,9 +295,9 @@ async def _pump_out(source: asyncio.StreamReader | None, sink: Any) -> None:
         await sink.drain()
 
 
-async def serve_forever(gpus: str, port: int, state_dir: Path | None) -> int:
+async def serve_forever(gpus: str, port: int, state_dir: Path | None, faults: list[SimFault] | None = None) -> int:
     """Run a demo host until SIGINT/SIGTERM, printing its connection JSON line first."""
-    host = DemoHost(gpus=gpus, port=port, state_dir=state_dir)
+    host = DemoHost(gpus=gpus, port=port, state_dir=state_dir, faults=faults)
     info = await host.start()
     print(info.to_json(), flush=True)
     print(f"SIMULATED GPU host (gpuws demo) listening on {info.host}:{info.port} as user "

@@ -23,6 +23,7 @@ from gpuws.sim.dynamics import (
     REASONS_SUPPORTED,
     GpuSample,
 )
+from gpuws.sim.faults import SLOW_LINK_WIDTH, FaultKind, active_faults, has_fault
 from gpuws.sim.state import GpuState, SimProcess, SimState
 
 NA = "[N/A]"
@@ -99,7 +100,7 @@ _GPU_FIELDS: list[Field] = [
     Field("pcie.link.gen.max", None, lambda c: str(c.gpu.model.pcie_gen_max)),
     Field("pcie.link.gen.gpumax", None, lambda c: str(c.gpu.model.pcie_gen_max)),
     Field("pcie.link.gen.hostmax", None, lambda c: None),
-    Field("pcie.link.width.current", None, lambda c: str(c.gpu.model.pcie_width_max)),
+    Field("pcie.link.width.current", None, lambda c: str(_link_width(c.gpu))),
     Field("pcie.link.width.max", None, lambda c: str(c.gpu.model.pcie_width_max)),
     Field("index", None, lambda c: str(c.gpu.index)),
     Field("display_mode", None, lambda c: DEPRECATED),
@@ -237,3 +238,10 @@ def format_value(value: str | None, unit: str | None, nounits: bool) -> str:
 
 def header(name: str, unit: str | None) -> str:
     return f"{name} [{unit}]" if unit else name
+
+
+def _link_width(gpu: GpuState) -> int:
+    """The trained PCIe width: x4 under the benchmark's `slow-link` fault."""
+    if has_fault(active_faults(), FaultKind.SLOW_LINK, gpu.index):
+        return min(SLOW_LINK_WIDTH, gpu.model.pcie_width_max)
+    return gpu.model.pcie_width_max

@@ -65,7 +65,8 @@ def test_cpu_harness_runs_timing_and_correctness_on_numpy(tmp_path: Path) -> Non
     assert all(r["label"] == "CPU harness check \u2014 not a GPU measurement" for r in cpu.values())
     gemm = cpu["gemm_fp32"]
     assert gemm["status"] == "ok" and gemm["value"] > 0
-    assert gemm["details"]["repeats"] == 3 and gemm["details"]["min_s"] <= gemm["details"]["median_s"]
+    assert gemm["details"]["repeats"] == 5 and gemm["details"]["min_s"] <= gemm["details"]["median_s"]
+    assert gemm["details"]["sustained_p10"] <= gemm["value"] <= gemm["details"]["peak"]
     assert cpu["mem_copy"]["value"] > 0 and cpu["mem_triad"]["value"] > 0
     stress = cpu["stress"]
     assert stress["value"] == 0 and stress["details"]["iterations"] > 0

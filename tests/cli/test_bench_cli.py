@@ -17,9 +17,10 @@ def test_bench_demo_json_report(capsys: pytest.CaptureFixture[str], tmp_path: Pa
     markdown = tmp_path / "report.md"
     code = main(["bench", "demo", "--quick", "--json", "--export-md", str(markdown)])
     report = json.loads(capsys.readouterr().out)
-    # The demo's vGPU guest cannot be scored against a full card: never a plain pass.
-    assert report["verdict"] in ("fail", "inconclusive")
-    assert code == {"fail": EXIT_FAIL, "inconclusive": EXIT_INCONCLUSIVE}[report["verdict"]]
+    # Without faults the demo host reads pass or warn (its vGPU judged against its share).
+    assert report["verdict"] in ("pass", "warn"), [c for c in report["checks"] if c["verdict"] in ("fail",
+                                                                                                "inconclusive")]
+    assert code == 0
     assert report["simulated"] is True and report["label"].startswith("SIMULATED")
     assert report["summary"]["verdict"] == report["verdict"]
     assert [g["name"] for g in report["gpus"]][:3] == ["NVIDIA H100 80GB HBM3", "NVIDIA A100-SXM4-80GB",

@@ -1,4 +1,5 @@
-"""`gpuws bench NAME [--quick|--full] [--json]`: the GPU sanity benchmark, scored against datasheets."""
+"""`gpuws bench NAME [--quick|--full|--check] [--allow-busy] [--json]`: the GPU sanity benchmark, scored
+against datasheets; `--check` is the two-minute "did I get what I paid for?" with a provider report."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ from typing import Any
 
 from gpuws.cli.connecting import EXIT_TIMEOUT, exit_code_for, tty_prompts
 from gpuws.cli.output import fail, print_json, sim_banner
+from gpuws.core.bench.check import check_markdown, check_report, check_screen, write_check_report
 from gpuws.core.bench.report import build_report, text_table, to_json, to_markdown
 from gpuws.core.bench.results import BenchRun, ResultStore, compare
 from gpuws.core.errors import GpuwsError
@@ -38,11 +40,18 @@ def register(sub: argparse._SubParsersAction[Any]) -> None:
                       help="short run, under a minute on a modern GPU (default)")
     mode.add_argument("--full", dest="mode", action="store_const", const="full",
                       help="longer repeats and stress, under five minutes")
+    mode.add_argument("--check", dest="mode", action="store_const", const="check",
+                      help='"did I get what I paid for?": a quick run (under 2 minutes) with a one-screen '
+                           "verdict per GPU and a report (Markdown and JSON) to send to the provider")
+    parser.add_argument("--allow-busy", action="store_true",
+                        help="also measure GPUs other processes are using (their throughput is then inconclusive)")
+    parser.add_argument("--report-dir", type=Path, default=None, metavar="DIR",
+                        help="where --check writes its report (default: the host's history folder)")
     parser.add_argument("--json", action="store_true", help="print the scored report as one JSON object")
     parser.add_argument("--accept-new", action="store_true",
                         help="trust the host key if this host has none recorded yet (never a changed key)")
     parser.add_argument("--timeout", type=float, default=None, metavar="S",
-                        help="overall time limit in seconds (default 90 quick, 330 full)")
+                        help="overall time limit in seconds (default 90 quick, 330 full, 85 check)")
     parser.add_argument("--expect-gpus", type=int, default=None, metavar="N", help="expected GPU count")
     parser.add_argument("--expect-mig", choices=["enabled", "disabled"], default=None,
                         help="expected MIG mode of every GPU")
@@ -101,6 +110,8 @@ def run_bench(args: argparse.Namespace) -> int:
 
     store = ResultStore()
     report = build_report(run)
+    if args.mode == "check":
+        return _finish_check(args, run, report, store)
     others = {f"earlier {r.started_at}": r for r in store.history(run.host)[-3:]}
     others.update({f"host {h}": r for h, r in store.latest_per_host(run).items()})
     comparison = compare(run, others)
@@ -138,4 +149,29 @@ async def _bench(args: argparse.Namespace, progress: _Progress) -> BenchRun:
         if progress.enabled:
             print(f"{sim_banner(progress.simulated)}running the {args.mode} benchmark on {args.name} ...", flush=True)
         return await run_benchmark(connection.runner, args.mode, host=args.name, expected=_expected(args),
-                                   on_event=progress, timeout=args.timeout)
+                                   on_event=progress, timeout=args.timeout,
+                                   extra_args=("--allow-busy",) if args.allow_busy else ())
+
+
+def _finish_check(args: argparse.Namespace, run: BenchRun, report: dict[str, Any], store: ResultStore) -> int:
+    """Save the run, write the provider report (Markdown and JSON) and print the one-screen verdict."""
+    saved = None if args.no_save else store.save(run)
+    folder = args.report_dir or (saved.parent if saved is not None else Path.cwd())
+    full = check_report(run, report)
+    try:
+        md_path, json_path = write_check_report(run, folder)
+        if args.export_json:
+            args.export_json.write_text(to_json(full) + "\n", encoding="utf-8")
+        if args.export_md:
+            args.export_md.write_text(check_markdown(full), encoding="utf-8")
+    except OSError as exc:
+        return fail(f"cannot write the report: {exc.strerror or exc}")
+    if args.json:
+        print_json({**full, "report_files": {"markdown": str(md_path), "json": str(json_path)}})
+    else:
+        print()
+        print(check_screen(full))
+        print(f"report: {md_path} (and {json_path.name}) - send it to your provider")
+    if report["timed_out"] and not report["checks"]:
+        return EXIT_TIMEOUT
+    return {"pass": 0, "warn": 0, "fail": EXIT_FAIL}.get(report["verdict"], EXIT_INCONCLUSIVE)

@@ -22,6 +22,9 @@ def register(sub: argparse._SubParsersAction[Any]) -> None:
     )
     parser.add_argument("--state-dir", type=Path, default=None, metavar="DIR",
                         help="where the simulated host keeps its state (default: a new temp dir)")
+    parser.add_argument("--fault", action="append", default=[], metavar="KIND:GPU",
+                        help="a benchmark fault the host plays, repeatable: bench-nan, copy-corrupt, busy, "
+                             "throttle or slow-link on GPU index GPU (e.g. --fault bench-nan:0)")
     parser.set_defaults(handler=run_demo_host)
 
 
@@ -34,8 +37,11 @@ def run_demo_host(args: argparse.Namespace) -> int:
 
     if not 0 <= args.port <= 65535:
         return fail("--port: must be between 0 and 65535", 2)
+    from gpuws.sim.faults import parse_faults
+
     try:
-        return asyncio.run(serve_forever(args.gpus or DEFAULT_GPU_SPEC, args.port, args.state_dir))
+        faults = parse_faults(args.fault) if args.fault else None
+        return asyncio.run(serve_forever(args.gpus or DEFAULT_GPU_SPEC, args.port, args.state_dir, faults))
     except GpuwsError as exc:
         return fail(str(exc), 2)
     except OSError as exc:

@@ -7,18 +7,31 @@ The runner on the host only measures; this module judges. Thresholds (ratio = me
 | gemm_fp32/tf32/fp16/bf16/fp8 | dense peak TFLOP/s | >= 0.70 | >= 0.50 | below |
 | mem_copy, mem_triad | memory bandwidth GB/s | >= 0.75 | >= 0.55 | below |
 | h2d, d2h (pinned) | PCIe one-direction bandwidth of the link | >= 0.70 | >= 0.45 | below |
-| p2p | NVLink one direction (half the total) when links are up, else PCIe | >= 0.60 | >= 0.35 | below |
+| p2p | NVLink one direction (half the total) when `topo -m` shows NVLink between the pair (or both
+| | cards have links up), else PCIe of the slower link of the two | >= 0.60 | >= 0.35 | below |
 | scaling | efficiency = speedup / GPUs (no datasheet) | >= 0.80 | >= 0.60 | below |
-| stress | mismatches against the reference GEMM | 0 | 0, but HW/thermal throttling seen | any mismatch |
+| stress | elements differing bit for bit from the first GEMM, non-finite ones included | 0 | 0, but
+| | HW/thermal throttling seen or the sustained (p10) rate fell under 75% of its peak | any mismatch |
 | env.ecc | volatile uncorrected errors -> fail; aggregate uncorrected, or ECC off on an ECC card -> warn |
 | env.retired_pages | retirement pending or row-remap failure -> fail; remap pending, double-bit |
 | | retired pages or uncorrectable remapped rows -> warn |
 | env.persistence | Disabled -> warn |
 | env.pcie | link width below the card's maximum -> fail (a lower generation at idle is power saving) |
 | env.throttle_idle | HW slowdown / HW thermal / power brake at idle -> fail; SW thermal or power cap at idle -> warn |
+| | (inconclusive when read while other processes used the GPU) |
+| env.busy | other compute processes or utilisation on the GPU before the run -> warn |
 | env.nvlink | fewer links up than present -> warn |
 | env.driver | CUDA runtime newer than the driver supports: same major -> warn, newer major -> fail |
 | env.topology | GPU count, MIG mode or model not as the profile expects -> fail |
+
+Throughput figures are judged on their **sustained** value (the 10th percentile of the timed
+windows; the median where a runner reported no windows), with the peak window shown beside it;
+when throttle reasons were seen during a check whose verdict is warn or fail, they are named.
+A copy whose destination differs from what was sent fails, whatever its speed; a copy that was not
+verified is inconclusive. A figure measured while other processes used the GPU (`--allow-busy`)
+is inconclusive ("GPU in use by N processes"), never a failure. A vGPU slice is judged against
+its share of the card where the profile tells it (framebuffer / the card's memory, e.g.
+"A100-10C" is a quarter of an A100 40GB); a MIG slice stays inconclusive.
 
 **Inconclusive** is its own verdict, never a pass: the check could not run (init error, zero
 iterations, allocation failure, no toolchain, timeout), the model is unknown (no datasheet), the
@@ -33,12 +46,13 @@ anything warned, else pass.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from enum import StrEnum
 from typing import Any
 
-from gpuws.core.bench.datasheets import Datasheet, datasheet_for, detect_model, is_vgpu_name
+from gpuws.core.bench.datasheets import CATALOG, Datasheet, datasheet_for, detect_model, is_vgpu_name
 
 CPU_LABEL = "CPU harness check \u2014 not a GPU measurement"
 NO_TOOLCHAIN = (
@@ -46,6 +60,15 @@ NO_TOOLCHAIN = (
 )
 GEMM_CHECKS = ("gemm_fp32", "gemm_tf32", "gemm_fp16", "gemm_bf16", "gemm_fp8")
 PERF_CHECKS = (*GEMM_CHECKS, "mem_copy", "mem_triad", "h2d", "d2h", "p2p")
+COPY_CHECKS = ("mem_copy", "h2d", "d2h", "p2p")
+# Throttle reasons that cut throughput (idle and application clocks do not).
+THROTTLE_CUTS = frozenset({"hw_slowdown", "hw_thermal_slowdown", "hw_power_brake_slowdown", "sw_thermal_slowdown",
+                           "sw_power_cap"})
+# Framebuffer of the cards vGPU profiles are cut from, GB, by the profile's card name ("A100D" is
+# the 80 GB A100 in NVIDIA's vGPU naming): the share of a "A100-10C" is 10 / 40.
+VGPU_PARENT_MEMORY_GB = {"A100": 40, "A100D": 80, "A10": 24, "A16": 16, "A40": 48, "L4": 24, "L40": 48,
+                         "L40S": 48, "H100": 80, "H100L": 94, "H200": 141, "T4": 16, "V100": 16, "V100D": 32}
+_VGPU_PROFILE_RE = re.compile(r"\b([A-Z]\d+[A-Z]?)-(\d+)[ABCQ]\b")
 
 
 class Verdict(StrEnum):
@@ -114,17 +137,35 @@ class GpuContext:
     link_gen_max: int | None = None
     link_width_max: int | None = None
     nvlink_active: int = 0
+    share: float | None = None  # of the whole card, for a vGPU slice whose profile tells it
+    links: dict[int, str] = field(default_factory=dict)  # peer index -> `topo -m` code (NV12, PIX...)
+    busy: dict[str, Any] | None = None  # other processes on the GPU before the run
 
     @property
     def unscorable(self) -> str | None:
         """Why this GPU's figures cannot be held against a datasheet, or None."""
         if self.mig:
             return "MIG enabled: a slice is not comparable to the full card's datasheet"
-        if self.vgpu:
+        if self.vgpu and self.share is None:
             return "vGPU slice: not comparable to the full card's datasheet"
         if self.datasheet is None:
             return f"unknown model {self.name!r}: no datasheet to compare with"
         return None
+
+
+def vgpu_share(name: str) -> tuple[Datasheet, float] | None:
+    """The card a vGPU profile such as "GRID A100-10C" is cut from, and its share of it."""
+    match = _VGPU_PROFILE_RE.search(name.upper())
+    if not match:
+        return None
+    card, framebuffer = match.group(1), int(match.group(2))
+    total = VGPU_PARENT_MEMORY_GB.get(card)
+    base = card[:-1] if card.endswith(("D", "L")) and card[:-1] in VGPU_PARENT_MEMORY_GB else card
+    model = {"A100": "A100 40GB PCIe", "A100D": "A100 80GB PCIe"}.get(card) or detect_model(f"NVIDIA {base}")
+    ds = CATALOG.get(model) if model else None
+    if total is None or ds is None or not 0 < framebuffer <= total:
+        return None
+    return ds, framebuffer / total
 
 
 def gpu_contexts(summary: Mapping[str, Any], results: Iterable[Mapping[str, Any]]) -> dict[int, GpuContext]:
@@ -144,6 +185,11 @@ def gpu_contexts(summary: Mapping[str, Any], results: Iterable[Mapping[str, Any]
             mig=str(g.get("mig_mode") or "").lower() == "enabled",
             vgpu=is_vgpu_name(name),
         )
+        if contexts[index].vgpu:
+            found = vgpu_share(name)
+            if found is not None:
+                contexts[index].datasheet, contexts[index].share = found
+                contexts[index].model = found[0].model
     for r in results:
         gpu = r.get("gpu")
         ctx = contexts.get(gpu) if isinstance(gpu, int) else None
@@ -155,6 +201,14 @@ def gpu_contexts(summary: Mapping[str, Any], results: Iterable[Mapping[str, Any]
             ctx.link_width_max = _int(facts.get("width_max"))
         elif r.get("check") == "env.nvlink":
             ctx.nvlink_active = _int(facts.get("links_active")) or 0
+        elif r.get("check") == "env.busy" and facts.get("busy"):
+            ctx.busy = dict(facts)
+    for r in results:
+        links = (r.get("facts") or {}).get("links") if r.get("check") == "env.topology" else None
+        for pair, code in (links or {}).items() if isinstance(links, dict) else ():
+            a, _, b = str(pair).partition("-")
+            if a.isdigit() and b.isdigit() and int(a) in contexts:
+                contexts[int(a)].links[int(b)] = str(code)
     return contexts
 
 
@@ -197,6 +251,21 @@ def score_result(r: Mapping[str, Any], contexts: Mapping[int, GpuContext],
         return base
     if check == "stress":
         return _score_stress(base)
+    if check in COPY_CHECKS and base.measured is not None:
+        verify = base.details.get("verify")
+        bad = _int(verify.get("bad_bytes")) if isinstance(verify, dict) else None
+        if bad:
+            base.verdict = Verdict.FAIL
+            base.reason = (f"copy corrupted: {bad} of {verify.get('checked_bytes')} bytes differ from what was sent"
+                           if isinstance(verify, dict) else "copy corrupted")
+            return base
+        if bad is None and harness != "cpu":
+            base.reason = "the copy was not verified (its destination was never compared with what was sent)"
+            return base
+    busy = r.get("busy")
+    if check in PERF_CHECKS and isinstance(busy, dict) and busy.get("busy"):
+        base.reason = _busy_text(busy) + ": a shared card's throughput says nothing about the card"
+        return base
     if harness == "cpu":
         base.reason = CPU_LABEL
         return base
@@ -208,10 +277,60 @@ def score_result(r: Mapping[str, Any], contexts: Mapping[int, GpuContext],
         base.verdict = SCALING.judge(base.measured)
         base.reason = "speedup / GPUs" + (" (flagged: under 0.8)" if base.measured < 0.8 else "")
         return base
-    return _score_against_datasheet(base, contexts.get(gpu) if gpu is not None else None)
+    peer = contexts.get(base.peer) if base.peer is not None else None
+    return _score_against_datasheet(base, contexts.get(gpu) if gpu is not None else None, peer)
 
 
-def _score_against_datasheet(o: Outcome, ctx: GpuContext | None) -> Outcome:
+def _busy_text(busy: Mapping[str, Any]) -> str:
+    util = busy.get("utilization_pct")
+    return f"GPU in use by {busy.get('processes', 0)} processes" + (
+        f" ({util}% utilisation)" if util is not None else "")
+
+
+def _throttle_note(details: Mapping[str, Any]) -> str | None:
+    """"throttled: hw_slowdown (SM clock 660-1980 MHz)" when a throughput-cutting reason was seen."""
+    telemetry = details.get("telemetry") or {}
+    if not isinstance(telemetry, dict):
+        return None
+    seen = sorted(set(telemetry.get("throttle_reasons_seen") or []) & THROTTLE_CUTS)
+    if not seen:
+        return None
+    lo, hi = telemetry.get("sm_clock_min_mhz"), telemetry.get("sm_clock_max_mhz")
+    clocks = f" (SM clock {_fmt_num(lo)}-{_fmt_num(hi)} MHz)" if lo is not None and hi is not None else ""
+    return "throttled: " + ", ".join(seen) + clocks
+
+
+def _fmt_num(value: Any) -> str:
+    num = _num(value)
+    return "?" if num is None else f"{num:,.0f}"
+
+
+def _link_peak(ds: Datasheet, ctx: GpuContext) -> tuple[int, int]:
+    gen = min(ctx.link_gen_max or ds.pcie_gen, ds.pcie_gen)
+    width = min(ctx.link_width_max or ds.pcie_width, ds.pcie_width)
+    return gen, width
+
+
+def _p2p_peak(ds: Datasheet, ctx: GpuContext, peer: GpuContext | None) -> tuple[float | None, str]:
+    """A pair is bounded by the slower of its two links; NVLink where `topo -m` shows it."""
+    peer_ds = peer.datasheet if peer is not None and peer.unscorable is None else None
+    code = ctx.links.get(peer.index, "") if peer is not None else ""
+    nvlinks = [d.nvlink_gb_s for d in (ds, peer_ds) if d is not None]
+    on_nvlink = code.upper().startswith("NV") if code else (
+        ctx.nvlink_active > 0 and (peer is None or peer.nvlink_active > 0))
+    if on_nvlink and nvlinks and all(nvlinks):
+        return min(float(x) for x in nvlinks if x) / 2, "NVLink, one direction"
+    gen, width = _link_peak(ds, ctx)
+    peak, what = ds.pcie_gb_s(gen, width), f"PCIe Gen{gen} x{width}"
+    if peer is not None and peer_ds is not None:
+        pgen, pwidth = _link_peak(peer_ds, peer)
+        other = peer_ds.pcie_gb_s(pgen, pwidth)
+        if other is not None and (peak is None or other < peak):
+            peak, what = other, f"PCIe Gen{pgen} x{pwidth} of gpu{peer.index}, the slower link of the pair"
+    return peak, what
+
+
+def _score_against_datasheet(o: Outcome, ctx: GpuContext | None, peer: GpuContext | None = None) -> Outcome:
     if ctx is None:
         o.reason = "no GPU information for this figure"
         return o
@@ -229,14 +348,13 @@ def _score_against_datasheet(o: Outcome, ctx: GpuContext | None) -> Outcome:
     elif o.check in ("mem_copy", "mem_triad"):
         peak, rule, what = ds.memory_gb_s, MEMORY, "memory bandwidth"
     elif o.check in ("h2d", "d2h"):
-        gen = min(ctx.link_gen_max or ds.pcie_gen, ds.pcie_gen)
-        width = min(ctx.link_width_max or ds.pcie_width, ds.pcie_width)
+        gen, width = _link_peak(ds, ctx)
         peak, rule, what = ds.pcie_gb_s(gen, width), HOST_LINK, f"PCIe Gen{gen} x{width}"
     elif o.check == "p2p":
-        if ctx.nvlink_active and ds.nvlink_gb_s:
-            peak, what = ds.nvlink_gb_s / 2, "NVLink, one direction"
-        else:
-            peak, what = ds.pcie_gb_s(), f"PCIe Gen{ds.pcie_gen} x{ds.pcie_width}"
+        if peer is not None and (peer.mig or (peer.vgpu and peer.share is None)):
+            o.reason = peer.unscorable or "the peer is a slice"
+            return o
+        peak, what = _p2p_peak(ds, ctx, peer)
         rule = PEER
     else:
         o.reason = f"no datasheet rule for {o.check}"
@@ -245,14 +363,31 @@ def _score_against_datasheet(o: Outcome, ctx: GpuContext | None) -> Outcome:
         o.reason = f"{ds.model}: datasheet has no figure for {o.check}"
         return o
     assert o.measured is not None
+    if ctx.share is not None:
+        peak, what = float(peak) * ctx.share, f"{what}, its {ctx.share:.0%} share as a vGPU slice"
     o.datasheet = round(float(peak), 3)
-    o.ratio = round(o.measured / float(peak), 3)
-    if o.ratio > IMPLAUSIBLE_RATIO:
+    median_ratio = o.measured / float(peak)
+    if median_ratio > IMPLAUSIBLE_RATIO:
+        o.ratio = round(median_ratio, 3)
         o.reason = (f"{o.ratio:.0%} of {ds.model} {what}: above what the card can do "
                     "(wrong model detected, or a timing error)")
         return o
+    sustained = _num(o.details.get("sustained_p10"))
+    peak_window = _num(o.details.get("peak"))
+    judged = sustained if sustained is not None else o.measured
+    o.ratio = round(judged / float(peak), 3)
     o.verdict = rule.judge(o.ratio)
-    o.reason = f"{o.ratio:.0%} of {ds.model} {what}"
+    if sustained is not None:
+        o.reason = f"sustained {o.ratio:.0%} of {ds.model} {what}" + (
+            f" (peak window {peak_window / float(peak):.0%})" if peak_window is not None else "")
+    else:
+        o.reason = f"{o.ratio:.0%} of {ds.model} {what}"
+    throttle = _throttle_note(o.details)
+    if throttle and o.verdict is Verdict.PASS and sustained is not None and peak_window \
+            and sustained < 0.9 * peak_window:
+        o.verdict = Verdict.WARN  # a throttle that cut sustained throughput is named, never passed
+    if throttle and o.verdict in (Verdict.WARN, Verdict.FAIL):
+        o.reason += f"; {throttle}"
     return o
 
 
@@ -262,7 +397,8 @@ def _score_stress(o: Outcome) -> Outcome:
         return o
     if o.measured > 0:
         o.verdict = Verdict.FAIL
-        o.reason = f"{int(o.measured)} mismatching elements against the reference GEMM"
+        o.reason = (f"{int(o.measured)} elements differ from the first GEMM or are not finite "
+                    "(the same product must repeat bit for bit)")
         if o.harness == "cpu":
             o.reason += f" ({CPU_LABEL})"
         return o
@@ -270,13 +406,21 @@ def _score_stress(o: Outcome) -> Outcome:
         o.reason = f"no mismatches; {CPU_LABEL}"
         return o
     telemetry = o.details.get("telemetry") or {}
-    seen = set(telemetry.get("throttle_reasons_seen") or [])
+    seen = set(telemetry.get("throttle_reasons_seen") or []) if isinstance(telemetry, dict) else set()
     bad = sorted(seen & {"hw_slowdown", "hw_thermal_slowdown", "hw_power_brake_slowdown", "sw_thermal_slowdown"})
-    if bad:
+    found = o.details.get("tflops")
+    rates: Mapping[str, Any] = found if isinstance(found, dict) else {}
+    sustained, peak = _num(rates.get("sustained_p10")), _num(rates.get("peak"))
+    rate = f"; sustained {sustained:,.0f} TFLOP/s (peak {peak:,.0f})" if sustained is not None and peak else ""
+    if sustained is not None and peak and sustained < 0.75 * peak:
         o.verdict = Verdict.WARN
-        o.reason = "no mismatches, but the card throttled under load: " + ", ".join(bad)
+        o.reason = (f"no mismatches, but the sustained GEMM rate fell to {sustained / peak:.0%} of its peak"
+                    + (f"; {_throttle_note(o.details)}" if bad else ""))
+    elif bad:
+        o.verdict = Verdict.WARN
+        o.reason = "no mismatches, but the card throttled under load: " + ", ".join(bad) + rate
     else:
-        o.verdict, o.reason = Verdict.PASS, "no mismatches"
+        o.verdict, o.reason = Verdict.PASS, "no mismatches" + rate
     return o
 
 
@@ -357,6 +501,17 @@ def _score_env(o: Outcome, facts: Mapping[str, Any], ctx: GpuContext | None,
             o.verdict = v.PASS
             o.reason = f"Gen{gc} x{wc} (max Gen{gm} x{wm})" + (
                 "; a lower generation at idle is power saving" if gc is not None and gm is not None and gc < gm else "")
+        return o
+    if check == "env.busy":
+        if facts.get("processes") is None and facts.get("utilization_pct") is None:
+            o.verdict, o.reason = v.SKIPPED, "processes and utilisation not reported"
+        elif facts.get("busy"):
+            o.verdict, o.reason = v.WARN, _busy_text(facts) + " before the run"
+        else:
+            o.verdict, o.reason = v.PASS, "no other compute processes"
+        return o
+    if check == "env.throttle_idle" and facts.get("busy"):
+        o.reason = "read while other processes used the GPU: says nothing about idle"
         return o
     if check == "env.throttle_idle":
         reasons = set(facts.get("reasons") or [])

@@ -39,6 +39,7 @@ class JobResult:
     history: HostHistory | None = None  # the host's history including `run`
     saved_path: Path | None = None
     save_error: str | None = None
+    check_report: Path | None = None  # the provider report of a "check" run (Markdown; JSON beside it)
 
     @property
     def cancelled(self) -> bool:
@@ -118,6 +119,13 @@ class BenchJob(QObject):
             result.save_error = str(exc)
         except OSError as exc:
             result.save_error = f"cannot save the result: {exc.strerror or exc}"
+        if self.mode == "check" and result.saved_path is not None:
+            from gpuws.core.bench.check import write_check_report
+
+            try:
+                result.check_report = write_check_report(run, result.saved_path.parent)[0]
+            except OSError as exc:
+                result.save_error = f"cannot write the check report: {exc.strerror or exc}"
         return result
 
     def _forward(self, event: dict[str, Any]) -> None:

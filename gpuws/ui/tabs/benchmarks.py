@@ -32,6 +32,7 @@ from gpuws.core.bench.results import BenchRun, ResultStore
 from gpuws.core.bench.verdicts import Verdict, overall
 from gpuws.core.errors import GpuwsError
 from gpuws.core.simulation import SIM_LABEL
+from gpuws.ui.bench.check_offer import CheckOffer
 from gpuws.ui.bench.datasheet_chart import DatasheetChart
 from gpuws.ui.bench.export import default_file_name, export_json, export_markdown
 from gpuws.ui.bench.history import HostHistory, comparison_for, load_history, short_time
@@ -105,6 +106,8 @@ class BenchmarksTab(QWidget):
         self.problem_banner = Banner(BannerKind.ERROR, "", self)
         self.problem_banner.hide()
 
+        self.check_offer = CheckOffer(self)
+        self.check_offer.check_requested.connect(lambda: self.start("check"))
         self.run_panel = RunPanel(self)
         self.run_panel.start_requested.connect(self.start)
         self.run_panel.cancel_requested.connect(self.cancel)
@@ -138,6 +141,7 @@ class BenchmarksTab(QWidget):
         layout.setContentsMargins(0, 8, 0, 0)
         layout.setSpacing(8)
         layout.addLayout(toolbar)
+        layout.addWidget(self.check_offer)
         layout.addWidget(self.run_panel)
         layout.addWidget(self.label_banner)
         layout.addWidget(self.problem_banner)
@@ -169,10 +173,18 @@ class BenchmarksTab(QWidget):
             context.session.state_changed.connect(self._on_session_state)
             self._tracked_session = context.session
             self._load_history(context)
+        self.check_offer.hide()
         self._update_can_start()
+        self._offer_check()
 
     def _on_session_state(self, *_: object) -> None:
         self._update_can_start()
+        self._offer_check()
+
+    def _offer_check(self) -> None:
+        """Right after a host's first connection: offer the two-minute check."""
+        if self.context is not None and self.context.session.connection is not None and self.job is None:
+            self.check_offer.connected(self.context.profile.name)
 
     def _update_can_start(self) -> None:
         if self.job is not None:
@@ -204,7 +216,7 @@ class BenchmarksTab(QWidget):
     # -- running ---------------------------------------------------------------------------------
 
     def start(self, mode: str = "quick") -> None:
-        """Start a `mode` ("quick" or "full") benchmark on the selected host."""
+        """Start a `mode` ("quick", "full" or "check") benchmark on the selected host."""
         context = self.context
         if self.job is not None or context is None:
             return
@@ -223,7 +235,9 @@ class BenchmarksTab(QWidget):
             return
         self.job = job
         self.problem_banner.hide()
-        self.run_panel.set_mode(mode)
+        self.check_offer.hide()
+        if mode in self.run_panel.mode_buttons:
+            self.run_panel.set_mode(mode)
         self.run_panel.begin(job.host, mode)
         self.show_page(PAGE_LOG)
         self._update_can_start()
@@ -249,7 +263,8 @@ class BenchmarksTab(QWidget):
         if run.error:
             self.run_panel.finish(f"Did not complete: {run.error}", completed=False)
         else:
-            self.run_panel.finish(f"Finished: {verdict.value.upper()} ({_counts_text(run)}).", completed=True)
+            report = f" Report for the provider: {result.check_report}" if result.check_report else ""
+            self.run_panel.finish(f"Finished: {verdict.value.upper()} ({_counts_text(run)}).{report}", completed=True)
         if result.save_error:
             self._show_problem(f"The result was not kept in the history: {result.save_error}")
         if result.host == self.host and result.history is not None:

@@ -1,0 +1,101 @@
+"""Faults the simulated GPU host plays for the benchmark, from `--fault KIND:GPU` or the
+environment (`GPUWS_SIM_FAULTS=KIND:GPU,KIND:GPU`, read by the in-process demo host).
+
+- bench-nan: the GEMMs of that GPU return NaN elements (its `stress` check fails).
+- copy-corrupt: its copies flip a byte (`mem_copy`, `h2d`, `d2h`, `p2p` fail).
+- busy: another process holds the GPU at high utilisation (its `gemm_*` checks are inconclusive).
+- throttle: its clocks fall to a third after 5 s of load (sustained GEMM checks warn or fail,
+  naming the throttle).
+- slow-link: its PCIe link trained at x4 (`env.pcie` fails, host copies are slow).
+
+The simulated `nvidia-smi` shows busy and slow-link; the benchmark runner's simulated backend
+reads the same variable for the rest (it is standalone, so it parses it itself).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from enum import StrEnum
+
+from gpuws.core.errors import GpuwsError
+
+FAULTS_ENV = "GPUWS_SIM_FAULTS"
+# Set by the benchmark runner on the simulated host: the demo's own jobs stand aside meanwhile.
+JOBS_PAUSED_ENV = "GPUWS_SIM_JOBS_PAUSED"
+BUSY_PID_BASE = 47000  # simulated pids of the busy fault's process (one per GPU)
+SLOW_LINK_WIDTH = 4
+BUSY_UTILIZATION = 0.97
+
+
+class FaultKind(StrEnum):
+    """What a simulated GPU does wrong in the benchmark."""
+
+    BENCH_NAN = "bench-nan"
+    COPY_CORRUPT = "copy-corrupt"
+    BUSY = "busy"
+    THROTTLE = "throttle"
+    SLOW_LINK = "slow-link"
+
+
+class FaultSpecError(GpuwsError):
+    """A fault is not written KIND:GPU with a known kind and a GPU index."""
+
+
+@dataclass(frozen=True)
+class SimFault:
+    """One fault on one simulated GPU."""
+
+    kind: FaultKind
+    gpu: int
+
+    def __str__(self) -> str:
+        return f"{self.kind.value}:{self.gpu}"
+
+
+def parse_fault(text: str) -> SimFault:
+    """`KIND:GPU`, e.g. "bench-nan:0"; a `FaultSpecError` naming the kinds otherwise."""
+    kind, sep, gpu = text.strip().partition(":")
+    kinds = ", ".join(k.value for k in FaultKind)
+    if not sep or not gpu.strip().isdigit():
+        raise FaultSpecError(f"fault {text.strip()!r}: write KIND:GPU, e.g. bench-nan:0 (kinds: {kinds})")
+    try:
+        return SimFault(FaultKind(kind.strip()), int(gpu))
+    except ValueError:
+        raise FaultSpecError(f"fault {text.strip()!r}: unknown kind {kind.strip()!r} (kinds: {kinds})") from None
+
+
+def parse_faults(items: Iterable[str]) -> list[SimFault]:
+    """Every `KIND:GPU` of `items`, each item possibly a comma-separated list; duplicates once."""
+    found: list[SimFault] = []
+    for item in items:
+        for part in item.split(","):
+            if part.strip():
+                fault = parse_fault(part)
+                if fault not in found:
+                    found.append(fault)
+    return found
+
+
+def faults_from_env(env: Mapping[str, str] | None = None) -> list[SimFault]:
+    """The faults of `GPUWS_SIM_FAULTS` (empty when unset); a bad entry is a `FaultSpecError`."""
+    text = (env if env is not None else os.environ).get(FAULTS_ENV, "")
+    return parse_faults([text]) if text.strip() else []
+
+
+def format_faults(faults: Iterable[SimFault]) -> str:
+    """The `GPUWS_SIM_FAULTS` value for `faults`."""
+    return ",".join(str(f) for f in faults)
+
+
+def has_fault(faults: Iterable[SimFault], kind: FaultKind, gpu: int) -> bool:
+    return SimFault(kind, gpu) in set(faults)
+
+
+def active_faults() -> list[SimFault]:
+    """Faults of the simulated host this process runs in (never raises: a bad value plays none)."""
+    try:
+        return faults_from_env()
+    except FaultSpecError:
+        return []

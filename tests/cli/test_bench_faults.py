@@ -1,0 +1,85 @@
+"""Simulated faults turn into the verdicts issue 12 names, through `gpuws bench demo --quick --json`."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from gpuws.cli.main import main
+from gpuws.sim.faults import FaultSpecError, parse_faults
+
+
+def bench(capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, faults: str,
+          *extra: str) -> tuple[int, dict[str, Any]]:
+    monkeypatch.setenv("GPUWS_SIM_FAULTS", faults)
+    code = main(["bench", "demo", "--quick", "--json", "--no-save", *extra])
+    return code, json.loads(capsys.readouterr().out)
+
+
+def checks(report: dict[str, Any], gpu: int, prefix: str) -> list[dict[str, Any]]:
+    return [c for c in report["checks"] if c["gpu"] == gpu and c["check"].startswith(prefix)]
+
+
+def test_bench_nan_fails_stress(capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    code, report = bench(capsys, monkeypatch, "bench-nan:0")
+    (stress,) = checks(report, 0, "stress")
+    assert stress["verdict"] == "fail" and "not finite" in stress["reason"]
+    assert report["verdict"] == "fail" and code == 8
+
+
+def test_copy_corrupt_fails_mem_copy(capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    _, report = bench(capsys, monkeypatch, "copy-corrupt:1")
+    (copy,) = checks(report, 1, "mem_copy")
+    assert copy["verdict"] == "fail" and "corrupted" in copy["reason"]
+    assert report["verdict"] != "pass"
+
+
+@pytest.mark.parametrize("allow", [False, True])
+def test_busy_gpu_gemm_is_inconclusive(capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch,
+                                       allow: bool) -> None:
+    _, report = bench(capsys, monkeypatch, "busy:2", *(["--allow-busy"] if allow else []))
+    gemms = [c for c in checks(report, 2, "gemm_") if c["verdict"] != "skipped"]
+    assert gemms and all(c["verdict"] == "inconclusive" and "GPU in use by 1 processes" in c["reason"]
+                         for c in gemms)
+    assert report["verdict"] != "pass"
+
+
+def test_throttle_warns_or_fails_and_names_it(capsys: pytest.CaptureFixture[str],
+                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    _, report = bench(capsys, monkeypatch, "throttle:0")
+    gemms = [c for c in checks(report, 0, "gemm_") if c["verdict"] != "skipped"]
+    assert gemms and all(c["verdict"] in ("warn", "fail") and "throttled" in c["reason"] for c in gemms)
+    assert report["verdict"] != "pass"
+
+
+def test_slow_link_fails_the_link(capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    _, report = bench(capsys, monkeypatch, "slow-link:1")
+    (pcie,) = checks(report, 1, "env.pcie")
+    assert pcie["verdict"] == "fail" and "x4 of x16" in pcie["reason"]
+    assert report["verdict"] != "pass"
+
+
+def test_check_writes_the_provider_report(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    code = main(["bench", "demo", "--check", "--report-dir", str(tmp_path)])
+    out = capsys.readouterr().out
+    assert code == 0 and "GPU 0:" in out and "send it to your provider" in out
+    (md,) = tmp_path.glob("check-*.md")
+    (js,) = tmp_path.glob("check-*.json")
+    report = json.loads(js.read_text())
+    assert report["host_identity"]["driver_version"] and report["timestamps"]["started_at"]
+    assert report["raw_results"] and len(report["per_gpu"]) == 4
+    assert "SIMULATED" in md.read_text()
+
+
+def test_bad_fault_specs_are_one_clear_error(capsys: pytest.CaptureFixture[str],
+                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    with pytest.raises(FaultSpecError, match="unknown kind 'melt'"):
+        parse_faults(["melt:0"])
+    assert [str(f) for f in parse_faults(["busy:1,throttle:0", "busy:1"])] == ["busy:1", "throttle:0"]
+    monkeypatch.setenv("GPUWS_SIM_FAULTS", "bench-nan")
+    code = main(["bench", "demo", "--quick", "--json", "--no-save"])
+    err = capsys.readouterr().err
+    assert code != 0 and "KIND:GPU" in err and "Traceback" not in err

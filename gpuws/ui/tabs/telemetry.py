@@ -287,13 +287,19 @@ class TelemetryTab(QWidget):
     # --- alerts -----------------------------------------------------------------------------
 
     def _on_alert_changed(self, event: AlertEvent) -> None:
-        self._refresh_alerts()
+        self.alert_view.apply(event)  # one row added or updated, never a rebuild
+        self._update_alert_count()
         self._drawn = None
 
     def _refresh_alerts(self) -> None:
         if self.hub is None:
             return
-        self.alert_view.set_alerts(self.hub.alerts())
+        self.alert_view.attach(self.hub.service.alert_log, self.hub.service.alerts)
+        self._update_alert_count()
+
+    def _update_alert_count(self) -> None:
+        if self.hub is None:
+            return
         active = self.hub.active_alerts()
         self.page_buttons[PAGE_ALERTS].setText(f"Alerts ({len(active)})" if active else "Alerts")
 

@@ -241,3 +241,18 @@ def test_screenshot_has_content(tab: TelemetryTab, hub: TelemetryHub, qtbot: Any
         assert _colour_share(shot.toImage(), series_colour("util", pal)) > 0.0002
     finally:
         qapp.setPalette(old)
+
+
+def test_narrow_toolbar_wraps_instead_of_crushing_and_pause_is_visible(tab: TelemetryTab, qtbot: Any) -> None:
+    """Found: forced smaller, the toolbar is crushed ("T…t", "Al…ts"); paused shows only in a button text."""
+    tab.resize(640, 500)
+    tab.show()
+    qtbot.waitExposed(tab)
+    buttons = [*tab.page_buttons, tab.pause_button, tab.csv_button, tab.png_button]
+    for button in buttons:
+        assert button.width() >= button.sizeHint().width(), button.text()
+        assert button.geometry().right() <= tab.width(), button.text()
+    assert tab.png_button.y() > tab.page_buttons[0].y()  # on a second line
+    assert not tab.paused_label.isVisibleTo(tab)
+    tab.set_paused(True)
+    assert tab.paused_label.isVisibleTo(tab) and tab.detail.paused_badge.isVisibleTo(tab.detail)

@@ -15,7 +15,6 @@ from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import (
     QButtonGroup,
     QFileDialog,
-    QHBoxLayout,
     QPushButton,
     QSplitter,
     QStackedWidget,
@@ -27,6 +26,7 @@ from PySide6.QtWidgets import (
 from gpuws.core.errors import GpuwsError
 from gpuws.core.simulation import SIM_LABEL
 from gpuws.core.telemetry.alerts import AlertEvent
+from gpuws.ui.flow_layout import FlowLayout
 from gpuws.ui.tabs import HostContext
 from gpuws.ui.telemetry.alert_log import AlertLogView
 from gpuws.ui.telemetry.export import export_range_csv, export_widget_png
@@ -97,19 +97,24 @@ class TelemetryTab(QWidget):
         self.png_button.setToolTip("Save the current view as a PNG image")
         self.png_button.clicked.connect(self._ask_export_view_png)
 
-        toolbar = QHBoxLayout()
-        toolbar.setSpacing(4)
+        self.paused_label = Badge("Paused", "warning", self)
+        self.paused_label.setToolTip("The graphs are frozen; samples keep being recorded. Resume to follow them.")
+        self.paused_label.hide()
+
+        # Wraps onto a second line in a narrow window instead of crushing the buttons.
+        toolbar = FlowLayout(spacing=4)
         for button in self.page_buttons:
             toolbar.addWidget(button)
-        toolbar.addSpacing(16)
+        toolbar.add_spacing(16)
         for button in window_buttons:
             toolbar.addWidget(button)
-        toolbar.addSpacing(8)
+        toolbar.add_spacing(8)
         toolbar.addWidget(self.pause_button)
-        toolbar.addStretch(1)
+        toolbar.addWidget(self.paused_label)
+        toolbar.add_stretch()
         toolbar.addWidget(self.source_label)
         toolbar.addWidget(self.sim_badge)
-        toolbar.addSpacing(8)
+        toolbar.add_spacing(8)
         toolbar.addWidget(self.csv_button)
         toolbar.addWidget(self.png_button)
 
@@ -197,6 +202,8 @@ class TelemetryTab(QWidget):
         self.paused = paused
         self.pause_button.setChecked(paused)
         self.pause_button.setText("Resume" if paused else "Pause")
+        self.detail.set_paused(paused)
+        self.paused_label.setVisible(paused)
         if not paused:
             self._drawn = None
             self._on_frame()
@@ -204,6 +211,8 @@ class TelemetryTab(QWidget):
     def open_detail(self, key: str, metric: str) -> None:
         if self.host is None:
             return
+        if self.context is not None:
+            self.detail.oom_pct = self.context.profile.alerts.mem_used_pct
         self.detail.show_metric(self.host, key, metric)
         if not self.detail.isVisibleTo(self):
             self.detail.show()

@@ -11,7 +11,9 @@ from dataclasses import dataclass
 
 from PySide6.QtGui import QColor, QPalette
 
+from gpuws.core.telemetry.alerts import AlertKind
 from gpuws.core.telemetry.sample import GpuSample
+from gpuws.core.telemetry.throttle import POWER_REASONS, THERMAL_REASONS
 from gpuws.ui import theme
 
 NOT_SUPPORTED = "not supported"
@@ -131,6 +133,17 @@ DETAIL_METRICS: dict[str, tuple[str, str]] = {
 
 
 # --- the text facts under the sparklines --------------------------------------------------------
+
+
+def throttle_kinds(s: GpuSample | None) -> frozenset[AlertKind]:
+    """The throttle badges a sample's decoded reasons call for (the Throttle row shows the same)."""
+    reasons = set(s.throttle_reasons or ()) if s is not None else set()
+    kinds: set[AlertKind] = set()
+    if reasons & THERMAL_REASONS:
+        kinds.add(AlertKind.THERMAL_THROTTLE)
+    if reasons & POWER_REASONS:
+        kinds.add(AlertKind.POWER_THROTTLE)
+    return frozenset(kinds)
 
 
 def throttle_text(s: GpuSample) -> str:

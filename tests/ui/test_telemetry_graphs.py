@@ -96,3 +96,29 @@ def test_sparklines_stay_readable_in_the_24_h_window(qtbot: Any) -> None:
     row = list(card.rows).index("util_gpu_pct")
     width = card.plots.plot_rect(row).width()
     assert card.plots.line_extent(row) > 0.8 * width
+
+
+def test_dark_theme_recolours_the_detail_plot_and_shows_check_boxes(qtbot: Any) -> None:
+    """Found: in the dark theme the detail plot stays white and "Stop when idle for" is invisible."""
+    from PySide6.QtGui import QColor
+    from PySide6.QtWidgets import QApplication, QCheckBox
+
+    from gpuws.ui import theme
+
+    app = QApplication.instance()
+    assert isinstance(app, QApplication)
+    before_palette, before_style = app.palette(), app.style().name()
+    plot, _now = _plot(qtbot)
+    try:
+        theme.apply_theme(app, theme.ThemeChoice.DARK, before_palette)
+        qtbot.waitUntil(lambda: plot.plot_widget.backgroundBrush().color().lightness() < 80, timeout=2000)
+        box = QCheckBox("Stop when idle for")
+        qtbot.addWidget(box)
+        box.resize(200, 30)
+        image = box.grab().toImage()
+        background = QColor(image.pixel(box.width() - 2, 2)).lightness()
+        indicator = [QColor(image.pixel(x, y)).lightness() for x in range(0, 20) for y in range(0, 30)]
+        assert max(indicator) - background > 60  # the box's outline stands out from the window
+    finally:
+        app.setPalette(before_palette)
+        app.setStyle(before_style)

@@ -84,6 +84,7 @@ class DetailPlot(QWidget):
         self._t: F64 = np.empty(0)
         self._y: F64 = np.empty(0)
         self.oom_pct = 90.0  # the host's OOM-risk threshold, drawn on the memory plot
+        self._recolouring = False
 
         self.title = heading("", 1.05, self)
         self.paused_badge = Badge("Paused: not following new samples", "warning", self)
@@ -216,6 +217,16 @@ class DetailPlot(QWidget):
         """The mouse left the plot: no readout, no crosshair."""
         for item in (self.v_line, self.h_line, self.hover_label):
             item.setVisible(False)
+
+    def changeEvent(self, event: QEvent) -> None:
+        # A theme switch: the plot is not a styled widget, so recolour it by hand (it stayed white).
+        super().changeEvent(event)
+        if event.type() in (QEvent.Type.PaletteChange, QEvent.Type.ApplicationPaletteChange) and not self._recolouring:
+            self._recolouring = True
+            try:
+                self.apply_palette()
+            finally:
+                self._recolouring = False
 
     def eventFilter(self, watched: QObject, event: QEvent) -> bool:
         if event.type() == QEvent.Type.Leave:

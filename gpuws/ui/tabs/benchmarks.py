@@ -18,7 +18,9 @@ from PySide6.QtCore import Qt
 from PySide6.QtWidgets import (
     QButtonGroup,
     QFileDialog,
+    QComboBox,
     QHBoxLayout,
+    QLabel,
     QPushButton,
     QSplitter,
     QStackedWidget,
@@ -115,6 +117,13 @@ class BenchmarksTab(QWidget):
         self.run_summary = muted_label("", self)
         self.run_summary.setWordWrap(True)
         self.table = ResultsTable(self)
+        self.verdict_filter = QComboBox(self)
+        self.verdict_filter.setToolTip("Show only the checks with this verdict")
+        for text, verdict in (("All verdicts", None), ("Failures", Verdict.FAIL), ("Warnings", Verdict.WARN),
+                              ("Inconclusive", Verdict.INCONCLUSIVE), ("Passes", Verdict.PASS),
+                              ("Skipped", Verdict.SKIPPED)):
+            self.verdict_filter.addItem(text, verdict.value if verdict is not None else "")
+        self.verdict_filter.currentIndexChanged.connect(self._on_verdict_filter)
         self.chart = DatasheetChart(self)
         results = QWidget(self)
         results_layout = QVBoxLayout(results)
@@ -126,7 +135,11 @@ class BenchmarksTab(QWidget):
         splitter.setStretchFactor(0, 3)
         splitter.setStretchFactor(1, 2)
         splitter.setChildrenCollapsible(False)
-        results_layout.addWidget(self.run_summary)
+        summary_row = QHBoxLayout()
+        summary_row.addWidget(self.run_summary, 1)
+        summary_row.addWidget(QLabel("Show", self))
+        summary_row.addWidget(self.verdict_filter)
+        results_layout.addLayout(summary_row)
         results_layout.addWidget(splitter, 1)
         self.history_view = HistoryView(self)
         self.history_view.run_selected.connect(lambda run: self.show_run(run, from_list=True))
@@ -298,6 +311,10 @@ class BenchmarksTab(QWidget):
             self.history_view.show_comparison(run)
         else:
             self.history_view.set_history(self.history, run)
+
+    def _on_verdict_filter(self, _index: int) -> None:
+        value = str(self.verdict_filter.currentData() or "")
+        self.table.set_verdict_filter(Verdict(value) if value else None)
 
     def show_page(self, page: int) -> None:
         self.page_group.button(page).setChecked(True)

@@ -416,8 +416,16 @@ class MainWindow(QMainWindow):
         if profile is not None:
             self.sessions[profile.name].connect_host()
 
+    def _dialog_helpers(self) -> dict[str, Any]:
+        """Keyring check and "Test connection" for the host dialog (issue 16)."""
+        from gpuws.core.secrets import unusable_reason
+        from gpuws.ui.connection_test import connection_tester
+
+        return {"keyring_problem": lambda: unusable_reason(self.secrets.backend),
+                "tester": connection_tester(self.bridge, secrets=self.secrets, profiles=self.store)}
+
     def open_add_dialog(self) -> HostDialog:
-        dialog = HostDialog(self, existing_names=[p.name for p in self.all_profiles()])
+        dialog = HostDialog(self, existing_names=[p.name for p in self.all_profiles()], **self._dialog_helpers())
         dialog.accepted.connect(lambda: self._save_from(dialog, None))
         return self._open(dialog)
 
@@ -426,7 +434,7 @@ class MainWindow(QMainWindow):
         if profile is None or profile.simulated:
             return None
         names = [p.name for p in self.all_profiles()]
-        dialog = HostDialog(self, profile=profile, existing_names=names, has_secret=True)
+        dialog = HostDialog(self, profile=profile, existing_names=names, has_secret=True, **self._dialog_helpers())
         old = profile.name
         dialog.accepted.connect(lambda: self._save_from(dialog, old))
         return self._open(dialog)
@@ -442,6 +450,8 @@ class MainWindow(QMainWindow):
         secrets = self.secrets if secret is not None or old_name not in (None, profile.name) else None
 
         def save() -> str:
+            if secrets is not None and secret is not None:
+                secrets.ensure_usable()  # before writing: never a saved host whose password was dropped
             if old_name is None:
                 stored = store.add(profile)
             else:
@@ -457,7 +467,11 @@ class MainWindow(QMainWindow):
             self.profiles_loaded.connect(self._select_after_load(name))
             self.profile_saved.emit(name)
 
-        self.bridge.run_blocking(save, done, self._on_store_error, owner=self)
+        def failed(exc: BaseException) -> None:
+            self._on_store_error(exc)
+            self.reload_profiles()  # whatever was written shows in the sidebar at once
+
+        self.bridge.run_blocking(save, done, failed, owner=self)
 
     def _select_after_load(self, name: str) -> Any:
         def select() -> None:

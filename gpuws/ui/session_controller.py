@@ -188,6 +188,10 @@ class HostSession(QObject):
 
 
 def _state_for_error(exc: BaseException, connection: Any) -> str:
+    from gpuws.core.secrets import KeyringUnavailable
+
+    if isinstance(exc, KeyringUnavailable):
+        return "auth_failed"  # the password could not be read: not an address problem (issue 16)
     kind = type(exc).__name__
     if kind == "UnknownHostKey":
         return "host_key_unknown"

@@ -231,14 +231,15 @@ class HostDialog(QDialog):
         """Every field's problem at once: {field: reason} (empty when the form is valid)."""
         errors: dict[str, str] = {}
         name = self.name_edit.text().strip()
-        for key, check in (
+        field_checks: tuple[tuple[str, Callable[[], object]], ...] = (
             ("name", lambda: checks.validate_name(name)),
             ("host", lambda: checks.validate_host(self.host_edit.text().strip())),
             ("user", lambda: checks.validate_user(self.user_edit.text().strip() or None)),
             ("key_path", lambda: checks.validate_key_path(self.key_edit.text().strip() or None)),
             ("slice_profile", lambda: checks.validate_slice_profile(self.slice_edit.text().strip() or None)),
             ("notes", lambda: checks.validate_notes(self.notes_edit.toPlainText())),
-        ):
+        )
+        for key, check in field_checks:
             try:
                 check()
             except ValidationError as exc:

@@ -42,8 +42,8 @@ class Opened:
     def __init__(self) -> None:
         self.urls: list[str] = []
 
-    def openUrl(self, url: Any) -> bool:  # QDesktopServices' name
-        self.urls.append(url.toString())
+    def open(self, url: str) -> bool:  # gpuws.ui.external.open_in_browser
+        self.urls.append(url)
         return True
 
 
@@ -90,7 +90,7 @@ def test_tunnel_from_the_tab_through_sshd(
     from tests.support.sshd import free_port
 
     opened = Opened()
-    monkeypatch.setattr("gpuws.ui.tabs.session.QDesktopServices", opened)
+    monkeypatch.setattr("gpuws.ui.external.open_in_browser", opened.open)
     monkeypatch.setenv("HOME", str(tmp_path / "home"))
     www = tmp_path / "www"
     www.mkdir()
@@ -123,6 +123,16 @@ def test_tunnel_from_the_tab_through_sshd(
         qtbot.waitExposed(tab)
         SHOTS.mkdir(parents=True, exist_ok=True)
         assert tab.grab().save(str(SHOTS / "session-tab.png"))
+
+        # Found: with no browser, "Open in browser" did nothing visible; there was no "Copy URL".
+        monkeypatch.undo()
+        monkeypatch.setenv("HOME", str(tmp_path / "home"))
+        monkeypatch.setattr("gpuws.ui.external._launcher", lambda: None)  # no xdg-open, no browser
+        tab.tunnel_table.selectRow(0)
+        tab.open_selected_tunnel()
+        assert "No web browser" in tab.tunnel_status.text() and "Copy URL" in tab.tunnel_status.text()
+        tab.copy_url_button.click()
+        assert QGuiApplication.clipboard().text() == tunnel.url
 
         tab.tunnel_table.selectRow(0)
         tab.close_selected_tunnel()

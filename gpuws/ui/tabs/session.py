@@ -17,8 +17,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from PySide6.QtCore import QSignalBlocker, Qt, QTimer, QUrl
-from PySide6.QtGui import QDesktopServices, QGuiApplication
+from PySide6.QtCore import QSignalBlocker, Qt, QTimer
+from PySide6.QtGui import QGuiApplication
 from PySide6.QtWidgets import (
     QCheckBox,
     QComboBox,
@@ -200,11 +200,15 @@ class SessionTab(QWidget):
         buttons = QHBoxLayout()
         self.browse_tunnel_button = QPushButton("Open in browser", card)
         self.browse_tunnel_button.clicked.connect(self.open_selected_tunnel)
+        self.copy_url_button = QPushButton("Copy URL", card)
+        self.copy_url_button.setToolTip("Copy the tunnel's URL, with its login token, to the clipboard")
+        self.copy_url_button.clicked.connect(self.copy_selected_url)
         self.close_tunnel_button = QPushButton("Close tunnel", card)
         self.close_tunnel_button.clicked.connect(self.close_selected_tunnel)
         self.tunnel_status = muted_label("", card)
         self.tunnel_status.setWordWrap(True)
         buttons.addWidget(self.browse_tunnel_button)
+        buttons.addWidget(self.copy_url_button)
         buttons.addWidget(self.close_tunnel_button)
         buttons.addWidget(self.tunnel_status, 1)
         box.addLayout(buttons)
@@ -483,14 +487,32 @@ class SessionTab(QWidget):
         return rows[index] if 0 <= index < len(rows) else None
 
     def _open_url(self, tunnel: Any) -> None:
+        from gpuws.ui.external import open_in_browser
+
+        # Never QDesktopServices: it prints the whole URL (token included) on stderr when it fails.
         if tunnel.spec.info.opens_in_browser:
-            QDesktopServices.openUrl(QUrl(tunnel.url))  # the token goes to the browser, nowhere else
+            if not open_in_browser(tunnel.url):  # the token goes to the browser, nowhere else
+                self.tunnel_status.setText("No web browser could be opened here. Use Copy URL and paste it "
+                                           "into a browser (the URL includes the login token).")
             return
         viewer = vnc_viewer_argv(tunnel.local_port or 0)
         if viewer:
             subprocess.Popen(viewer, stdin=subprocess.DEVNULL, start_new_session=True)
-        elif not QDesktopServices.openUrl(QUrl(tunnel.url)):
-            self.tunnel_status.setText(f"No VNC viewer found; connect yours to {tunnel.display_url}")
+        elif not open_in_browser(tunnel.url):
+            self.tunnel_status.setText(f"No VNC viewer found; connect yours to {tunnel.display_url} "
+                                       "(Copy URL puts it on the clipboard)")
+
+    def copy_selected_url(self) -> None:
+        """The selected tunnel's full URL (with its token) to the clipboard only."""
+        from gpuws.ui.external import copy_to_clipboard
+
+        tunnel = self._selected_tunnel()
+        if tunnel is None:
+            rows = self.tunnels.get(self.profile.name, []) if self.profile is not None else []
+            tunnel = rows[-1] if rows else None
+        if tunnel is not None:
+            copy_to_clipboard(tunnel.url)
+            self.tunnel_status.setText(f"Copied the URL of {tunnel.spec.info.label} (with its token) to the clipboard.")
 
     def open_selected_tunnel(self) -> None:
         tunnel = self._selected_tunnel()

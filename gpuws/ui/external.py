@@ -12,6 +12,7 @@ import os
 import shutil
 import subprocess
 import sys
+import threading
 
 from PySide6.QtGui import QGuiApplication
 
@@ -40,10 +41,12 @@ def open_in_browser(url: str) -> bool:
     if argv is None or not has_display:
         return False
     try:
-        subprocess.Popen([*argv, url], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                         stderr=subprocess.DEVNULL, start_new_session=True)
+        process = subprocess.Popen([*argv, url], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                                   stderr=subprocess.DEVNULL, start_new_session=True)
     except OSError:
         return False
+    # Reap the launcher (it hands the URL over and exits) without blocking the GUI thread.
+    threading.Thread(target=process.wait, name="browser-launcher", daemon=True).start()
     return True
 
 

@@ -15,6 +15,7 @@ from typing import Any, TypeVar
 from PySide6.QtCore import QByteArray, QSettings, Qt, QTimer, Signal
 from PySide6.QtGui import QAction, QCloseEvent, QKeySequence
 from PySide6.QtWidgets import (
+    QApplication,
     QDialog,
     QHBoxLayout,
     QInputDialog,
@@ -195,6 +196,7 @@ class MainWindow(QMainWindow):
             stop_host=self._stop_host_from_tray,
             icon=app_icon(),
             parent=self,
+            quit_app=self.quit_app,
         )
         self.telemetry.notifier.set_tray(tray)
         tray.show()
@@ -235,7 +237,8 @@ class MainWindow(QMainWindow):
 
         def costs() -> list[TrayHost]:
             history = tab.ledger.all_sessions()
-            return [TrayHost(name, state, host_cost(profile, history, now).running, name in idle_hosts)
+            return [TrayHost(name, state, host_cost(profile, history, now).running, name in idle_hosts,
+                             profile.currency or "")
                     for name, profile, state in hosts]
 
         tray = self.tray
@@ -275,7 +278,7 @@ class MainWindow(QMainWindow):
         self.import_action = action("&Import from SSH config…", "Ctrl+I", self.open_import_dialog)
         self.demo_action = action("Open &demo host", None, self.open_demo, "Connect to the simulated GPU host")
         self.settings_action = action("&Settings…", "Ctrl+,", self.open_settings_dialog)
-        self.quit_action = action("&Quit", "Ctrl+Q", self.close)
+        self.quit_action = action("&Quit", "Ctrl+Q", self.quit_app)
         self.reconnect_action = action("&Reconnect", "Ctrl+R", self.reconnect_current, "Connect and probe again")
         self.edit_action = action("&Edit host…", "Ctrl+E", self.open_edit_dialog)
         self.remove_action = action("Re&move host…", None, self.remove_current)
@@ -730,4 +733,21 @@ class MainWindow(QMainWindow):
     def closeEvent(self, event: QCloseEvent) -> None:
         self.shutdown()
         super().closeEvent(event)
+
+    def quit_app(self) -> None:
+        """Quit (Ctrl+Q, the tray): close every gpuws window (Files too), drop the tray, end the process."""
+        self.close()
+        for widget in QApplication.topLevelWidgets():
+            if widget is not self and widget.isVisible():
+                widget.close()
+        if self.tray is not None:
+            self.tray.hide()
+        self.quit_requested = True
+        app = QApplication.instance()
+        if self.end_process and app is not None:
+            app.quit()
+
+    # Whether `quit_app` ends the event loop; tests turn it off (it would end the test run's loop).
+    end_process: bool = True
+    quit_requested: bool = False
 

@@ -128,7 +128,7 @@ def test_idle_cost_names_its_currency() -> None:
     engine.configure("h", AlertThresholds(idle_minutes=1), 3.6, "EUR")
     events = [e for t in range(0, 61, 10) for e in engine.evaluate("h", [s(t, util_gpu_pct=0.0)])]
     assert kinds(events) == [("idle_gpu", True)]
-    assert "burning 0.06 EUR so far" in events[0].alert.message and events[0].alert.currency == "EUR"
+    assert "burning €0.06 so far" in events[0].alert.message and events[0].alert.currency == "EUR"
 
 
 def test_ecc_alert_on_increase_only() -> None:
@@ -156,7 +156,9 @@ def test_idle_alert_after_n_minutes_with_money_burnt() -> None:
     assert alert.active and "idle" in alert.message and "30 min" in alert.message
     # 30 min idle at 4.00/h shared by 2 GPUs: 2.00/h * 0.5 h = 1.00
     assert alert.cost == pytest.approx(1.0)
-    assert "burning 1.00" in alert.message
+    from gpuws.core.money import default_currency, money
+
+    assert f"burning {money(1.0, default_currency())} so far" in alert.message  # Found: a bare "1.00"
     # A short blip of work does not clear it; sustained work above threshold + margin does.
     assert engine.evaluate("h", [s(31 * 60, 0, util_gpu_pct=80.0)]) == []
     assert engine.evaluate("h", [s(31 * 60 + 5, 0, util_gpu_pct=2.0)]) == []

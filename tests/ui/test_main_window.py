@@ -107,3 +107,18 @@ def test_corrupt_profile_file_is_reported(make_window: Any) -> None:
     window = make_window()
     assert window.notice.isVisibleTo(window)
     assert "backup" in window.notice.text().lower() or "moved" in window.notice.text().lower()
+
+
+def test_quit_closes_every_window_and_ends_the_process(make_window: Any, qtbot: Any) -> None:
+    """Found: Quit (Ctrl+Q) with the Files window open closed only the main window."""
+    from PySide6.QtWidgets import QWidget
+
+    window = make_window()
+    window.end_process = False
+    window.show()
+    files = QWidget()  # a top-level window of the app, as the Files window is
+    files.setWindowTitle("Files on rig")
+    qtbot.addWidget(files)
+    files.show()
+    window.quit_action.trigger()
+    assert not window.isVisible() and not files.isVisible() and window.quit_requested

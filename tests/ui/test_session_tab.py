@@ -51,7 +51,7 @@ def test_cost_budget_and_ssh_command(qtbot: Any, bridge: AsyncBridge, tmp_path: 
     store = ProfileStore()
     store.add(HostProfile(name="bastion", host="bastion.example", user="ops"))
     profile = HostProfile(name="a100", host="10.0.0.7", user="me", jump="bastion", price_per_hour=36.0,
-                          budget=10.0, slice_profile="full")
+                          budget=10.0, slice_profile="full", currency="EUR")
     store.add(profile)
     ledger = SessionLedger(tmp_path / "open.json")
     ledger.begin(profile, time.time() - 14 * 60)  # 14 min at 36/h = 8.40 of a 10.00 budget
@@ -62,9 +62,12 @@ def test_cost_budget_and_ssh_command(qtbot: Any, bridge: AsyncBridge, tmp_path: 
     assert tab.last_cost is not None and tab.last_cost.running == pytest.approx(8.4, abs=0.05)
     assert tab.banner.isVisibleTo(tab) and "nearing its budget" in tab.banner.text()
     first = tab.running_label.text()
+    # Found: "1.18 · 9.80 / h" with no currency anywhere.
+    assert first.startswith("€") and "€36.00/h" in tab.rate_label.text() and tab.month_label.text().startswith("€")
+    assert "€" in tab.budget_bar.format()
     time.sleep(1.1)
     tab.refresh_cost()
-    assert float(tab.running_label.text()) > float(first)  # climbing
+    assert float(tab.running_label.text()[1:]) > float(first[1:])  # climbing
 
     assert tab.ssh_label.text() == "ssh -J ops@bastion.example -l me -- 10.0.0.7"
     tab.copy_ssh_command()

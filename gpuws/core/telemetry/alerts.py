@@ -25,6 +25,7 @@ from enum import StrEnum
 from typing import Final
 
 from gpuws.core.models import AlertThresholds
+from gpuws.core.money import currency_of, money
 from gpuws.core.telemetry.sample import GpuSample
 from gpuws.core.telemetry.throttle import POWER_REASONS, THERMAL_REASONS
 
@@ -361,9 +362,8 @@ def idle_cost(price_per_hour: float | None, idle_seconds: float, gpu_count: int 
 
 
 def format_money(amount: float, currency: str = "") -> str:
-    """'12.30 EUR' (or '12.30' when the currency is unknown): a cost is never a bare number
-    where its currency is known."""
-    return f"{amount:,.2f} {currency}" if currency else f"{amount:,.2f}"
+    """'€12.30' in the host's currency (the locale's when the profile names none)."""
+    return money(amount, currency_of(currency or None))
 
 
 def _grew(before: int | None, now: int | None) -> bool:

@@ -42,6 +42,7 @@ from gpuws.core.cost import sessions_csv
 from gpuws.core.errors import GpuwsError
 from gpuws.core.idle import GpuActivity, IdleDetector, IdleEvent
 from gpuws.core.models import HostProfile
+from gpuws.core.money import money, rate
 from gpuws.core.session import HostCost, SessionLedger, budget_warning, host_cost
 from gpuws.core.terminal import ssh_argv, ssh_command_line, terminal_argv
 from gpuws.core.tunnels import PRESETS, Preset, spec_for, vnc_viewer_argv
@@ -350,16 +351,18 @@ class SessionTab(QWidget):
             self.rate_label.setText(str(exc))
             return
         self.last_cost = cost
-        self.running_label.setText(f"{cost.running:.2f}" if cost.running is not None else "not running")
-        price = f"{cost.price_per_hour:.2f} / h" if cost.price_per_hour else "no hourly price set"
+        cur = cost.currency
+        self.running_label.setText(money(cost.running, cur) if cost.running is not None else "not running")
+        price = rate(cost.price_per_hour, cur) if cost.price_per_hour else "no hourly price set"
         slice_text = f" · {cost.slice_profile}" if cost.slice_profile else ""
         self.rate_label.setText(f"this session · {price}{slice_text}")
-        self.today_label.setText(f"{cost.daily:.2f}")
-        self.month_label.setText(f"{cost.monthly:.2f}")
+        self.today_label.setText(money(cost.daily, cur))
+        self.month_label.setText(money(cost.monthly, cur))
         if cost.budget.budget:
             self.budget_bar.setVisible(True)
             self.budget_bar.setValue(min(1000, int(1000 * cost.budget.spent / cost.budget.budget)))
-            self.budget_bar.setFormat(f"{cost.budget.spent:.2f} of {cost.budget.budget:.2f} monthly budget")
+            self.budget_bar.setFormat(f"{money(cost.budget.spent, cur)} of {money(cost.budget.budget, cur)} "
+                                      "monthly budget")
         else:
             self.budget_bar.setVisible(False)
         warning = budget_warning(cost)

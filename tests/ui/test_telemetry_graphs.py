@@ -122,3 +122,14 @@ def test_dark_theme_recolours_the_detail_plot_and_shows_check_boxes(qtbot: Any) 
     finally:
         app.setPalette(before_palette)
         app.setStyle(before_style)
+
+
+def test_a_vgpu_never_shows_more_than_100_percent(qtbot: Any) -> None:
+    """Found: a vGPU showed "101 %" utilisation."""
+    card = GpuCard("0", "A100 vGPU")
+    qtbot.addWidget(card)
+    now = time.time()
+    sample = h100_sample(now, 0)
+    sample.util_gpu_pct = 101.0
+    card.update_view(sample, None, now - 60, now)
+    assert card.rows["util_gpu_pct"].value_text == "100 %"

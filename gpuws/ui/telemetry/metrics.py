@@ -67,8 +67,13 @@ class CardMetric:
     unit: str  # of the plotted values, for the detail plot's axis
 
 
+def percent_text(value: float) -> str:
+    """'87 %', held to 0..100: a vGPU's counters can overshoot ("101 %") for a sample."""
+    return f"{min(100.0, max(0.0, value)):.0f} %"
+
+
 def _util(s: GpuSample) -> str:
-    return NOT_SUPPORTED if s.util_gpu_pct is None else f"{s.util_gpu_pct:.0f} %"
+    return NOT_SUPPORTED if s.util_gpu_pct is None else percent_text(s.util_gpu_pct)
 
 
 def _memory(s: GpuSample) -> str:
@@ -168,11 +173,13 @@ def _num_or_ns(value: float | None, suffix: str = "") -> str:
 def codec_text(s: GpuSample) -> str:
     if s.enc_util_pct is None and s.dec_util_pct is None:
         return NOT_SUPPORTED
-    return f"enc {_num_or_ns(s.enc_util_pct, ' %')} · dec {_num_or_ns(s.dec_util_pct, ' %')}"
+    enc = NOT_SUPPORTED if s.enc_util_pct is None else percent_text(s.enc_util_pct)
+    dec = NOT_SUPPORTED if s.dec_util_pct is None else percent_text(s.dec_util_pct)
+    return f"enc {enc} · dec {dec}"
 
 
 def fan_text(s: GpuSample) -> str:
-    return _num_or_ns(s.fan_pct, " %")
+    return NOT_SUPPORTED if s.fan_pct is None else percent_text(s.fan_pct)
 
 
 def link_text(s: GpuSample) -> str:

@@ -177,6 +177,7 @@ def test_full_to_seven_slices_and_back_with_typed_confirmation(
 
     # And back to the full card: a new plan needs a new confirmation.
     _choose(qtbot, tab, A100, "full")
+    assert not tab.progress_view.isVisibleTo(tab)  # Found: the previous outcome stayed above the new plan
     assert "nvidia-smi mig -i 1 -dci" in tab.plan_view.text() and "-mig 0" in tab.plan_view.text()
     assert tab.processes_view.processes == []  # MIG on: the scenario runs nothing
     assert field.text() == "" and not button.isEnabled()

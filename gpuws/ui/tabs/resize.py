@@ -277,6 +277,7 @@ class ResizeTab(QWidget):
         if runner is None or state is None:
             return
         self._clear_plan()
+        self.progress_view.hide()  # a new plan: the last resize's outcome no longer sits above it
         self.plan_view.summary.setText("planning…")
         self.plan_view.show()
         self._run(operations.preview_mig(runner, state.index, target), self._on_preview, self._on_preview_failed)
@@ -305,6 +306,7 @@ class ResizeTab(QWidget):
         if self.context is None:
             return
         self._clear_plan()
+        self.progress_view.hide()
         profile = self.context.profile
         try:
             plan = plan_provider_resize(profile.provider, instance_type)

@@ -130,7 +130,7 @@ class MainWindow(QMainWindow):
         self.resize(1180, 760)
 
         self.sidebar = HostSidebar(self)
-        self.sidebar.setMinimumWidth(240)
+        self.sidebar.setMinimumWidth(200)  # with the detail's minimum, the window fits 900 px
         self.detail = HostDetail(self)
         self.empty = EmptyState(self)
         self.stack = QStackedWidget(self)
@@ -139,6 +139,7 @@ class MainWindow(QMainWindow):
         self.splitter = QSplitter(Qt.Orientation.Horizontal, self)
         self.splitter.addWidget(self.sidebar)
         self.splitter.addWidget(self.stack)
+        self.splitter.setStretchFactor(0, 0)  # resizing the window keeps the width the user gave the sidebar
         self.splitter.setStretchFactor(1, 1)
         self.splitter.setSizes([280, 900])
         self.splitter.setChildrenCollapsible(False)

@@ -41,6 +41,7 @@ from gpuws.ui.bench.history_view import HistoryView, run_tag
 from gpuws.ui.bench.job import BenchJob, JobResult
 from gpuws.ui.bench.results_table import ResultsTable, VerdictBadge
 from gpuws.ui.bench.run_panel import LiveLog, RunPanel
+from gpuws.ui.flow_layout import FlowLayout
 from gpuws.ui.tabs import HostContext
 from gpuws.ui.theme import state_label
 from gpuws.ui.widgets import Badge, Banner, BannerKind, muted_label
@@ -90,14 +91,13 @@ class BenchmarksTab(QWidget):
         self.md_button = QPushButton("Export Markdown\u2026", self)
         self.md_button.setToolTip("Save the shown run's report and its comparison as Markdown")
         self.md_button.clicked.connect(lambda: self._ask_export("md"))
-        toolbar = QHBoxLayout()
-        toolbar.setSpacing(4)
+        toolbar = FlowLayout(spacing=4)  # wraps in a narrow window rather than clipping its buttons
         for button in self.page_buttons:
             toolbar.addWidget(button)
-        toolbar.addStretch(1)
+        toolbar.add_stretch()
         toolbar.addWidget(self.verdict_badge)
         toolbar.addWidget(self.sim_badge)
-        toolbar.addSpacing(8)
+        toolbar.add_spacing(8)
         toolbar.addWidget(self.json_button)
         toolbar.addWidget(self.md_button)
 

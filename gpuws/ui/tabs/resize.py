@@ -108,7 +108,7 @@ class ResizeTab(QWidget):
         self.error_banner.hide()
 
         self.picker = TargetPicker(self)
-        self.picker.setMinimumWidth(300)
+        self.picker.setMinimumWidth(230)  # the window fits 900 px (issue 16)
         self.picker.gpu_changed.connect(self._on_gpu_changed)
         self.picker.target_chosen.connect(self._on_target_chosen)
         self.picker.instance_type_chosen.connect(self._on_instance_type_chosen)
@@ -142,7 +142,7 @@ class ResizeTab(QWidget):
         splitter.addWidget(self.picker)
         splitter.addWidget(self.scroll_area)
         splitter.setStretchFactor(1, 1)
-        self.scroll_area.setMinimumWidth(440)
+        self.scroll_area.setMinimumWidth(330)
         splitter.setSizes([PICKER_WIDTH, 700])
 
         self.message = muted_label("", self)

@@ -15,7 +15,6 @@ from PySide6.QtCore import QAbstractTableModel, QModelIndex, QPersistentModelInd
 from PySide6.QtWidgets import (
     QAbstractItemView,
     QComboBox,
-    QHBoxLayout,
     QHeaderView,
     QLabel,
     QPushButton,
@@ -27,6 +26,7 @@ from PySide6.QtWidgets import (
 
 from gpuws.core.telemetry.alerts import Alert, AlertEngine, AlertEvent, AlertKind, AlertLog, Severity
 from gpuws.ui import theme
+from gpuws.ui.flow_layout import FlowLayout
 
 KIND_LABELS: dict[str, str] = {
     AlertKind.OOM_RISK: "OOM risk",
@@ -196,10 +196,10 @@ class AlertLogView(QWidget):
         self.muted_label = QLabel(self)
         self.muted_label.setTextFormat(Qt.TextFormat.PlainText)
 
-        bar = QHBoxLayout()
+        bar = FlowLayout(spacing=6)
         bar.addWidget(self.ack_button)
         bar.addWidget(self.mute_button)
-        bar.addStretch(1)
+        bar.add_stretch()
         bar.addWidget(QLabel("Fire after", self))
         bar.addWidget(self.hold_kind)
         bar.addWidget(QLabel("held for", self))

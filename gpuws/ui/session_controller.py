@@ -71,6 +71,11 @@ class HostSession(QObject):
         return self.profile.name
 
     @property
+    def simulated_password(self) -> str | None:
+        """The demo host's throwaway password (shown so its ssh command works); None for real hosts."""
+        return self._password if self.profile.simulated else None
+
+    @property
     def connection(self) -> Any:
         """The connected `HostConnection` (its `.runner` runs commands), or None."""
         return self._connection if self.state == "connected" else None

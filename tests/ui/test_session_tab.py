@@ -69,6 +69,18 @@ def test_cost_budget_and_ssh_command(qtbot: Any, bridge: AsyncBridge, tmp_path: 
     tab.refresh_cost()
     assert float(tab.running_label.text()[1:]) > float(first[1:])  # climbing
 
+    # Budget controls: a daily limit already used up, and stop at 100 % (Found: no visible controls).
+    assert tab.monthly_budget_spin.value() == 10.0 and tab.daily_budget_spin.value() == 0.0
+    assert not tab.start_button.isEnabled() and "provider" in tab.start_button.toolTip()  # Found: enabled
+    tab.daily_budget_spin.setValue(5.0)
+    tab.stop_at_budget_check.setChecked(True)
+    tab.save_budget_button.click()
+    assert (profile.budget_daily, profile.budget, profile.budget_stop) == (5.0, 10.0, True)
+    assert tab.daily_bar.isVisibleTo(tab) and "daily budget" in tab.daily_bar.format()
+    assert "budget exceeded" in tab.banner.text() and "stopping the instance" in tab.banner.text()
+    assert "a100" in tab._budget_stopped and tab.instance_status.text()  # asked the provider (none here)
+    qtbot.waitUntil(lambda: ProfileStore().get("a100").budget_daily == 5.0, timeout=5000)
+
     assert tab.ssh_label.text() == "ssh -J ops@bastion.example -l me -- 10.0.0.7"
     tab.copy_ssh_command()
     assert QGuiApplication.clipboard().text() == tab.ssh_label.text()
@@ -229,3 +241,22 @@ def test_idle_stop_acts_on_a_background_host_with_its_own_settings(qtbot: Any, b
     event = tab.feed_activity(background, t0 + 61, idle, False)
     assert event is not None and stopped == [("stop", "bg")]
     assert tab.auto_stop == {"bg": "python save.py"} and "bg" in tab.idle_warnings
+
+
+def test_the_demo_hosts_ssh_command_comes_with_its_password(qtbot: Any, bridge: AsyncBridge, tmp_path: Path) -> None:
+    """Found: the demo's "Copy ssh command" could not work: its password was never shown."""
+    from gpuws.ui.session_controller import HostSession
+
+    profile = HostProfile(name="demo", host="127.0.0.1", port=2222, user="demo", auth=AuthMethod.PASSWORD,
+                          simulated=True)
+    session = HostSession(profile, bridge, password="throwaway-demo-pw")
+    tab = SessionTab(ledger=SessionLedger(tmp_path / "open.json"))
+    qtbot.addWidget(tab)
+    tab.set_host(HostContext(profile, session, bridge))
+    assert not tab.start_button.isEnabled() and "demo host" in tab.start_button.toolTip()
+    tab.copy_ssh_command()
+    assert "throwaway-demo-pw" in tab.access_status.text()
+    real = HostSession(HostProfile(name="rig", host="10.0.0.9", auth=AuthMethod.PASSWORD), bridge, password="real-pw")
+    assert real.simulated_password is None  # a real host's password is never shown
+    session.deleteLater()
+    real.deleteLater()

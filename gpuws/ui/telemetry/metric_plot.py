@@ -85,6 +85,7 @@ class DetailPlot(QWidget):
         self._y: F64 = np.empty(0)
         self.oom_pct = 90.0  # the host's OOM-risk threshold, drawn on the memory plot
         self._recolouring = False
+        self._memory_total: float | None = None  # the device's memory, the top of the memory plot
 
         self.title = heading("", 1.05, self)
         self.paused_badge = Badge("Paused: not following new samples", "warning", self)
@@ -264,14 +265,18 @@ class DetailPlot(QWidget):
         unit = DETAIL_METRICS[self.metric_name][1]
         if unit in _PERCENT_UNITS:
             self.plot.setYRange(0, 100, padding=0.02)
+        elif self._memory_total is not None:
+            self.plot.setYRange(0, self._memory_total, padding=0.02)  # the whole card, OOM line included
         else:
             self.plot.enableAutoRange(axis="y")
 
     def _draw_threshold(self, store: TelemetryStore) -> None:
         """The OOM-risk line on the memory plot, labelled so nobody wonders what it is."""
+        self._memory_total = None
         if self.metric_name == "mem_used_mib" and self.host is not None and self.key is not None:
             sample = store.latest(self.host).get(self.key)
             total = sample.mem_total_mib if sample is not None else None
+            self._memory_total = total or None
             if total:
                 label = f"OOM risk {self.oom_pct:g} %"
                 self.set_threshold(self.oom_pct, label, y=total * self.oom_pct / 100.0)

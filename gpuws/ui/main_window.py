@@ -616,11 +616,18 @@ class MainWindow(QMainWindow):
     def _ask_prompts(
         self, name: str, title: str, instructions: str, prompts: Sequence[tuple[str, bool]]
     ) -> list[str] | None:
+        from gpuws.ui.prompts import login_prompt_text
+
         answers = []
+        session = self.sessions.get(name)
+        # Announce it: show the window on the asking host before the prompt appears (issue 16).
+        self.sidebar.select(name)
+        self._raise_window()
         for text, echo in prompts:
             mode = QLineEdit.EchoMode.Normal if echo else QLineEdit.EchoMode.Password
-            label = f"{instructions}\n{text}" if instructions else text
-            value, ok = QInputDialog.getText(self, title or name, label, mode)
+            window_title, label = login_prompt_text(session.profile if session else None, name, title,
+                                                    instructions, text)
+            value, ok = QInputDialog.getText(self, window_title, label, mode)
             if not ok:
                 return None
             answers.append(value)

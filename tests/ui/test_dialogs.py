@@ -251,3 +251,15 @@ def test_a_password_the_keyring_cannot_give_is_an_auth_problem_not_an_address() 
 
     state = _state_for_error(KeyringUnavailable("keyring: no keyring backend is available"), None)
     assert state == "auth_failed" and "address" not in _HINTS[state]
+
+
+def test_the_login_prompt_names_the_host() -> None:
+    """Found: the login prompt was a bare box that did not name the host."""
+    from gpuws.ui.prompts import login_prompt_text
+
+    profile = HostProfile(name="lab", host="10.0.0.5", user="ubuntu")
+    title, label = login_prompt_text(profile, "lab", "", "", "Password: ")
+    assert title == "Sign in to lab" and label.startswith("lab (ubuntu@10.0.0.5) asks you to sign in.")
+    assert label.endswith("Password:")
+    _title, spoof = login_prompt_text(profile, "lab", "other-host login", "OTP needed", "Code:")
+    assert spoof.splitlines()[0].startswith("lab (") and "OTP needed" in spoof

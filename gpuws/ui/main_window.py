@@ -132,6 +132,11 @@ class MainWindow(QMainWindow):
         self.sidebar = HostSidebar(self)
         self.sidebar.setMinimumWidth(200)  # with the detail's minimum, the window fits 900 px
         self.detail = HostDetail(self)
+        from gpuws.ui.tabs.resize import ResizeTab
+
+        for tab in self.detail.tab_widgets:
+            if isinstance(tab, ResizeTab):
+                tab.price_changed.connect(self._on_price_changed)
         self.empty = EmptyState(self)
         self.stack = QStackedWidget(self)
         self.stack.addWidget(self.empty)
@@ -476,6 +481,20 @@ class MainWindow(QMainWindow):
             self.reload_profiles()  # whatever was written shows in the sidebar at once
 
         self.bridge.run_blocking(save, done, failed, owner=self)
+
+    def _on_price_changed(self, profile: HostProfile) -> None:
+        """A resize changed the host's price: the sidebar and the cost meter follow at once."""
+        import time
+
+        self.sidebar.set_profiles(self.all_profiles())
+        self.sidebar.select(profile.name)
+        tab = self.detail.session_tab
+        ledger = tab.ledger
+        self.bridge.run_blocking(lambda: ledger.reprice(profile, time.time()), lambda _r: tab.refresh_cost(),
+                                 owner=self)
+        self.telemetry.service.configure(profile)  # idle alerts burn money at the new price
+        if not profile.simulated:
+            self.save_profile(profile, profile.name)
 
     def _select_after_load(self, name: str) -> Any:
         def select() -> None:

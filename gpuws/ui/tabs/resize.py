@@ -15,7 +15,7 @@ from collections.abc import Callable
 from typing import Any
 
 import shiboken6
-from PySide6.QtCore import QEvent, Qt
+from PySide6.QtCore import QEvent, Qt, Signal
 from PySide6.QtWidgets import (
     QHBoxLayout,
     QPushButton,
@@ -69,7 +69,11 @@ class ResizeTab(QWidget):
     """Change the GPU slice (MIG layouts, or the instance type) with a plan you confirm first.
 
     Interface: `ResizeTab(parent=None, *, audit_log=None)`, `set_host(context | None)`.
+    `price_changed(profile)` fires after a verified resize changed the host's hourly price (the
+    profile object is updated in place); the window refreshes the sidebar and the cost meter.
     """
+
+    price_changed = Signal(object)
 
     def __init__(self, parent: QWidget | None = None, *, audit_log: AuditLog | None = None) -> None:
         super().__init__(parent)
@@ -392,12 +396,27 @@ class ResizeTab(QWidget):
         kind = outcome_kind(result.outcome, result.ok)
         if isinstance(result, ResizeResult):
             title, detail = mig_outcome_text(result)
+            if result.outcome == TARGET_VERIFIED:
+                self._follow_new_price()
         else:
             title, detail = provider_outcome_text(result)
             if self.context is not None and kind is not OutcomeKind.ERROR:
                 self.context.session.connect_host()  # the instance restarted: connect afresh
         self.progress_view.finish(kind, title, detail)
         self._after_apply()
+
+    def _follow_new_price(self) -> None:
+        """The host's price moves by what the resized GPU's layout costs more (or less)."""
+        if self.context is None or self.preview is None or self.prices is None:
+            return
+        plan, model = self.preview.plan, self.preview.model
+        before = layout_figures(plan.before, model, self.prices).price_per_hour
+        after = layout_figures(plan.after, model, self.prices).price_per_hour
+        profile = self.context.profile
+        if before is None or after is None or profile.price_per_hour is None:
+            return
+        profile.price_per_hour = round(max(0.0, profile.price_per_hour + after - before), 4)
+        self.price_changed.emit(profile)
 
     def _on_apply_failed(self, exc: BaseException) -> None:
         if self._finished_elsewhere():

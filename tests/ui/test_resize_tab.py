@@ -310,8 +310,8 @@ def test_demo_host_in_the_window_full_to_seven_slices_and_back(make_window: Any,
         # Found: after a resize to a cheaper layout the sidebar kept the old price.
         prices.append(window.sidebar.entry("demo").price)
         assert prices[-1] != prices[-2]
-        session_tab = window.detail.session_tab
-        qtbot.waitUntil(lambda p=prices[-1]: p in session_tab.rate_label.text(), timeout=5000)  # the cost meter too
+        rate = window.detail.session_tab.rate_label
+        qtbot.waitUntil(lambda p=prices[-1], r=rate: p in r.text(), timeout=5000)  # the cost meter follows too
         if target != "full":  # how it looks in the window at its default size, mid-way
             window.show()
             window.detail.tabs.setCurrentWidget(tab)

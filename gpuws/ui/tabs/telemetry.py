@@ -35,10 +35,11 @@ from gpuws.ui.telemetry.host_cards import HostCards
 from gpuws.ui.telemetry.hub import TelemetryHub, telemetry_hub
 from gpuws.ui.telemetry.metric_plot import DetailPlot
 from gpuws.ui.telemetry.overview_grid import OverviewGrid
+from gpuws.ui.telemetry.process_table import ProcessTable
 from gpuws.ui.widgets import Badge, Banner, BannerKind, muted_label
 
 WINDOWS: tuple[tuple[str, float], ...] = (("1 min", 60.0), ("10 min", 600.0), ("1 h", 3600.0), ("24 h", 86400.0))
-PAGE_HOST, PAGE_OVERVIEW, PAGE_ALERTS = 0, 1, 2
+PAGE_HOST, PAGE_OVERVIEW, PAGE_ALERTS, PAGE_PROCESSES = 0, 1, 2, 3
 
 
 def _segmented(parent: QWidget, labels: list[str], checked: int) -> tuple[QButtonGroup, list[QToolButton]]:
@@ -76,7 +77,8 @@ class TelemetryTab(QWidget):
         self._names: dict[str, str] = {}
 
         # Toolbar: view | time window, pause | source, SIMULATED | export.
-        self.page_group, self.page_buttons = _segmented(self, ["This host", "All hosts", "Alerts"], PAGE_HOST)
+        self.page_group, self.page_buttons = _segmented(self, ["This host", "All hosts", "Alerts", "Processes"],
+                                                        PAGE_HOST)
         self.page_group.idClicked.connect(self.show_page)
         self.window_group, window_buttons = _segmented(self, [w[0] for w in WINDOWS], 1)
         self.window_group.idClicked.connect(lambda i: self.set_window(WINDOWS[i][1]))
@@ -138,8 +140,9 @@ class TelemetryTab(QWidget):
         self.overview = OverviewGrid(self)
         self.overview.canvas.tile_clicked.connect(self._on_tile_clicked)
         self.alert_view = AlertLogView(self)
+        self.process_table = ProcessTable(self)
         self.body = QStackedWidget(self)
-        for page in (self.host_page, self.overview, self.alert_view):
+        for page in (self.host_page, self.overview, self.alert_view, self.process_table):
             self.body.addWidget(page)
 
         layout = QVBoxLayout(self)
@@ -174,6 +177,10 @@ class TelemetryTab(QWidget):
             self._on_inventory(context.session.inventory)
         self.cards.clear()
         self.close_detail()
+        session = context.session if context is not None else None
+        self.process_table.set_source(context.bridge if context is not None else None,
+                                      (lambda: getattr(getattr(session, "connection", None), "runner", None))
+                                      if session is not None else None)
         self._drawn = None
         self._on_frame()
 

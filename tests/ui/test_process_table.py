@@ -23,10 +23,13 @@ pytestmark = pytest.mark.gui
 def test_parsers_keep_missing_values_missing() -> None:
     assert parse_ps("  4242 alice python3 train.py --lr 3e-4\n 17 bob\n") == {
         4242: ("alice", "python3 train.py --lr 3e-4"), 17: ("bob", "")}
-    pmon = "# gpu        pid  type    sm   mem   enc   dec   command\n# Idx          #   C/G     %     %     %     %   name\n" \
-           "    0       4242     C    87    40     -     -   python3\n    1       5151     C     -     -     -     -   jupyter\n"
+    pmon = ("# gpu        pid  type    sm   mem   enc   dec   command\n"
+            "# Idx          #   C/G     %     %     %     %   name\n"
+            "    0       4242     C    87    40     -     -   python3\n"
+            "    1       5151     C     -     -     -     -   jupyter\n")
     assert parse_pmon(pmon) == {4242: 87.0}
-    load = parse_load("16\n", "0.52 0.40 0.33 2/400 1234\n", "MemTotal:       65536000 kB\nMemAvailable:   32768000 kB\n")
+    meminfo = "MemTotal:       65536000 kB\nMemAvailable:   32768000 kB\n"
+    load = parse_load("16\n", "0.52 0.40 0.33 2/400 1234\n", meminfo)
     assert load.cpus == 16 and load.load == (0.52, 0.40, 0.33)
     assert load.text() == "16 CPUs · load 0.52 0.40 0.33 · RAM 31.2 of 62.5 GiB used"
 

@@ -6,7 +6,8 @@
 Uses the real window, the in-process simulated host and the real telemetry stream. Before the
 shots it brings the host into the states worth seeing: GPU 1 resized to a MIG layout through the
 Resize tab, a Jupyter tunnel opened from the Session tab, an alert raised (the demo's thresholds
-are made tight), a finished benchmark, and the memory detail plot with its OOM-risk line.
+are made tight), a finished benchmark, the memory detail plot with its OOM-risk line, and the
+process table.
 
 For each shot it also checks the window for what a person would call broken and writes it to
 `--report` (JSON): buttons and labels narrower than their text needs (clipped), widgets that stick
@@ -86,7 +87,7 @@ def flat_fraction(image: Any, tiles: int = 8) -> float:
 def main() -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("out", type=Path)
-    parser.add_argument("--size", type=_size, default=(1600, 1000), help="window size, WIDTHxHEIGHT")
+    parser.add_argument("--size", type=_size, default=(1280, 820), help="window size, WIDTHxHEIGHT")
     parser.add_argument("--watch", type=float, default=20.0, help="seconds of telemetry before the shots")
     parser.add_argument("--report", type=Path, help="write what was checked on each shot here (JSON)")
     parser.add_argument("--prefix", default="", help="file name prefix, e.g. '900x600-'")
@@ -103,7 +104,7 @@ def main() -> int:
     from gpuws.ui.tabs.benchmarks import BenchmarksTab
     from gpuws.ui.tabs.resize import ResizeTab
     from gpuws.ui.tabs.session import SessionTab
-    from gpuws.ui.tabs.telemetry import PAGE_ALERTS, PAGE_HOST, TelemetryTab
+    from gpuws.ui.tabs.telemetry import PAGE_ALERTS, PAGE_HOST, PAGE_PROCESSES, TelemetryTab
 
     # No browser opens during the shots: the Session tab then offers "Copy URL", as it would.
     gpuws.ui.external.open_in_browser = lambda _url: False  # type: ignore[assignment]
@@ -198,6 +199,9 @@ def main() -> int:
         window.detail.tabs.setCurrentWidget(telemetry)
         telemetry.show_page(PAGE_ALERTS)
         shoot("alerts")
+        telemetry.show_page(PAGE_PROCESSES)
+        wait_until(app, lambda: bool(telemetry.process_table.processes), 20)
+        shoot("processes")
         telemetry.show_page(PAGE_HOST)
         if args.report is not None:
             args.report.parent.mkdir(parents=True, exist_ok=True)

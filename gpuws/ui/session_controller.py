@@ -114,6 +114,23 @@ class HostSession(QObject):
             return None
         return self._bridge.run_async(connection.close())
 
+    def reprobe(self) -> None:
+        """Read the inventory again on the open connection (after a resize changed the GPUs)."""
+        connection = self.connection
+        if connection is None:
+            return
+        from gpuws.remote.probe import probe
+
+        attempt = self._attempt
+
+        def done(inventory: Inventory) -> None:
+            if attempt == self._attempt and self.state == "connected":
+                self.inventory = inventory
+                self.inventory_changed.emit(inventory)
+
+        self._bridge.run_async(probe(connection.runner), done, lambda exc: log.debug("re-probe failed: %s", exc),
+                               owner=self)
+
     # -- loop thread ----------------------------------------------------------------------------
 
     async def _connect_and_probe(self, connection: Any, old: Any) -> Inventory:

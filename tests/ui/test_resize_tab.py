@@ -312,6 +312,9 @@ def test_demo_host_in_the_window_full_to_seven_slices_and_back(make_window: Any,
         assert prices[-1] != prices[-2]
         rate = window.detail.session_tab.rate_label
         qtbot.waitUntil(lambda p=prices[-1], r=rate: p in r.text(), timeout=5000)  # the cost meter follows too
+        session = window.sessions["demo"]
+        mig_now = "Enabled" if target != "full" else "Disabled"
+        qtbot.waitUntil(lambda s=session, m=mig_now: s.inventory.gpus[1].mig_mode == m, timeout=20000)
         if target != "full":  # how it looks in the window at its default size, mid-way
             window.show()
             window.detail.tabs.setCurrentWidget(tab)

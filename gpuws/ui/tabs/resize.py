@@ -398,6 +398,9 @@ class ResizeTab(QWidget):
             title, detail = mig_outcome_text(result)
             if result.outcome == TARGET_VERIFIED:
                 self._follow_new_price()
+                reprobe = getattr(self.context.session, "reprobe", None) if self.context else None
+                if reprobe is not None:
+                    reprobe()  # the Overview shows the new MIG layout, not the one before
         else:
             title, detail = provider_outcome_text(result)
             if self.context is not None and kind is not OutcomeKind.ERROR:

@@ -115,7 +115,7 @@ class DetailPlot(QWidget):
         self.curve = pg.PlotDataItem(connect="finite", antialias=False, name="GPU utilisation")
         self.plot.addItem(self.curve)
         self.threshold_line = pg.InfiniteLine(angle=0, movable=False, label="",
-                                              labelOpts={"position": 0.02, "anchors": [(0, 1), (0, 1)]})
+                                              labelOpts={"position": 0.98, "anchors": [(1, 1), (1, 1)]})
         self.threshold_line.setVisible(False)
         self.plot.addItem(self.threshold_line, ignoreBounds=True)
         self.v_line = pg.InfiniteLine(angle=90, movable=False)

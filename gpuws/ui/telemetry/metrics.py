@@ -201,7 +201,7 @@ def processes_text(s: GpuSample, limit: int = 3) -> str:
     parts = []
     for p in procs[:limit]:
         used = f"{gib(p.used_mib)} GiB" if p.used_mib is not None else "memory n/a"
-        parts.append(f"{p.name or 'process'} ({p.pid}) {used}")
+        parts.append(f"{p.name} ({p.pid}) {used}" if p.name else f"pid {p.pid} {used}")
     more = len(procs) - limit
     return ", ".join(parts) + (f", +{more} more" if more > 0 else "")
 

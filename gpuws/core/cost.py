@@ -16,6 +16,7 @@ from dataclasses import asdict, dataclass, field
 from datetime import date, datetime, timedelta, tzinfo
 from pathlib import Path
 
+from gpuws.core.money import currency_of, money
 from gpuws.core.paths import data_dir
 
 SECONDS_PER_HOUR = 3600.0
@@ -116,6 +117,8 @@ class BudgetStatus:
     spent: float
     budget: float | None
     warn_fraction: float = 0.8
+    currency: str = ""  # "" : the locale's
+    period: str = ""  # "daily", "monthly" or "" (unnamed)
 
     @property
     def level(self) -> str:
@@ -129,15 +132,26 @@ class BudgetStatus:
         return "ok"
 
     @property
-    def message(self) -> str:
+    def fraction(self) -> float | None:
+        """Spent / budget (None without a budget)."""
         if self.budget is None:
-            return f"spent {self.spent:.2f}, no budget set"
-        pct = 100.0 * self.spent / self.budget if self.budget else 100.0
-        return f"spent {self.spent:.2f} of {self.budget:.2f} budget ({pct:.0f}%)"
+            return None
+        return self.spent / self.budget if self.budget else 1.0
+
+    @property
+    def message(self) -> str:
+        currency = currency_of(self.currency or None)
+        spent = money(self.spent, currency)
+        if self.budget is None:
+            return f"spent {spent}, no budget set"
+        pct = 100.0 * (self.fraction or 0.0)
+        what = f"{self.period} budget" if self.period else "budget"
+        return f"spent {spent} of {money(self.budget, currency)} {what} ({pct:.0f}%)"
 
 
-def budget_status(spent: float, budget: float | None, warn_fraction: float = 0.8) -> BudgetStatus:
-    return BudgetStatus(spent, budget, warn_fraction)
+def budget_status(spent: float, budget: float | None, warn_fraction: float = 0.8, *, currency: str = "",
+                  period: str = "") -> BudgetStatus:
+    return BudgetStatus(spent, budget, warn_fraction, currency, period)
 
 
 def hours_to_budget(spent: float, budget: float, price_per_hour: float) -> float | None:

@@ -67,5 +67,8 @@ class HostProfile:
     tags: list[str] = field(default_factory=list)
     notes: str = ""
     alerts: AlertThresholds = field(default_factory=AlertThresholds)
-    budget: float | None = None  # spending limit for this host (session issue)
+    budget: float | None = None  # monthly spending limit for this host (session issue)
+    budget_daily: float | None = None  # daily spending limit
+    budget_stop: bool = False  # stop the instance when a budget is used up (after a warning at 80 %)
+    currency: str | None = None  # ISO 4217 code of every price and cost of this host; None: the locale's
     simulated: bool = False  # the built-in demo host

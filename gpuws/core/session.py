@@ -32,6 +32,7 @@ from gpuws.core.cost import (
 )
 from gpuws.core.idle import GpuActivity
 from gpuws.core.models import HostProfile
+from gpuws.core.money import currency_of
 from gpuws.core.paths import data_dir
 
 
@@ -117,6 +118,15 @@ class HostCost:
     monthly: float  # this calendar month
     budget: BudgetStatus
     hours_left: float | None  # at the current price, before the budget is reached
+    currency: str = "USD"  # every figure above is in this currency (the profile's, else the locale's)
+    daily_budget: BudgetStatus | None = None  # today's spending against the daily limit, when one is set
+    stop_at_budget: bool = False  # the profile asks to stop the instance when a budget is used up
+
+    def worst_budget(self) -> BudgetStatus:
+        """The budget (daily or monthly) closest to being used up."""
+        order = {"exceeded": 3, "warning": 2, "ok": 1, "none": 0}
+        candidates = [self.budget, *([self.daily_budget] if self.daily_budget is not None else [])]
+        return max(candidates, key=lambda b: (order.get(b.level, 0), b.fraction or 0.0))
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -128,6 +138,13 @@ class HostCost:
             if self.session_start is not None else None,
             "daily": _money(self.daily),
             "monthly": _money(self.monthly),
+            "currency": self.currency,
+            "daily_budget": None if self.daily_budget is None else {
+                "limit": self.daily_budget.budget,
+                "spent": _money(self.daily_budget.spent),
+                "level": self.daily_budget.level,
+                "message": self.daily_budget.message,
+            },
             "budget": {
                 "limit": self.budget.budget,
                 "spent": _money(self.budget.spent),
@@ -158,10 +175,17 @@ def host_cost(
     open_sessions = [s for s in mine if s.running]
     running = sum(s.cost(now) for s in open_sessions) if open_sessions else None
     start = min((s.start for s in open_sessions if s.start is not None), default=None)
-    status = budget_status(monthly, profile.budget, warn_fraction)
+    currency = currency_of(profile.currency)
+    status = budget_status(monthly, profile.budget, warn_fraction, currency=currency, period="monthly")
+    daily_status = (budget_status(daily, profile.budget_daily, warn_fraction, currency=currency, period="daily")
+                    if profile.budget_daily is not None else None)
     price = profile.price_per_hour
     left = hours_to_budget(monthly, profile.budget, price) if profile.budget is not None and price else None
-    return HostCost(profile.name, price, profile.slice_profile, running, start, daily, monthly, status, left)
+    if profile.budget_daily is not None and price:
+        day_left = hours_to_budget(daily, profile.budget_daily, price)
+        left = day_left if left is None or (day_left is not None and day_left < left) else left
+    return HostCost(profile.name, price, profile.slice_profile, running, start, daily, monthly, status, left,
+                    currency, daily_status, profile.budget_stop)
 
 
 def cost_report(
@@ -172,13 +196,15 @@ def cost_report(
 
 
 def budget_warning(cost: HostCost) -> str | None:
-    """The line to show when a host is near or past its budget (None when all is well)."""
-    level = cost.budget.level
+    """The line to show when a host is near (80 %) or past a budget, daily or monthly (None when all is well)."""
+    budget = cost.worst_budget()
+    level = budget.level
     if level == "exceeded":
-        return f"{cost.host}: budget exceeded — {cost.budget.message}"
+        stop = "; stopping the instance as asked" if cost.stop_at_budget else ""
+        return f"{cost.host}: budget exceeded — {budget.message}{stop}"
     if level == "warning":
         left = f"; about {cost.hours_left:.1f} h left at the current price" if cost.hours_left is not None else ""
-        return f"{cost.host}: nearing its budget — {cost.budget.message}{left}"
+        return f"{cost.host}: nearing its budget — {budget.message}{left}"
     return None
 
 

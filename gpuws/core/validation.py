@@ -311,6 +311,8 @@ def validate_profile(
         raise ValidationError("tags", "must be a list of tags")
     if not isinstance(profile.simulated, bool):
         raise ValidationError("simulated", "must be true or false")
+    if not isinstance(profile.budget_stop, bool):
+        raise ValidationError("budget_stop", "must be true or false")
     return dataclasses.replace(
         profile,
         name=name,
@@ -328,4 +330,17 @@ def validate_profile(
         notes=validate_notes(profile.notes),
         alerts=validate_alerts(profile.alerts),
         budget=validate_price(profile.budget, "budget"),
+        budget_daily=validate_price(profile.budget_daily, "budget_daily"),
+        currency=validate_currency(profile.currency),
     )
+
+
+def validate_currency(value: object, field: str = "currency") -> str | None:
+    """An ISO 4217 code such as "EUR" (upper-cased), or None for the locale's currency."""
+    from gpuws.core.money import is_currency_code
+
+    if value is None or value == "":
+        return None
+    if not isinstance(value, str) or not is_currency_code(value.strip().upper()):
+        raise ValidationError(field, f"{_preview(str(value))} is not a currency code such as USD or EUR")
+    return value.strip().upper()

@@ -219,3 +219,33 @@ async def list_dir(connection: HostConnection, path: str = "~") -> tuple[str, li
     ]
     entries.sort(key=lambda e: (not e.is_dir, e.name.lower()))
     return str(absolute), entries
+
+
+def _checked_name(name: str) -> str:
+    name = name.strip()
+    if not name or name in (".", "..") or "/" in name or "\0" in name:
+        raise TransferError(f"not a usable name for a new folder: {name!r}")
+    return name
+
+
+async def make_dir(connection: HostConnection, parent: str, name: str) -> str:
+    """Create folder `name` in `parent` on the host; returns its path."""
+    path = posixpath.join(remote_path(parent), _checked_name(name))
+    async with await _sftp(connection) as sftp:
+        try:
+            await sftp.mkdir(path)
+        except asyncssh.SFTPError as exc:
+            raise _sftp_error("new folder", path, exc) from None
+    return path
+
+
+async def remove(connection: HostConnection, path: str, *, is_dir: bool) -> None:
+    """Delete a file, or a folder with everything in it, on the host."""
+    async with await _sftp(connection) as sftp:
+        try:
+            if is_dir:
+                await sftp.rmtree(remote_path(path))
+            else:
+                await sftp.remove(remote_path(path))
+        except asyncssh.SFTPError as exc:
+            raise _sftp_error("delete", path, exc) from None

@@ -75,7 +75,7 @@ class TelemetryService:
 
     def configure(self, profile: HostProfile) -> None:
         """Use the profile's alert thresholds and hourly price for its host."""
-        self.alerts.configure(profile.name, profile.alerts, profile.price_per_hour)
+        self.alerts.configure(profile.name, profile.alerts, profile.price_per_hour, profile.currency or "")
 
     async def watch(self, profile: HostProfile, runner: CommandRunner | Callable[[], CommandRunner]) -> None:
         """Stream `profile`'s host until cancelled, restarting after drops. Never raises GpuwsError.

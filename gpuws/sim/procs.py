@@ -80,6 +80,18 @@ def ps_main(args: Sequence[str]) -> int:
         if pid in alive:
             print(_comm(alive[pid][1]))
             return 0
+    if argv[:2] == ["-o", "pid=,user=,args="] and len(argv) == 4 and argv[2] == "-p":
+        # The process table's form (issue 16): simulated pids answered here, the rest by real ps.
+        wanted = [int(p) for p in argv[3].split(",") if p.isdigit()]
+        real = [str(p) for p in wanted if p not in alive]
+        user = os.environ.get("USER") or "gpuws"
+        for pid in wanted:
+            if pid in alive:
+                print(f"{pid:>7} {user} {alive[pid][1]}")
+        sys.stdout.flush()
+        if not real:
+            return 0
+        os.execv(REAL_PS, [REAL_PS, "-o", "pid=,user=,args=", "-p", ",".join(real)])
     if argv == ["-eo", "pid=,comm="]:
         for pid, (_gpu, command) in sorted(alive.items()):
             print(f"{pid:>7} {_comm(command)}")

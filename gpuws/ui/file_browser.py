@@ -9,15 +9,19 @@ from __future__ import annotations
 
 import concurrent.futures
 import time
+from collections.abc import Callable
 from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 from PySide6.QtCore import Qt
+from PySide6.QtGui import QKeyEvent, QKeySequence, QShortcut
 from PySide6.QtWidgets import (
     QFileDialog,
     QHBoxLayout,
+    QInputDialog,
     QLineEdit,
+    QMessageBox,
     QProgressBar,
     QPushButton,
     QTreeWidget,
@@ -26,9 +30,17 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from gpuws.remote.files import RemoteEntry, TransferResult, download, list_dir, upload
+from gpuws.core.simulation import SIM_LABEL
+from gpuws.remote.files import RemoteEntry, TransferResult, download, list_dir, make_dir, remove, upload
 from gpuws.ui.bridge import AsyncBridge
-from gpuws.ui.widgets import muted_label
+from gpuws.ui.widgets import Badge, muted_label
+
+
+def entries_text(count: int) -> str:
+    """'1 entry', '3 entries', 'Empty folder'."""
+    if count == 0:
+        return "Empty folder"
+    return "1 entry" if count == 1 else f"{count} entries"
 
 
 def size_text(size: int) -> str:
@@ -52,7 +64,10 @@ class FileBrowser(QWidget):
         self._transfer: concurrent.futures.Future[Any] | None = None
         self._last_progress = 0.0
         self._note = ""  # the last transfer's outcome, kept on the status line after the re-listing
-        self.setWindowTitle(f"Files on {connection.profile.name}")
+        # Asked before a delete; tests replace it (a real dialog would block them).
+        self.confirm: Callable[[str], bool] = self._confirm_dialog
+        simulated = bool(getattr(connection.profile, "simulated", False))
+        self.setWindowTitle(f"Files on {connection.profile.name}" + (f" ({SIM_LABEL})" if simulated else ""))
 
         layout = QVBoxLayout(self)
         nav = QHBoxLayout()
@@ -63,6 +78,10 @@ class FileBrowser(QWidget):
         self.path_edit.returnPressed.connect(lambda: self.navigate(self.path_edit.text()))
         self.refresh_button = QPushButton("Refresh", self)
         self.refresh_button.clicked.connect(lambda: self.navigate(self.path))
+        self.sim_badge = Badge(SIM_LABEL, parent=self)
+        self.sim_badge.setToolTip("The demo host's files are on this computer, in the simulator's folder")
+        self.sim_badge.setVisible(simulated)
+        nav.addWidget(self.sim_badge)
         nav.addWidget(self.up_button)
         nav.addWidget(self.path_edit, 1)
         nav.addWidget(self.refresh_button)
@@ -85,13 +104,29 @@ class FileBrowser(QWidget):
         self.cancel_button = QPushButton("Cancel", self)
         self.cancel_button.setVisible(False)
         self.cancel_button.clicked.connect(self.cancel)
+        self.mkdir_button = QPushButton("New folder…", self)
+        self.mkdir_button.clicked.connect(self.ask_make_dir)
+        self.delete_button = QPushButton("Delete…", self)
+        self.delete_button.clicked.connect(self.ask_delete)
         actions.addWidget(self.download_button)
         actions.addWidget(self.upload_button)
+        actions.addWidget(self.mkdir_button)
+        actions.addWidget(self.delete_button)
         actions.addWidget(self.progress, 1)
         actions.addWidget(self.cancel_button)
         layout.addLayout(actions)
         self.status = muted_label("", self)
+        self.status.setTextFormat(Qt.TextFormat.PlainText)  # names from the host are plain text
         layout.addWidget(self.status)
+        delete = QShortcut(QKeySequence(QKeySequence.StandardKey.Delete), self.tree)
+        delete.activated.connect(self.ask_delete)
+
+    def keyPressEvent(self, event: QKeyEvent) -> None:
+        # Escape closes the window (it is a top-level tool window), unless a transfer runs.
+        if event.key() == Qt.Key.Key_Escape and self._transfer is None:
+            self.close()
+            return
+        super().keyPressEvent(event)
 
     # -- listing --------------------------------------------------------------------------------
 
@@ -115,7 +150,7 @@ class FileBrowser(QWidget):
             item.setTextAlignment(1, Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
             self.tree.addTopLevelItem(item)
         note, self._note = self._note, ""
-        self.status.setText(f"{len(self.entries)} entries" + (f" · {note}" if note else ""))
+        self.status.setText(entries_text(len(self.entries)) + (f" · {note}" if note else ""))
 
     def _on_activated(self, item: QTreeWidgetItem, _column: int) -> None:
         entry = self._entry(item)
@@ -131,6 +166,40 @@ class FileBrowser(QWidget):
     def _on_error(self, exc: BaseException) -> None:
         self._end_transfer()
         self.status.setText(str(exc))
+
+    # -- new folder, delete ---------------------------------------------------------------------
+
+    def ask_make_dir(self) -> None:
+        name, ok = QInputDialog.getText(self, "New folder", f"Name of the new folder in {self.path}:")
+        if ok and name.strip():
+            self.make_dir(name)
+
+    def make_dir(self, name: str) -> concurrent.futures.Future[Any]:
+        self.status.setText(f"Creating {name}…")
+        return self.bridge.run_async(make_dir(self.connection, self.path, name), self._after_change, self._on_error)
+
+    def ask_delete(self) -> None:
+        entry = self._entry(self.tree.currentItem())
+        if entry is None:
+            self.status.setText("Select a file or folder to delete.")
+            return
+        what = f"the folder {entry.name} and everything in it" if entry.is_dir else entry.name
+        if self.confirm(f"Delete {what} on {self.connection.profile.name}? This cannot be undone."):
+            self.delete(entry)
+
+    def delete(self, entry: RemoteEntry) -> concurrent.futures.Future[Any]:
+        self.status.setText(f"Deleting {entry.name}…")
+        return self.bridge.run_async(remove(self.connection, entry.path, is_dir=entry.is_dir),
+                                     self._after_change, self._on_error)
+
+    def _after_change(self, _result: object) -> None:
+        self.navigate(self.path)
+
+    def _confirm_dialog(self, question: str) -> bool:
+        answer = QMessageBox.question(self, "Delete", question,
+                                      QMessageBox.StandardButton.Yes | QMessageBox.StandardButton.Cancel,
+                                      QMessageBox.StandardButton.Cancel)
+        return answer == QMessageBox.StandardButton.Yes
 
     # -- transfers ------------------------------------------------------------------------------
 

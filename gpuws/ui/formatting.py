@@ -38,8 +38,11 @@ def memory_text(mib: int | None) -> str:
     return f"{mib} MiB"
 
 
-def price_text(price_per_hour: float | None) -> str:
-    return "" if price_per_hour is None else f"${price_per_hour:,.2f}/h"
+def price_text(price_per_hour: float | None, currency: str | None = None) -> str:
+    """'$2.49/h' in the profile's currency (the locale's when it names none); '' without a price."""
+    from gpuws.core.money import currency_of, rate
+
+    return "" if price_per_hour is None else rate(price_per_hour, currency_of(currency))
 
 
 def or_dash(value: object) -> str:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from PySide6.QtCore import Signal
+from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import QHBoxLayout, QPushButton, QTabWidget, QVBoxLayout, QWidget
 
 from gpuws.core.simulation import SIM_LABEL
@@ -67,6 +67,9 @@ class HostDetail(QWidget):
 
         self.tabs = QTabWidget(self)
         self.tabs.setDocumentMode(True)
+        # A narrow window scrolls the tab bar instead of cutting tab names (issue 16).
+        self.tabs.setUsesScrollButtons(True)
+        self.tabs.setElideMode(Qt.TextElideMode.ElideNone)
         self.tab_widgets: list[QWidget] = []
         for title, widget in create_tabs(self):
             self.tabs.addTab(widget, title)

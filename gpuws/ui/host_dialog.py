@@ -1,10 +1,17 @@
-"""Add or edit a host. Secrets typed here go to the OS keyring, never into the profile."""
+"""Add or edit a host. Secrets typed here go to the OS keyring, never into the profile.
+
+Every field's problem is shown at once, under its field, and goes away as soon as the field is
+fixed. A typed password with no usable keyring keeps the dialog open and says so: it is never
+dropped silently. "Test connection" connects with what is typed, without saving anything.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import replace
+from typing import Any
 
+from PySide6.QtCore import Qt
 from PySide6.QtWidgets import (
     QComboBox,
     QDialog,
@@ -21,10 +28,15 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from gpuws.core import validation as checks
 from gpuws.core.errors import ValidationError
 from gpuws.core.models import AuthMethod, HostProfile, ProviderInfo, SecretKind
 from gpuws.ui import theme
 from gpuws.ui.widgets import TintedLabel
+
+# A connection test: given the typed profile and secret, calls back with None (it worked) or
+# the reason it did not, on the GUI thread.
+ConnectionTester = Callable[[HostProfile, str | None, Callable[[str | None], None]], None]
 
 _AUTH_LABELS = {
     AuthMethod.AGENT: "SSH agent",
@@ -70,8 +82,12 @@ class HostDialog(QDialog):
         profile: HostProfile | None = None,
         existing_names: Iterable[str] = (),
         has_secret: bool = False,
+        keyring_problem: Callable[[], str | None] | None = None,
+        tester: ConnectionTester | None = None,
     ) -> None:
         super().__init__(parent)
+        self._keyring_problem = keyring_problem
+        self._tester = tester
         self._original = profile
         self._taken = {n for n in existing_names if profile is None or n != profile.name}
         self._result: HostProfile | None = None
@@ -150,9 +166,20 @@ class HostDialog(QDialog):
         self.buttons = QDialogButtonBox(QDialogButtonBox.StandardButton.Save | QDialogButtonBox.StandardButton.Cancel)
         self.buttons.accepted.connect(self.accept)
         self.buttons.rejected.connect(self.reject)
+        self.test_button = self.buttons.addButton("Test connection", QDialogButtonBox.ButtonRole.ActionRole)
+        self.test_button.setToolTip("Connect with these settings now, without saving them")
+        self.test_button.clicked.connect(self.test_connection)
+        self.test_button.setVisible(tester is not None)
+        self.test_result = QLabel("", self)
+        self.test_result.setWordWrap(True)
+        self.test_result.setTextFormat(Qt.TextFormat.PlainText)  # errors may quote remote text
+        self.test_result.hide()
         layout = QVBoxLayout(self)
         layout.addLayout(form)
+        layout.addWidget(self.test_result)
         layout.addWidget(self.buttons)
+        for field in self.fields.values():
+            _on_edit(field.editor, self._recheck)
 
         if profile is not None:
             self._fill(profile)
@@ -183,26 +210,101 @@ class HostDialog(QDialog):
     # -- behaviour ------------------------------------------------------------------------------
 
     def accept(self) -> None:
-        for field in self.fields.values():
-            field.set_error(None)
-        try:
-            profile = _validate(self._collect())
-            if profile.name in self._taken:
-                raise ValidationError("name", f"a host named {profile.name!r} already exists")
-        except ValidationError as exc:
-            self.show_error(exc.field, exc.reason)
+        errors = self.problems()
+        self._show_errors(errors)
+        if errors:
+            first = next(iter(errors))
+            self.fields[_field_key(first)].editor.setFocus()
             return
+        profile = _validate(self._collect())
+        if self.secret() is not None and self._keyring_problem is not None:
+            problem = self._keyring_problem()
+            if problem is not None:
+                # Keep the dialog (and the typed password) rather than save a host whose password is lost.
+                self.show_error("secret", f"cannot be saved: {problem}. Leave it empty to be asked at each "
+                                "connection, or set up a keyring and save again.")
+                return
         self._result = profile
         super().accept()
 
+    def problems(self) -> dict[str, str]:
+        """Every field's problem at once: {field: reason} (empty when the form is valid)."""
+        errors: dict[str, str] = {}
+        name = self.name_edit.text().strip()
+        field_checks: tuple[tuple[str, Callable[[], object]], ...] = (
+            ("name", lambda: checks.validate_name(name)),
+            ("host", lambda: checks.validate_host(self.host_edit.text().strip())),
+            ("user", lambda: checks.validate_user(self.user_edit.text().strip() or None)),
+            ("key_path", lambda: checks.validate_key_path(self.key_edit.text().strip() or None)),
+            ("slice_profile", lambda: checks.validate_slice_profile(self.slice_edit.text().strip() or None)),
+            ("notes", lambda: checks.validate_notes(self.notes_edit.toPlainText())),
+        )
+        for key, check in field_checks:
+            try:
+                check()
+            except ValidationError as exc:
+                errors[key] = exc.reason
+        if name and "name" not in errors and name in self._taken:
+            errors["name"] = f"a host named {name!r} already exists"
+        if self._auth() is AuthMethod.KEY and not self.key_edit.text().strip() and "key_path" not in errors:
+            errors["key_path"] = "is required for key authentication"
+        try:
+            profile = self._collect()
+        except ValidationError as exc:
+            errors.setdefault(_field_key(exc.field), exc.reason)
+            return errors
+        if not errors:
+            try:
+                _validate(profile)
+            except ValidationError as exc:
+                errors[_field_key(exc.field)] = exc.reason
+        return errors
+
+    def _show_errors(self, errors: dict[str, str]) -> None:
+        for key, field in self.fields.items():
+            reason = errors.get(key)
+            field.set_error(self._prefixed(key, reason) if reason else None)
+
+    def _recheck(self) -> None:
+        # Only once errors are on screen: fixed fields lose their error as the user types.
+        if any(f.error.isVisibleTo(self) or f.error.text() for f in self.fields.values()):
+            self._show_errors(self.problems())
+
+    def _prefixed(self, key: str, reason: str) -> str:
+        label = self._labels.get(key)
+        return f"{label.text()}: {reason}" if label is not None else f"{key}: {reason}"
+
     def show_error(self, field: str, reason: str) -> None:
         """Show `reason` under the named field and focus it."""
-        key = {"identity_file": "key_path", "key": "key_path", "price": "price_per_hour"}.get(field, field)
+        key = _field_key(field)
         target = self.fields.get(key) or self.fields["name"]
-        label = self._labels.get(key)
-        prefix = f"{label.text()}: " if label is not None and key in self.fields else f"{field}: "
-        target.set_error(prefix + reason)
+        target.set_error(self._prefixed(key, reason) if key in self.fields else f"{field}: {reason}")
         target.editor.setFocus()
+
+    def test_connection(self) -> None:
+        """Connect with the typed settings (nothing is saved); the outcome shows above the buttons."""
+        errors = self.problems()
+        self._show_errors(errors)
+        if errors or self._tester is None:
+            return
+        self.test_button.setEnabled(False)
+        self._show_test("Connecting…", None)
+        self._tester(_validate(self._collect()), self.secret(), self._on_tested)
+
+    def _on_tested(self, problem: str | None) -> None:
+        self.test_button.setEnabled(True)
+        if problem is None:
+            self._show_test("Connected: these settings work.", False)
+        else:
+            self._show_test(f"Could not connect: {problem}", True)
+
+    def _show_test(self, text: str, failed: bool | None) -> None:
+        self.test_result.setText(text)
+        pal = self.palette()
+        colour = theme.error_colour(pal) if failed else (theme.state_colour("connected", pal) if failed is False
+                                                            else theme.muted_text_colour(pal))
+        self.test_result.setStyleSheet(f"color: {colour.name()}")
+        self.test_result.show()
 
     def field_error(self, field: str) -> str:
         """The error shown under `field` ('' when none): for tests and accessibility."""
@@ -280,6 +382,19 @@ class HostDialog(QDialog):
         path, _ = QFileDialog.getOpenFileName(self, "Choose an SSH private key")
         if path:
             self.key_edit.setText(path)
+
+
+def _field_key(field: str) -> str:
+    """The form field a core validation error names."""
+    return {"identity_file": "key_path", "key": "key_path", "price": "price_per_hour",
+            "provider.kind": "provider"}.get(field, field)
+
+
+def _on_edit(editor: QWidget, slot: Callable[[], Any]) -> None:
+    for signal in ("textChanged", "valueChanged", "currentIndexChanged"):
+        if hasattr(editor, signal):
+            getattr(editor, signal).connect(lambda *_: slot())
+            return
 
 
 def _validate(profile: HostProfile) -> HostProfile:

@@ -15,6 +15,7 @@ from typing import Any, TypeVar
 from PySide6.QtCore import QByteArray, QSettings, Qt, QTimer, Signal
 from PySide6.QtGui import QAction, QCloseEvent, QKeySequence
 from PySide6.QtWidgets import (
+    QApplication,
     QDialog,
     QHBoxLayout,
     QInputDialog,
@@ -129,8 +130,13 @@ class MainWindow(QMainWindow):
         self.resize(1180, 760)
 
         self.sidebar = HostSidebar(self)
-        self.sidebar.setMinimumWidth(240)
+        self.sidebar.setMinimumWidth(200)  # with the detail's minimum, the window fits 900 px
         self.detail = HostDetail(self)
+        from gpuws.ui.tabs.resize import ResizeTab
+
+        for tab in self.detail.tab_widgets:
+            if isinstance(tab, ResizeTab):
+                tab.price_changed.connect(self._on_price_changed)
         self.empty = EmptyState(self)
         self.stack = QStackedWidget(self)
         self.stack.addWidget(self.empty)
@@ -138,6 +144,7 @@ class MainWindow(QMainWindow):
         self.splitter = QSplitter(Qt.Orientation.Horizontal, self)
         self.splitter.addWidget(self.sidebar)
         self.splitter.addWidget(self.stack)
+        self.splitter.setStretchFactor(0, 0)  # resizing the window keeps the width the user gave the sidebar
         self.splitter.setStretchFactor(1, 1)
         self.splitter.setSizes([280, 900])
         self.splitter.setChildrenCollapsible(False)
@@ -195,6 +202,7 @@ class MainWindow(QMainWindow):
             stop_host=self._stop_host_from_tray,
             icon=app_icon(),
             parent=self,
+            quit_app=self.quit_app,
         )
         self.telemetry.notifier.set_tray(tray)
         tray.show()
@@ -235,7 +243,8 @@ class MainWindow(QMainWindow):
 
         def costs() -> list[TrayHost]:
             history = tab.ledger.all_sessions()
-            return [TrayHost(name, state, host_cost(profile, history, now).running, name in idle_hosts)
+            return [TrayHost(name, state, host_cost(profile, history, now).running, name in idle_hosts,
+                             profile.currency or "")
                     for name, profile, state in hosts]
 
         tray = self.tray
@@ -275,7 +284,7 @@ class MainWindow(QMainWindow):
         self.import_action = action("&Import from SSH config…", "Ctrl+I", self.open_import_dialog)
         self.demo_action = action("Open &demo host", None, self.open_demo, "Connect to the simulated GPU host")
         self.settings_action = action("&Settings…", "Ctrl+,", self.open_settings_dialog)
-        self.quit_action = action("&Quit", "Ctrl+Q", self.close)
+        self.quit_action = action("&Quit", "Ctrl+Q", self.quit_app)
         self.reconnect_action = action("&Reconnect", "Ctrl+R", self.reconnect_current, "Connect and probe again")
         self.edit_action = action("&Edit host…", "Ctrl+E", self.open_edit_dialog)
         self.remove_action = action("Re&move host…", None, self.remove_current)
@@ -416,8 +425,16 @@ class MainWindow(QMainWindow):
         if profile is not None:
             self.sessions[profile.name].connect_host()
 
+    def _dialog_helpers(self) -> dict[str, Any]:
+        """Keyring check and "Test connection" for the host dialog (issue 16)."""
+        from gpuws.core.secrets import unusable_reason
+        from gpuws.ui.connection_test import connection_tester
+
+        return {"keyring_problem": lambda: unusable_reason(self.secrets.backend),
+                "tester": connection_tester(self.bridge, secrets=self.secrets, profiles=self.store)}
+
     def open_add_dialog(self) -> HostDialog:
-        dialog = HostDialog(self, existing_names=[p.name for p in self.all_profiles()])
+        dialog = HostDialog(self, existing_names=[p.name for p in self.all_profiles()], **self._dialog_helpers())
         dialog.accepted.connect(lambda: self._save_from(dialog, None))
         return self._open(dialog)
 
@@ -426,7 +443,7 @@ class MainWindow(QMainWindow):
         if profile is None or profile.simulated:
             return None
         names = [p.name for p in self.all_profiles()]
-        dialog = HostDialog(self, profile=profile, existing_names=names, has_secret=True)
+        dialog = HostDialog(self, profile=profile, existing_names=names, has_secret=True, **self._dialog_helpers())
         old = profile.name
         dialog.accepted.connect(lambda: self._save_from(dialog, old))
         return self._open(dialog)
@@ -442,6 +459,8 @@ class MainWindow(QMainWindow):
         secrets = self.secrets if secret is not None or old_name not in (None, profile.name) else None
 
         def save() -> str:
+            if secrets is not None and secret is not None:
+                secrets.ensure_usable()  # before writing: never a saved host whose password was dropped
             if old_name is None:
                 stored = store.add(profile)
             else:
@@ -457,7 +476,25 @@ class MainWindow(QMainWindow):
             self.profiles_loaded.connect(self._select_after_load(name))
             self.profile_saved.emit(name)
 
-        self.bridge.run_blocking(save, done, self._on_store_error, owner=self)
+        def failed(exc: BaseException) -> None:
+            self._on_store_error(exc)
+            self.reload_profiles()  # whatever was written shows in the sidebar at once
+
+        self.bridge.run_blocking(save, done, failed, owner=self)
+
+    def _on_price_changed(self, profile: HostProfile) -> None:
+        """A resize changed the host's price: the sidebar and the cost meter follow at once."""
+        import time
+
+        self.sidebar.set_profiles(self.all_profiles())
+        self.sidebar.select(profile.name)
+        tab = self.detail.session_tab
+        ledger = tab.ledger
+        self.bridge.run_blocking(lambda: ledger.reprice(profile, time.time()), lambda _r: tab.refresh_cost(),
+                                 owner=self)
+        self.telemetry.service.configure(profile)  # idle alerts burn money at the new price
+        if not profile.simulated:
+            self.save_profile(profile, profile.name)
 
     def _select_after_load(self, name: str) -> Any:
         def select() -> None:
@@ -598,11 +635,18 @@ class MainWindow(QMainWindow):
     def _ask_prompts(
         self, name: str, title: str, instructions: str, prompts: Sequence[tuple[str, bool]]
     ) -> list[str] | None:
+        from gpuws.ui.prompts import login_prompt_text
+
         answers = []
+        session = self.sessions.get(name)
+        # Announce it: show the window on the asking host before the prompt appears (issue 16).
+        self.sidebar.select(name)
+        self._raise_window()
         for text, echo in prompts:
             mode = QLineEdit.EchoMode.Normal if echo else QLineEdit.EchoMode.Password
-            label = f"{instructions}\n{text}" if instructions else text
-            value, ok = QInputDialog.getText(self, title or name, label, mode)
+            window_title, label = login_prompt_text(session.profile if session else None, name, title,
+                                                    instructions, text)
+            value, ok = QInputDialog.getText(self, window_title, label, mode)
             if not ok:
                 return None
             answers.append(value)
@@ -716,4 +760,21 @@ class MainWindow(QMainWindow):
     def closeEvent(self, event: QCloseEvent) -> None:
         self.shutdown()
         super().closeEvent(event)
+
+    def quit_app(self) -> None:
+        """Quit (Ctrl+Q, the tray): close every gpuws window (Files too), drop the tray, end the process."""
+        self.close()
+        for widget in QApplication.topLevelWidgets():
+            if widget is not self and widget.isVisible():
+                widget.close()
+        if self.tray is not None:
+            self.tray.hide()
+        self.quit_requested = True
+        app = QApplication.instance()
+        if self.end_process and app is not None:
+            app.quit()
+
+    # Whether `quit_app` ends the event loop; tests turn it off (it would end the test run's loop).
+    end_process: bool = True
+    quit_requested: bool = False
 

@@ -71,6 +71,11 @@ class HostSession(QObject):
         return self.profile.name
 
     @property
+    def simulated_password(self) -> str | None:
+        """The demo host's throwaway password (shown so its ssh command works); None for real hosts."""
+        return self._password if self.profile.simulated else None
+
+    @property
     def connection(self) -> Any:
         """The connected `HostConnection` (its `.runner` runs commands), or None."""
         return self._connection if self.state == "connected" else None
@@ -108,6 +113,23 @@ class HostSession(QObject):
         if connection is None or not self._bridge.running:
             return None
         return self._bridge.run_async(connection.close())
+
+    def reprobe(self) -> None:
+        """Read the inventory again on the open connection (after a resize changed the GPUs)."""
+        connection = self.connection
+        if connection is None:
+            return
+        from gpuws.remote.probe import probe
+
+        attempt = self._attempt
+
+        def done(inventory: Inventory) -> None:
+            if attempt == self._attempt and self.state == "connected":
+                self.inventory = inventory
+                self.inventory_changed.emit(inventory)
+
+        self._bridge.run_async(probe(connection.runner), done, lambda exc: log.debug("re-probe failed: %s", exc),
+                               owner=self)
 
     # -- loop thread ----------------------------------------------------------------------------
 
@@ -188,6 +210,10 @@ class HostSession(QObject):
 
 
 def _state_for_error(exc: BaseException, connection: Any) -> str:
+    from gpuws.core.secrets import KeyringUnavailable
+
+    if isinstance(exc, KeyringUnavailable):
+        return "auth_failed"  # the password could not be read: not an address problem (issue 16)
     kind = type(exc).__name__
     if kind == "UnknownHostKey":
         return "host_key_unknown"

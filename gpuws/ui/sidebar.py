@@ -171,7 +171,7 @@ class HostSidebar(QWidget):
                 address=host_address(profile),
                 state=prev.state if prev else "disconnected",
                 summary=prev.summary if prev else "",
-                price=price_text(profile.price_per_hour),
+                price=price_text(profile.price_per_hour, profile.currency),
                 simulated=profile.simulated,
             )
             item = QListWidgetItem()

@@ -8,8 +8,9 @@ from __future__ import annotations
 
 from enum import StrEnum
 
-from PySide6.QtGui import QColor, QPalette
-from PySide6.QtWidgets import QApplication, QStyleFactory
+from PySide6.QtCore import QRectF
+from PySide6.QtGui import QColor, QPainter, QPalette, QPen
+from PySide6.QtWidgets import QApplication, QProxyStyle, QStyle, QStyleFactory, QStyleOption, QWidget
 
 
 class ThemeChoice(StrEnum):
@@ -150,8 +151,36 @@ def light_palette() -> QPalette:
     return style.standardPalette() if style is not None else QPalette()
 
 
+class VisibleIndicatorStyle(QProxyStyle):
+    """Fusion, with check box and radio indicators outlined in a colour that shows on dark cards.
+
+    Fusion outlines an indicator with the window colour made darker: on a dark palette that is
+    near-black on near-black, and "Stop when idle for" had no visible box at all.
+    """
+
+    def drawPrimitive(self, element: QStyle.PrimitiveElement, option: QStyleOption, painter: QPainter,
+                      widget: QWidget | None = None) -> None:
+        super().drawPrimitive(element, option, painter, widget)
+        boxes = (QStyle.PrimitiveElement.PE_IndicatorCheckBox, QStyle.PrimitiveElement.PE_IndicatorRadioButton)
+        if element in boxes and is_dark(option.palette):  # type: ignore[attr-defined]
+            pal: QPalette = option.palette  # type: ignore[attr-defined]
+            rect = QRectF(option.rect).adjusted(0.5, 0.5, -0.5, -0.5)  # type: ignore[attr-defined]
+            painter.save()
+            painter.setRenderHint(QPainter.RenderHint.Antialiasing)
+            painter.setPen(QPen(blend(pal.color(QPalette.ColorRole.WindowText),
+                                      pal.color(QPalette.ColorRole.Window), 0.45), 1.2))
+            painter.setBrush(QColor(0, 0, 0, 0))
+            if element is QStyle.PrimitiveElement.PE_IndicatorRadioButton:
+                painter.drawEllipse(rect)
+            else:
+                painter.drawRoundedRect(rect, 2, 2)
+            painter.restore()
+
+
 def apply_theme(app: QApplication, choice: ThemeChoice, system_palette: QPalette) -> None:
     """Switch the application palette. SYSTEM restores the palette the platform gave us."""
+    if choice is ThemeChoice.DARK and not isinstance(app.style(), VisibleIndicatorStyle):
+        app.setStyle(VisibleIndicatorStyle(QStyleFactory.create("Fusion")))
     if choice is ThemeChoice.DARK:
         app.setPalette(dark_palette())
     elif choice is ThemeChoice.LIGHT:

@@ -22,12 +22,18 @@ class TrayHost:
     state: str
     running_cost: float | None
     idle: bool = False
+    currency: str = ""  # the profile's; "" : the locale's
 
     @property
     def text(self) -> str:
-        cost = f" · {self.running_cost:.2f}" if self.running_cost is not None else ""
+        from gpuws.core.money import currency_of, money
+        from gpuws.ui.theme import state_label
+
+        spent = self.running_cost
+        cost = f" · {money(spent, currency_of(self.currency or None))}" if spent is not None else ""
         idle = " · idle" if self.idle else ""
-        return f"{self.name} — {self.state}{cost}{idle}"
+        # "Authentication failed", not "auth_failed": the tray speaks to people.
+        return f"{self.name} — {state_label(self.state)}{cost}{idle}"
 
 
 class GpuwsTray(QSystemTrayIcon):
@@ -41,6 +47,7 @@ class GpuwsTray(QSystemTrayIcon):
         stop_host: Callable[[str], None],
         icon: QIcon | None = None,
         parent: QWidget | None = None,
+        quit_app: Callable[[], None] | None = None,
     ) -> None:
         app = QApplication.instance()
         style = app.style() if isinstance(app, QApplication) else None
@@ -49,6 +56,7 @@ class GpuwsTray(QSystemTrayIcon):
         self._open_window = open_window
         self._connect_host = connect_host
         self._stop_host = stop_host
+        self._quit_app = quit_app
         self.menu = QMenu(parent)
         self.setContextMenu(self.menu)
         self.hosts: list[TrayHost] = []
@@ -76,9 +84,21 @@ class GpuwsTray(QSystemTrayIcon):
             stop.triggered.connect(lambda _c=False, n=host.name: self._stop_host(n))
             sub.addAction(connect)
             sub.addAction(stop)
-        total = sum(h.running_cost or 0.0 for h in self.hosts)
+        if self._quit_app is not None:
+            self.menu.addSeparator()
+            quit_action = QAction("Quit gpuws", self.menu)
+            quit_action.triggered.connect(self._quit_app)
+            self.menu.addAction(quit_action)
         running = [h for h in self.hosts if h.running_cost is not None]
-        self.setToolTip(f"gpuws — {len(running)} running, {total:.2f} so far" if running else "gpuws")
+        currencies = {h.currency for h in running}
+        if len(currencies) <= 1:
+            from gpuws.core.money import currency_of, money
+
+            total = sum(h.running_cost or 0.0 for h in running)
+            spent = money(total, currency_of(next(iter(currencies), "") or None))
+        else:  # different currencies do not add up
+            spent = ", ".join(h.text.split(" · ")[1] for h in running)
+        self.setToolTip(f"gpuws — {len(running)} running, {spent} so far" if running else "gpuws")
 
     def notify(self, title: str, message: str) -> None:
         """A desktop notification (idle warning, budget warning), when a tray exists."""

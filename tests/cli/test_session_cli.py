@@ -73,6 +73,10 @@ def test_cost_json_and_csv(capsys: pytest.CaptureFixture[str], tmp_path: Path) -
     assert {h["host"] for h in doc["hosts"]} == {"rig", "idle-box"}
     code, out, _ = run(capsys, "cost", "rig")
     assert code == 0 and "rig" in out and "1.80" in out and "idle-box" not in out
+    assert len(rig["currency"]) == 3  # the locale's when the profile names none
+    save(name="eu", price_per_hour=2.0, currency="EUR", budget_daily=5.0)
+    code, out, _ = run(capsys, "cost", "eu")
+    assert code == 0 and "€2.00" in out  # Found: costs without a currency
     code, _, err = run(capsys, "cost", "nope")
     assert code == 1 and "no host profile named 'nope'" in err
     SessionLedger().end("rig", time.time())

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from PySide6.QtCore import QObject, Signal
+from PySide6.QtCore import QObject, Qt, Signal
 from PySide6.QtGui import QPalette
 from PySide6.QtWidgets import QApplication
 
@@ -172,6 +172,20 @@ def test_simulated_run_shows_progress_table_chart_and_labels(qtbot: Any, bridge:
     assert "vGPU" in (tab.table.tooltip(vgpu, Column.VERDICT) or "")
     percent = tab.table.cell(row(tab, "mem_copy", 2), Column.PERCENT)
     assert percent.endswith(" %") and 60 <= int(percent[:-2]) <= 115
+
+    # Found: failures buried mid-table, headers that do not sort, no filter by verdict.
+    shown = [tab.table.shown_cell(i, Column.VERDICT) for i in range(tab.table.shown_rows())]
+    fails = [i for i, v in enumerate(shown) if v == "\u2715 FAIL"]
+    assert fails and fails == list(range(len(fails)))  # failures first
+    tab.table.sortByColumn(Column.PERCENT, Qt.SortOrder.DescendingOrder)
+    ratios = [o.ratio for o in (tab.table.results_model.outcomes[tab.table.proxy.mapToSource(
+        tab.table.proxy.index(i, 0)).row()] for i in range(tab.table.shown_rows())) if o.datasheet is not None]
+    assert ratios == sorted(ratios, reverse=True)
+    tab.verdict_filter.setCurrentIndex(tab.verdict_filter.findText("Failures"))
+    assert tab.table.shown_rows() == len(fails)
+    assert {tab.table.shown_cell(i, Column.VERDICT) for i in range(len(fails))} == {"\u2715 FAIL"}
+    tab.verdict_filter.setCurrentIndex(0)
+    tab.table.sortByColumn(Column.VERDICT, Qt.SortOrder.AscendingOrder)
 
     # The chart: GPU 0's figures as % of datasheet, each with its own thresholds.
     assert tab.chart.gpu == 0 and tab.chart.showing_plot()

@@ -183,3 +183,83 @@ def test_changed_key_panel_names_both_fingerprints_and_the_line(qtbot: Any) -> N
     text = panel.text()
     assert "CHANGED" in text and "SHA256:OLDOLDOLD" in text and "SHA256:NEWNEWNEW" in text
     assert "/home/u/.ssh/known_hosts:12" in text
+
+
+def test_every_error_shows_at_once_and_goes_when_fixed(qtbot: Any) -> None:
+    """Found: errors in the add-host dialog show one at a time and stay after the field is fixed."""
+    dialog = _dialog(qtbot)
+    dialog.name_edit.setText("bad name/../x")
+    dialog.host_edit.setText("-oProxyCommand=x")
+    dialog.user_edit.setText("-lroot")
+    dialog.price_edit.setText("cheap")
+    dialog.accept()
+    assert dialog.result() == 0
+    shown = {k for k in dialog.fields if dialog.field_error(k)}
+    assert {"name", "host", "user"} <= shown
+    dialog.host_edit.setText("gpu.example.com")  # fixed: its error goes as the user types
+    assert dialog.field_error("host") == "" and dialog.field_error("name") and dialog.field_error("user")
+    dialog.name_edit.setText("gpu1")
+    dialog.user_edit.setText("ubuntu")
+    assert dialog.field_error("price_per_hour")
+    dialog.price_edit.setText("2.49")
+    assert not any(dialog.field_error(k) for k in dialog.fields)
+    dialog.accept()
+    assert dialog.result() == 1
+
+
+def test_without_a_keyring_the_dialog_stays_open_and_keeps_the_password(qtbot: Any) -> None:
+    """Found: without a keyring the profile was written, the password dropped, the dialog closed."""
+    dialog = _dialog(qtbot, keyring_problem=lambda: "no keyring backend is available")
+    dialog.name_edit.setText("gpu1")
+    dialog.host_edit.setText("gpu.example.com")
+    dialog.auth_combo.setCurrentIndex(dialog.auth_combo.findData(AuthMethod.PASSWORD.value))
+    dialog.secret_edit.setText("hunter2-secret")
+    dialog.accept()
+    assert dialog.result() == 0 and dialog.secret_edit.text() == "hunter2-secret"
+    assert "no keyring backend is available" in dialog.field_error("secret")
+    assert "hunter2" not in dialog.field_error("secret")
+    dialog.secret_edit.clear()  # the user chooses to be asked at each connection
+    dialog.accept()
+    assert dialog.result() == 1 and dialog.secret() is None
+
+
+def test_test_connection_reports_in_the_dialog(qtbot: Any) -> None:
+    calls: list[tuple[str, str | None]] = []
+
+    def tester(profile: HostProfile, secret: str | None, done: Any) -> None:
+        calls.append((profile.host, secret))
+        done("authentication failed for ubuntu" if secret == "wrong" else None)
+
+    dialog = _dialog(qtbot, tester=tester)
+    assert dialog.test_button.isVisibleTo(dialog)
+    dialog.name_edit.setText("gpu1")
+    dialog.host_edit.setText("gpu.example.com")
+    dialog.auth_combo.setCurrentIndex(dialog.auth_combo.findData(AuthMethod.PASSWORD.value))
+    dialog.secret_edit.setText("wrong")
+    dialog.test_button.click()
+    assert calls == [("gpu.example.com", "wrong")] and "authentication failed" in dialog.test_result.text()
+    dialog.secret_edit.setText("right")
+    dialog.test_button.click()
+    assert dialog.test_result.text().startswith("Connected") and dialog.result() == 0  # nothing saved
+
+
+def test_a_password_the_keyring_cannot_give_is_an_auth_problem_not_an_address() -> None:
+    """Found: connecting without a keyring said "Unreachable … check the address"."""
+    from gpuws.core.secrets import KeyringUnavailable
+    from gpuws.ui.host_detail import _HINTS
+    from gpuws.ui.session_controller import _state_for_error
+
+    state = _state_for_error(KeyringUnavailable("keyring: no keyring backend is available"), None)
+    assert state == "auth_failed" and "address" not in _HINTS[state]
+
+
+def test_the_login_prompt_names_the_host() -> None:
+    """Found: the login prompt was a bare box that did not name the host."""
+    from gpuws.ui.prompts import login_prompt_text
+
+    profile = HostProfile(name="lab", host="10.0.0.5", user="ubuntu")
+    title, label = login_prompt_text(profile, "lab", "", "", "Password: ")
+    assert title == "Sign in to lab" and label.startswith("lab (ubuntu@10.0.0.5) asks you to sign in.")
+    assert label.endswith("Password:")
+    _title, spoof = login_prompt_text(profile, "lab", "other-host login", "OTP needed", "Code:")
+    assert spoof.splitlines()[0].startswith("lab (") and "OTP needed" in spoof

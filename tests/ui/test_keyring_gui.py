@@ -54,3 +54,24 @@ def test_password_is_stored_in_the_keyring_only(make_window: Any, qtbot: Any) ->
         window.remove_host("pw-host-2")
     assert store.get("pw-host-2", SecretKind.PASSWORD) is None
     assert _files_containing(config_dir(), SECRET) == []
+
+
+def test_without_a_keyring_nothing_is_saved_silently_and_the_dialog_says_so(make_window: Any, qtbot: Any) -> None:
+    """Found: without a keyring the profile was written, the password dropped and the dialog closed."""
+    import keyring.backends.fail
+
+    window = make_window(secrets=SecretStore(backend=keyring.backends.fail.Keyring()))
+    dialog = window.open_add_dialog()
+    dialog.name_edit.setText("nokr-host")
+    dialog.host_edit.setText("10.2.3.4")
+    dialog.auth_combo.setCurrentIndex(dialog.auth_combo.findData(AuthMethod.PASSWORD.value))
+    dialog.secret_edit.setText(SECRET)
+    dialog.buttons.accepted.emit()
+    assert dialog.isVisible() and dialog.secret_edit.text() == SECRET
+    assert "keyring" in dialog.field_error("secret")
+    assert "nokr-host" not in [p.name for p in ProfileStore().load()]
+    # Without the password the host is saved and appears in the sidebar at once.
+    dialog.secret_edit.clear()
+    with qtbot.waitSignal(window.profile_saved, timeout=10000):
+        dialog.buttons.accepted.emit()
+    qtbot.waitUntil(lambda: window.sidebar.current_name() == "nokr-host", timeout=5000)

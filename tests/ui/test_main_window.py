@@ -107,3 +107,44 @@ def test_corrupt_profile_file_is_reported(make_window: Any) -> None:
     window = make_window()
     assert window.notice.isVisibleTo(window)
     assert "backup" in window.notice.text().lower() or "moved" in window.notice.text().lower()
+
+
+def test_quit_closes_every_window_and_ends_the_process(make_window: Any, qtbot: Any) -> None:
+    """Found: Quit (Ctrl+Q) with the Files window open closed only the main window."""
+    from PySide6.QtWidgets import QWidget
+
+    window = make_window()
+    window.end_process = False
+    window.show()
+    files = QWidget()  # a top-level window of the app, as the Files window is
+    files.setWindowTitle("Files on rig")
+    qtbot.addWidget(files)
+    files.show()
+    window.quit_action.trigger()
+    assert not window.isVisible() and not files.isVisible() and window.quit_requested
+
+
+def test_the_sidebar_keeps_its_width_across_tabs_and_window_sizes(make_window: Any, qtbot: Any) -> None:
+    """Found: the sidebar width jumped between tabs; the window could not go below 1180 px."""
+    window = make_window()
+    with qtbot.waitSignal(window.demo_ready, timeout=15000):
+        window.open_demo()
+    qtbot.waitUntil(lambda: window.sidebar.entry("demo").state == "connected", timeout=20000)
+    window.resize(1400, 900)
+    window.show()
+    qtbot.waitExposed(window)
+    window.splitter.setSizes([310, 1090])
+    qtbot.wait(50)
+    widths = set()
+    for index in range(window.detail.tabs.count()):
+        window.detail.tabs.setCurrentIndex(index)
+        qtbot.wait(50)
+        widths.add(window.sidebar.width())
+    assert widths == {310}
+    assert window.minimumSizeHint().width() <= 900 and window.minimumSizeHint().height() <= 600
+    window.resize(1100, 700)
+    qtbot.waitUntil(lambda: window.width() == 1100, timeout=3000)
+    assert window.sidebar.width() == 310  # the detail gives way, not the width the user chose
+    window.resize(900, 600)
+    qtbot.waitUntil(lambda: window.width() == 900, timeout=3000)
+    assert 200 <= window.sidebar.width() < 310  # only as much narrower as the tabs need

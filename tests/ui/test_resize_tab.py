@@ -177,6 +177,7 @@ def test_full_to_seven_slices_and_back_with_typed_confirmation(
 
     # And back to the full card: a new plan needs a new confirmation.
     _choose(qtbot, tab, A100, "full")
+    assert not tab.progress_view.isVisibleTo(tab)  # Found: the previous outcome stayed above the new plan
     assert "nvidia-smi mig -i 1 -dci" in tab.plan_view.text() and "-mig 0" in tab.plan_view.text()
     assert tab.processes_view.processes == []  # MIG on: the scenario runs nothing
     assert field.text() == "" and not button.isEnabled()
@@ -297,6 +298,7 @@ def test_demo_host_in_the_window_full_to_seven_slices_and_back(make_window: Any,
     tab = next(w for w in window.detail.tab_widgets if isinstance(w, ResizeTab))
     qtbot.waitUntil(lambda: bool(tab.gpus), timeout=20000)
     assert not tab.simulated_badge.isHidden()
+    prices = [window.sidebar.entry("demo").price]
     for target in ("7x1g.10gb", "full"):
         _choose(qtbot, tab, A100, target)
         if tab.processes_view.processes:  # the demo's notebook kernel, when its scenario runs one
@@ -305,6 +307,14 @@ def test_demo_host_in_the_window_full_to_seven_slices_and_back(make_window: Any,
         _apply_and_wait(qtbot, tab)
         assert tab.progress_view.outcome.title.text() == f"Target verified: GPU 1 is now {target}"
         qtbot.waitUntil(lambda t=target: tab.picker.gpu_combo.currentText().endswith(f"now {t}"), timeout=20000)
+        # Found: after a resize to a cheaper layout the sidebar kept the old price.
+        prices.append(window.sidebar.entry("demo").price)
+        assert prices[-1] != prices[-2]
+        rate = window.detail.session_tab.rate_label
+        qtbot.waitUntil(lambda p=prices[-1], r=rate: p in r.text(), timeout=5000)  # the cost meter follows too
+        session = window.sessions["demo"]
+        mig_now = "Enabled" if target != "full" else "Disabled"
+        qtbot.waitUntil(lambda s=session, m=mig_now: s.inventory.gpus[1].mig_mode == m, timeout=20000)
         if target != "full":  # how it looks in the window at its default size, mid-way
             window.show()
             window.detail.tabs.setCurrentWidget(tab)

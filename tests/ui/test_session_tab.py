@@ -42,8 +42,8 @@ class Opened:
     def __init__(self) -> None:
         self.urls: list[str] = []
 
-    def openUrl(self, url: Any) -> bool:  # QDesktopServices' name
-        self.urls.append(url.toString())
+    def open(self, url: str) -> bool:  # gpuws.ui.external.open_in_browser
+        self.urls.append(url)
         return True
 
 
@@ -51,7 +51,7 @@ def test_cost_budget_and_ssh_command(qtbot: Any, bridge: AsyncBridge, tmp_path: 
     store = ProfileStore()
     store.add(HostProfile(name="bastion", host="bastion.example", user="ops"))
     profile = HostProfile(name="a100", host="10.0.0.7", user="me", jump="bastion", price_per_hour=36.0,
-                          budget=10.0, slice_profile="full")
+                          budget=10.0, slice_profile="full", currency="EUR")
     store.add(profile)
     ledger = SessionLedger(tmp_path / "open.json")
     ledger.begin(profile, time.time() - 14 * 60)  # 14 min at 36/h = 8.40 of a 10.00 budget
@@ -62,9 +62,24 @@ def test_cost_budget_and_ssh_command(qtbot: Any, bridge: AsyncBridge, tmp_path: 
     assert tab.last_cost is not None and tab.last_cost.running == pytest.approx(8.4, abs=0.05)
     assert tab.banner.isVisibleTo(tab) and "nearing its budget" in tab.banner.text()
     first = tab.running_label.text()
+    # Found: "1.18 · 9.80 / h" with no currency anywhere.
+    assert first.startswith("€") and "€36.00/h" in tab.rate_label.text() and tab.month_label.text().startswith("€")
+    assert "€" in tab.budget_bar.format()
     time.sleep(1.1)
     tab.refresh_cost()
-    assert float(tab.running_label.text()) > float(first)  # climbing
+    assert float(tab.running_label.text()[1:]) > float(first[1:])  # climbing
+
+    # Budget controls: a daily limit already used up, and stop at 100 % (Found: no visible controls).
+    assert tab.monthly_budget_spin.value() == 10.0 and tab.daily_budget_spin.value() == 0.0
+    assert not tab.start_button.isEnabled() and "provider" in tab.start_button.toolTip()  # Found: enabled
+    tab.daily_budget_spin.setValue(5.0)
+    tab.stop_at_budget_check.setChecked(True)
+    tab.save_budget_button.click()
+    assert (profile.budget_daily, profile.budget, profile.budget_stop) == (5.0, 10.0, True)
+    assert tab.daily_bar.isVisibleTo(tab) and "daily budget" in tab.daily_bar.format()
+    assert "budget exceeded" in tab.banner.text() and "stopping the instance" in tab.banner.text()
+    assert "a100" in tab._budget_stopped and tab.instance_status.text()  # asked the provider (none here)
+    qtbot.waitUntil(lambda: ProfileStore().get("a100").budget_daily == 5.0, timeout=5000)
 
     assert tab.ssh_label.text() == "ssh -J ops@bastion.example -l me -- 10.0.0.7"
     tab.copy_ssh_command()
@@ -90,7 +105,7 @@ def test_tunnel_from_the_tab_through_sshd(
     from tests.support.sshd import free_port
 
     opened = Opened()
-    monkeypatch.setattr("gpuws.ui.tabs.session.QDesktopServices", opened)
+    monkeypatch.setattr("gpuws.ui.external.open_in_browser", opened.open)
     monkeypatch.setenv("HOME", str(tmp_path / "home"))
     www = tmp_path / "www"
     www.mkdir()
@@ -123,6 +138,16 @@ def test_tunnel_from_the_tab_through_sshd(
         qtbot.waitExposed(tab)
         SHOTS.mkdir(parents=True, exist_ok=True)
         assert tab.grab().save(str(SHOTS / "session-tab.png"))
+
+        # Found: with no browser, "Open in browser" did nothing visible; there was no "Copy URL".
+        monkeypatch.undo()
+        monkeypatch.setenv("HOME", str(tmp_path / "home"))
+        monkeypatch.setattr("gpuws.ui.external._launcher", lambda: None)  # no xdg-open, no browser
+        tab.tunnel_table.selectRow(0)
+        tab.open_selected_tunnel()
+        assert "No web browser" in tab.tunnel_status.text() and "Copy URL" in tab.tunnel_status.text()
+        tab.copy_url_button.click()
+        assert QGuiApplication.clipboard().text() == tunnel.url
 
         tab.tunnel_table.selectRow(0)
         tab.close_selected_tunnel()
@@ -216,3 +241,22 @@ def test_idle_stop_acts_on_a_background_host_with_its_own_settings(qtbot: Any, b
     event = tab.feed_activity(background, t0 + 61, idle, False)
     assert event is not None and stopped == [("stop", "bg")]
     assert tab.auto_stop == {"bg": "python save.py"} and "bg" in tab.idle_warnings
+
+
+def test_the_demo_hosts_ssh_command_comes_with_its_password(qtbot: Any, bridge: AsyncBridge, tmp_path: Path) -> None:
+    """Found: the demo's "Copy ssh command" could not work: its password was never shown."""
+    from gpuws.ui.session_controller import HostSession
+
+    profile = HostProfile(name="demo", host="127.0.0.1", port=2222, user="demo", auth=AuthMethod.PASSWORD,
+                          simulated=True)
+    session = HostSession(profile, bridge, password="throwaway-demo-pw")
+    tab = SessionTab(ledger=SessionLedger(tmp_path / "open.json"))
+    qtbot.addWidget(tab)
+    tab.set_host(HostContext(profile, session, bridge))
+    assert not tab.start_button.isEnabled() and "demo host" in tab.start_button.toolTip()
+    tab.copy_ssh_command()
+    assert "throwaway-demo-pw" in tab.access_status.text()
+    real = HostSession(HostProfile(name="rig", host="10.0.0.9", auth=AuthMethod.PASSWORD), bridge, password="real-pw")
+    assert real.simulated_password is None  # a real host's password is never shown
+    session.deleteLater()
+    real.deleteLater()

@@ -130,18 +130,52 @@ def test_alerts_show_on_card_log_and_notifier(tab: TelemetryTab, hub: TelemetryH
     hub.store.ingest_samples("demo", [full])
     # The engine runs on the loop thread in the app; its event reaches the GUI through the bridge.
     hub.bridge.run_async(_evaluate(hub, [full]))
-    qtbot.waitUntil(lambda: any(r[3] == "OOM risk" for r in tab.alert_view.rows()), timeout=3000)
-    row = next(r for r in tab.alert_view.rows() if r[3] == "OOM risk")
-    assert row[1:3] == ["demo", "0"] and row[5] == "active" and "95%" in row[4]
+    qtbot.waitUntil(lambda: any(r[4] == "OOM risk" for r in tab.alert_view.rows()), timeout=3000)
+    row = next(r for r in tab.alert_view.rows() if r[4] == "OOM risk")
+    assert row[1:4] == ["Warning", "demo", "0"] and row[7] == "active" and "95%" in row[5] and row[6] == "1"
     qtbot.waitUntil(lambda: "OOM risk" in tab.cards.cards["0"].badge_texts(), timeout=2000)
     assert hub.notifier.shown and hub.notifier.shown[-1][0] == "OOM risk on demo"
     assert tab.page_buttons[PAGE_ALERTS].text() == "Alerts (1)"
     ok = h100_sample(now + 1, 0)
     ok.mem_used_mib = 0.5 * 81_559.0
     hub.bridge.run_async(_evaluate(hub, [ok]))
-    qtbot.waitUntil(lambda: tab.alert_view.rows()[0][5] != "active", timeout=3000)
+    qtbot.waitUntil(lambda: tab.alert_view.rows()[0][7] != "active", timeout=3000)
     qtbot.waitUntil(lambda: tab.cards.cards["0"].badge_texts() == [], timeout=2000)
     assert [a.kind for a in hub.alerts()] == [AlertKind.OOM_RISK]
+    # Raised again soon after: the same row counts 2 and the desktop is not told twice.
+    shown = len(hub.notifier.shown)
+    hub.bridge.run_async(_evaluate(hub, [full]))
+    qtbot.waitUntil(lambda: tab.alert_view.rows()[0][6] == "2", timeout=3000)
+    assert len(tab.alert_view.rows()) == 1 and len(hub.notifier.shown) == shown
+    assert tab.alert_view.model.resets == 1  # appended and updated, never rebuilt
+
+
+def test_acknowledge_mute_and_hold_from_the_alert_view(tab: TelemetryTab, hub: TelemetryHub, qtbot: Any) -> None:
+    now = time.time()
+    hub.service.alerts.configure("demo", AlertThresholds(mem_used_pct=90.0), 3.0)
+    tab.show()
+    full = h100_sample(now, 0)
+    full.mem_used_mib = 0.95 * 81_559.0
+    hub.bridge.run_async(_evaluate(hub, [full]))
+    qtbot.waitUntil(lambda: len(tab.alert_view.rows()) == 1, timeout=3000)
+    view = tab.alert_view
+    view.table.selectRow(0)
+    assert view.ack_button.isEnabled()
+    view.ack_button.click()
+    assert view.rows()[0][7] == "active, seen" and not view.ack_button.isEnabled()
+    view.mute_button.click()
+    assert hub.service.alert_log.is_muted("demo", AlertKind.OOM_RISK)
+    assert view.mute_button.text().startswith("Unmute") and "OOM risk on demo" in view.muted_label.text()
+    shown = len(hub.notifier.shown)
+    other = h100_sample(now, 1)
+    other.mem_used_mib = 0.95 * 81_559.0
+    hub.bridge.run_async(_evaluate(hub, [other]))  # a new alert of a muted kind: logged, not notified
+    qtbot.waitUntil(lambda: len(view.rows()) == 2, timeout=3000)
+    assert len(hub.notifier.shown) == shown
+    view.hold_kind.setCurrentIndex(view.hold_kind.findData(AlertKind.POWER_THROTTLE))
+    assert view.hold_spin.value() == 60
+    view.hold_spin.setValue(120)
+    assert hub.service.alerts.policy(AlertKind.POWER_THROTTLE).hold_s == 120.0
 
 
 async def _evaluate(hub: TelemetryHub, samples: list[Any]) -> None:
@@ -207,3 +241,18 @@ def test_screenshot_has_content(tab: TelemetryTab, hub: TelemetryHub, qtbot: Any
         assert _colour_share(shot.toImage(), series_colour("util", pal)) > 0.0002
     finally:
         qapp.setPalette(old)
+
+
+def test_narrow_toolbar_wraps_instead_of_crushing_and_pause_is_visible(tab: TelemetryTab, qtbot: Any) -> None:
+    """Found: forced smaller, the toolbar is crushed ("T…t", "Al…ts"); paused shows only in a button text."""
+    tab.resize(640, 500)
+    tab.show()
+    qtbot.waitExposed(tab)
+    buttons = [*tab.page_buttons, tab.pause_button, tab.csv_button, tab.png_button]
+    for button in buttons:
+        assert button.width() >= button.sizeHint().width(), button.text()
+        assert button.geometry().right() <= tab.width(), button.text()
+    assert tab.png_button.y() > tab.page_buttons[0].y()  # on a second line
+    assert not tab.paused_label.isVisibleTo(tab)
+    tab.set_paused(True)
+    assert tab.paused_label.isVisibleTo(tab) and tab.detail.paused_badge.isVisibleTo(tab.detail)

@@ -17,13 +17,19 @@ def test_menu_lists_hosts_with_cost_and_actions_call_back(qtbot: Any) -> None:
         open_window=lambda: calls.append(("open", "")),
         connect_host=lambda name: calls.append(("connect", name)),
         stop_host=lambda name: calls.append(("stop", name)),
+        quit_app=lambda: calls.append(("quit", "")),
     )
     try:
-        tray.update_hosts([TrayHost("a100", "connected", 1.25, idle=True), TrayHost("h100", "unreachable", None)])
+        tray.update_hosts([TrayHost("a100", "connected", 1.25, idle=True, currency="USD"),
+                           TrayHost("h100", "unreachable", None)])
         texts = [a.text() for a in tray.menu.actions()]
         assert texts[0] == "Open gpuws"
-        assert "a100 — connected · 1.25 · idle" in texts and "h100 — unreachable" in texts
-        assert tray.toolTip() == "gpuws — 1 running, 1.25 so far"
+        assert "a100 — Connected · $1.25 · idle" in texts and "h100 — Unreachable" in texts
+        assert tray.toolTip() == "gpuws — 1 running, $1.25 so far"
+        tray.update_hosts([TrayHost("gpu", "auth_failed", None)])  # Found: raw "auth_failed"
+        assert "gpu — Authentication failed" in [a.text() for a in tray.menu.actions()]
+        tray.update_hosts([TrayHost("a100", "connected", 1.25, idle=True, currency="USD"),
+                           TrayHost("h100", "unreachable", None)])
 
         h100 = next(a for a in tray.menu.actions() if a.text().startswith("h100")).menu()
         connect, _stop = h100.actions()
@@ -34,7 +40,10 @@ def test_menu_lists_hosts_with_cost_and_actions_call_back(qtbot: Any) -> None:
         assert not a100_connect.isEnabled() and a100_stop.text() == "Stop instance (idle)"
         a100_stop.trigger()
         tray.menu.actions()[0].trigger()
-        assert calls == [("connect", "h100"), ("stop", "a100"), ("open", "")]
+        quit_action = tray.menu.actions()[-1]
+        assert quit_action.text() == "Quit gpuws"  # Found: the tray had no Quit
+        quit_action.trigger()
+        assert calls == [("connect", "h100"), ("stop", "a100"), ("open", ""), ("quit", "")]
     finally:
         tray.hide()
         tray.menu.deleteLater()

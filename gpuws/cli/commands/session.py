@@ -213,12 +213,15 @@ def run_cost(args: argparse.Namespace) -> int:
 
 
 def _cost_table(report: list[HostCost]) -> str:
-    def money(value: float | None) -> str:
-        return "-" if value is None else f"{value:.2f}"
+    from gpuws.core.money import money as as_money
 
     rows = [("HOST", "PRICE/H", "RUNNING", "TODAY", "MONTH", "BUDGET")]
     for c in report:
-        budget = "-" if c.budget.budget is None else f"{c.budget.spent:.2f}/{c.budget.budget:.2f} ({c.budget.level})"
+        def money(value: float | None, currency: str = c.currency) -> str:
+            return "-" if value is None else as_money(value, currency)
+
+        budget = ("-" if c.budget.budget is None else
+                  f"{money(c.budget.spent)}/{money(c.budget.budget)} ({c.budget.level})")
         rows.append((c.host, money(c.price_per_hour), money(c.running), money(c.daily), money(c.monthly), budget))
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
     return "\n".join("  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip() for row in rows)

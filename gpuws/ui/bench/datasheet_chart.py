@@ -94,7 +94,7 @@ class DatasheetChart(QWidget):
 
         # pyqtgraph's context menus are parentless: this ties them to the chart (see its docstring).
         self.plot_widget = owned_plot_widget(self)
-        self.plot_widget.setMinimumHeight(200)
+        self.plot_widget.setMinimumHeight(150)  # the window fits 600 px in height (issue 16)
         self.plot: pg.PlotItem = self.plot_widget.getPlotItem()
         self.plot.setMenuEnabled(False)
         self.plot.hideButtons()

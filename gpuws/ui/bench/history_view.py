@@ -82,6 +82,8 @@ class HistoryView(QWidget):
         compare_box = QWidget(self)
         compare_layout = QVBoxLayout(compare_box)
         compare_layout.setContentsMargins(0, 0, 0, 0)
+        for label in (self.compare_title, self.compare_note):
+            label.setWordWrap(True)  # a narrow window wraps the text rather than widening the tab
         compare_layout.addWidget(self.compare_title)
         compare_layout.addWidget(self.compare_note)
         compare_layout.addWidget(self.compare_table, 1)

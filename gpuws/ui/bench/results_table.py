@@ -2,6 +2,9 @@
 
 The verdict column is painted as a coloured badge (glyph and word, colours from the palette)
 with the reason in its tooltip. Outcomes come scored from `gpuws.core.bench`; nothing here judges.
+Failures come first (then warnings, inconclusive, passes, skipped); every header sorts, and the
+table can be filtered to one verdict. `cell`/`tooltip` take source rows (`row_of`), `shown_cell`
+takes the row as displayed.
 """
 
 from __future__ import annotations
@@ -10,7 +13,15 @@ from collections.abc import Mapping, Sequence
 from enum import IntEnum
 from typing import Any
 
-from PySide6.QtCore import QAbstractTableModel, QModelIndex, QPersistentModelIndex, QRectF, QSize, Qt
+from PySide6.QtCore import (
+    QAbstractTableModel,
+    QModelIndex,
+    QPersistentModelIndex,
+    QRectF,
+    QSize,
+    QSortFilterProxyModel,
+    Qt,
+)
 from PySide6.QtGui import QFont, QFontMetrics, QPainter, QPalette, QPen
 from PySide6.QtWidgets import (
     QAbstractItemView,
@@ -34,6 +45,11 @@ from gpuws.ui.bench.verdict_style import (
 )
 
 VERDICT_ROLE = Qt.ItemDataRole.UserRole + 1
+SORT_ROLE = Qt.ItemDataRole.UserRole + 2
+# Worst first: what needs attention is at the top of 70+ rows.
+VERDICT_RANK: dict[Verdict, int] = {
+    Verdict.FAIL: 0, Verdict.WARN: 1, Verdict.INCONCLUSIVE: 2, Verdict.PASS: 3, Verdict.SKIPPED: 4,
+}
 AnyIndex = QModelIndex | QPersistentModelIndex
 
 
@@ -99,7 +115,24 @@ class ResultsModel(QAbstractTableModel):
             return _alignment(column)
         if role == VERDICT_ROLE:
             return o.verdict.value  # a plain str: PySide turns a StrEnum into one anyway
+        if role == SORT_ROLE:
+            return self.sort_key(index.row(), column)
         return None
+
+    def sort_key(self, row: int, column: Column) -> Any:
+        """What a column sorts by: numbers as numbers, verdicts worst first, ties in run order."""
+        o = self.outcomes[row]
+        if column is Column.VERDICT:
+            return VERDICT_RANK.get(o.verdict, 9) * 10_000 + row
+        if column is Column.GPU:
+            return -1 if o.gpu is None else o.gpu
+        if column is Column.MEASURED:
+            return float("-inf") if o.measured is None else float(o.measured)
+        if column is Column.DATASHEET:
+            return float("-inf") if o.datasheet is None else float(o.datasheet)
+        if column is Column.PERCENT:
+            return float("-inf") if o.ratio is None or o.datasheet is None else float(o.ratio)
+        return self.text(o, column).lower()
 
     def text(self, o: Outcome, column: Column) -> str:
         """The cell text (also what tests read)."""
@@ -197,7 +230,11 @@ class ResultsTable(QTableView):
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.results_model = ResultsModel(self)
-        self.setModel(self.results_model)
+        self.proxy = _VerdictFilter(self)
+        self.proxy.setSourceModel(self.results_model)
+        self.proxy.setSortRole(SORT_ROLE)
+        self.setModel(self.proxy)
+        self.setSortingEnabled(True)
         self.badges = VerdictBadgeDelegate(self)
         self.setItemDelegateForColumn(Column.VERDICT, self.badges)
         self.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
@@ -215,8 +252,22 @@ class ResultsTable(QTableView):
             mode = QHeaderView.ResizeMode.Stretch if column is Column.NOTE else QHeaderView.ResizeMode.ResizeToContents
             header.setSectionResizeMode(column, mode)
 
+        self.sortByColumn(Column.VERDICT, Qt.SortOrder.AscendingOrder)  # failures first
+
     def set_outcomes(self, outcomes: Sequence[Outcome], gpu_names: Mapping[int, str] | None = None) -> None:
         self.results_model.set_outcomes(outcomes, gpu_names)
+
+    def set_verdict_filter(self, verdict: Verdict | None) -> None:
+        """Show only rows with `verdict` (None: all)."""
+        self.proxy.set_verdict(verdict)
+
+    def shown_rows(self) -> int:
+        return self.proxy.rowCount()
+
+    def shown_cell(self, row: int, column: Column) -> str:
+        """The text of a row as displayed (sorted and filtered)."""
+        source = self.proxy.mapToSource(self.proxy.index(row, column)).row()
+        return self.cell(source, column)
 
     def cell(self, row: int, column: Column) -> str:
         return self.results_model.text(self.results_model.outcomes[row], column)
@@ -224,6 +275,25 @@ class ResultsTable(QTableView):
     def tooltip(self, row: int, column: Column) -> str | None:
         value = self.results_model.data(self.results_model.index(row, column), Qt.ItemDataRole.ToolTipRole)
         return None if value is None else str(value)
+
+
+class _VerdictFilter(QSortFilterProxyModel):
+    verdict: Verdict | None = None
+
+    def set_verdict(self, verdict: Verdict | None) -> None:
+        if hasattr(self, "beginFilterChange"):  # Qt 6.9+: invalidateFilter() is deprecated there
+            self.beginFilterChange()
+            self.verdict = verdict
+            self.endFilterChange(QSortFilterProxyModel.Direction.Rows)
+        else:
+            self.verdict = verdict
+            self.invalidateFilter()
+
+    def filterAcceptsRow(self, source_row: int, source_parent: AnyIndex) -> bool:
+        if self.verdict is None:
+            return True
+        model = self.sourceModel()
+        return isinstance(model, ResultsModel) and model.outcomes[source_row].verdict is self.verdict
 
 
 class VerdictBadge(QWidget):

@@ -17,8 +17,10 @@ from typing import Any
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import (
     QButtonGroup,
+    QComboBox,
     QFileDialog,
     QHBoxLayout,
+    QLabel,
     QPushButton,
     QSplitter,
     QStackedWidget,
@@ -40,6 +42,7 @@ from gpuws.ui.bench.history_view import HistoryView, run_tag
 from gpuws.ui.bench.job import BenchJob, JobResult
 from gpuws.ui.bench.results_table import ResultsTable, VerdictBadge
 from gpuws.ui.bench.run_panel import LiveLog, RunPanel
+from gpuws.ui.flow_layout import FlowLayout
 from gpuws.ui.tabs import HostContext
 from gpuws.ui.theme import state_label
 from gpuws.ui.widgets import Badge, Banner, BannerKind, muted_label
@@ -89,14 +92,13 @@ class BenchmarksTab(QWidget):
         self.md_button = QPushButton("Export Markdown\u2026", self)
         self.md_button.setToolTip("Save the shown run's report and its comparison as Markdown")
         self.md_button.clicked.connect(lambda: self._ask_export("md"))
-        toolbar = QHBoxLayout()
-        toolbar.setSpacing(4)
+        toolbar = FlowLayout(spacing=4)  # wraps in a narrow window rather than clipping its buttons
         for button in self.page_buttons:
             toolbar.addWidget(button)
-        toolbar.addStretch(1)
+        toolbar.add_stretch()
         toolbar.addWidget(self.verdict_badge)
         toolbar.addWidget(self.sim_badge)
-        toolbar.addSpacing(8)
+        toolbar.add_spacing(8)
         toolbar.addWidget(self.json_button)
         toolbar.addWidget(self.md_button)
 
@@ -118,6 +120,13 @@ class BenchmarksTab(QWidget):
         self.run_summary = muted_label("", self)
         self.run_summary.setWordWrap(True)
         self.table = ResultsTable(self)
+        self.verdict_filter = QComboBox(self)
+        self.verdict_filter.setToolTip("Show only the checks with this verdict")
+        for text, verdict in (("All verdicts", None), ("Failures", Verdict.FAIL), ("Warnings", Verdict.WARN),
+                              ("Inconclusive", Verdict.INCONCLUSIVE), ("Passes", Verdict.PASS),
+                              ("Skipped", Verdict.SKIPPED)):
+            self.verdict_filter.addItem(text, verdict.value if verdict is not None else "")
+        self.verdict_filter.currentIndexChanged.connect(self._on_verdict_filter)
         self.chart = DatasheetChart(self)
         results = QWidget(self)
         results_layout = QVBoxLayout(results)
@@ -129,7 +138,11 @@ class BenchmarksTab(QWidget):
         splitter.setStretchFactor(0, 3)
         splitter.setStretchFactor(1, 2)
         splitter.setChildrenCollapsible(False)
-        results_layout.addWidget(self.run_summary)
+        summary_row = QHBoxLayout()
+        summary_row.addWidget(self.run_summary, 1)
+        summary_row.addWidget(QLabel("Show", self))
+        summary_row.addWidget(self.verdict_filter)
+        results_layout.addLayout(summary_row)
         results_layout.addWidget(splitter, 1)
         self.history_view = HistoryView(self)
         self.history_view.run_selected.connect(lambda run: self.show_run(run, from_list=True))
@@ -313,6 +326,10 @@ class BenchmarksTab(QWidget):
             self.history_view.show_comparison(run)
         else:
             self.history_view.set_history(self.history, run)
+
+    def _on_verdict_filter(self, _index: int) -> None:
+        value = str(self.verdict_filter.currentData() or "")
+        self.table.set_verdict_filter(Verdict(value) if value else None)
 
     def show_page(self, page: int) -> None:
         self.page_group.button(page).setChecked(True)

@@ -15,7 +15,7 @@ from collections.abc import Callable
 from typing import Any
 
 import shiboken6
-from PySide6.QtCore import QEvent, Qt
+from PySide6.QtCore import QEvent, Qt, Signal
 from PySide6.QtWidgets import (
     QHBoxLayout,
     QPushButton,
@@ -69,7 +69,11 @@ class ResizeTab(QWidget):
     """Change the GPU slice (MIG layouts, or the instance type) with a plan you confirm first.
 
     Interface: `ResizeTab(parent=None, *, audit_log=None)`, `set_host(context | None)`.
+    `price_changed(profile)` fires after a verified resize changed the host's hourly price (the
+    profile object is updated in place); the window refreshes the sidebar and the cost meter.
     """
+
+    price_changed = Signal(object)
 
     def __init__(self, parent: QWidget | None = None, *, audit_log: AuditLog | None = None) -> None:
         super().__init__(parent)
@@ -108,7 +112,7 @@ class ResizeTab(QWidget):
         self.error_banner.hide()
 
         self.picker = TargetPicker(self)
-        self.picker.setMinimumWidth(300)
+        self.picker.setMinimumWidth(230)  # the window fits 900 px (issue 16)
         self.picker.gpu_changed.connect(self._on_gpu_changed)
         self.picker.target_chosen.connect(self._on_target_chosen)
         self.picker.instance_type_chosen.connect(self._on_instance_type_chosen)
@@ -142,7 +146,7 @@ class ResizeTab(QWidget):
         splitter.addWidget(self.picker)
         splitter.addWidget(self.scroll_area)
         splitter.setStretchFactor(1, 1)
-        self.scroll_area.setMinimumWidth(440)
+        self.scroll_area.setMinimumWidth(330)
         splitter.setSizes([PICKER_WIDTH, 700])
 
         self.message = muted_label("", self)
@@ -277,6 +281,7 @@ class ResizeTab(QWidget):
         if runner is None or state is None:
             return
         self._clear_plan()
+        self.progress_view.hide()  # a new plan: the last resize's outcome no longer sits above it
         self.plan_view.summary.setText("planning…")
         self.plan_view.show()
         self._run(operations.preview_mig(runner, state.index, target), self._on_preview, self._on_preview_failed)
@@ -305,6 +310,7 @@ class ResizeTab(QWidget):
         if self.context is None:
             return
         self._clear_plan()
+        self.progress_view.hide()
         profile = self.context.profile
         try:
             plan = plan_provider_resize(profile.provider, instance_type)
@@ -390,12 +396,30 @@ class ResizeTab(QWidget):
         kind = outcome_kind(result.outcome, result.ok)
         if isinstance(result, ResizeResult):
             title, detail = mig_outcome_text(result)
+            if result.outcome == TARGET_VERIFIED:
+                self._follow_new_price()
+                reprobe = getattr(self.context.session, "reprobe", None) if self.context else None
+                if reprobe is not None:
+                    reprobe()  # the Overview shows the new MIG layout, not the one before
         else:
             title, detail = provider_outcome_text(result)
             if self.context is not None and kind is not OutcomeKind.ERROR:
                 self.context.session.connect_host()  # the instance restarted: connect afresh
         self.progress_view.finish(kind, title, detail)
         self._after_apply()
+
+    def _follow_new_price(self) -> None:
+        """The host's price moves by what the resized GPU's layout costs more (or less)."""
+        if self.context is None or self.preview is None or self.prices is None:
+            return
+        plan, model = self.preview.plan, self.preview.model
+        before = layout_figures(plan.before, model, self.prices).price_per_hour
+        after = layout_figures(plan.after, model, self.prices).price_per_hour
+        profile = self.context.profile
+        if before is None or after is None or profile.price_per_hour is None:
+            return
+        profile.price_per_hour = round(max(0.0, profile.price_per_hour + after - before), 4)
+        self.price_changed.emit(profile)
 
     def _on_apply_failed(self, exc: BaseException) -> None:
         if self._finished_elsewhere():

@@ -17,11 +17,12 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from PySide6.QtCore import QSignalBlocker, Qt, QTimer, QUrl
-from PySide6.QtGui import QDesktopServices, QGuiApplication
+from PySide6.QtCore import QSignalBlocker, Qt, QTimer
+from PySide6.QtGui import QGuiApplication
 from PySide6.QtWidgets import (
     QCheckBox,
     QComboBox,
+    QDoubleSpinBox,
     QFileDialog,
     QGridLayout,
     QHBoxLayout,
@@ -42,6 +43,7 @@ from gpuws.core.cost import sessions_csv
 from gpuws.core.errors import GpuwsError
 from gpuws.core.idle import GpuActivity, IdleDetector, IdleEvent
 from gpuws.core.models import HostProfile
+from gpuws.core.money import currency_of, money, rate
 from gpuws.core.session import HostCost, SessionLedger, budget_warning, host_cost
 from gpuws.core.terminal import ssh_argv, ssh_command_line, terminal_argv
 from gpuws.core.tunnels import PRESETS, Preset, spec_for, vnc_viewer_argv
@@ -63,6 +65,8 @@ class SessionTab(QWidget):
         self.ledger = ledger or SessionLedger()
         self._ledger_lock = asyncio.Lock()
         self.tunnels: dict[str, list[Any]] = {}  # host name -> open gpuws.remote.tunnels.Tunnel
+        self._budget_stopped: set[str] = set()  # hosts stopped at 100 % of a budget (once each)
+        self._budget_shown_for: str | None = None
         self.idle: dict[str, IdleDetector] = {}
         self._tracked: dict[str, Any] = {}  # host name -> the HostSession whose states we follow
         self.auto_stop: dict[str, str] = {}  # host name -> its pre-stop command, when "stop when idle" is on
@@ -131,6 +135,32 @@ class SessionTab(QWidget):
         self.budget_bar.setRange(0, 1000)
         self.budget_bar.setTextVisible(True)
         box.addWidget(self.budget_bar)
+        self.daily_bar = QProgressBar(card)
+        self.daily_bar.setRange(0, 1000)
+        self.daily_bar.setTextVisible(True)
+        self.daily_bar.hide()
+        box.addWidget(self.daily_bar)
+        # Budgets: daily and monthly limits (0 = none), a warning at 80 %, an optional stop at 100 %.
+        budgets = QHBoxLayout()
+        self.daily_budget_spin = QDoubleSpinBox(card)
+        self.monthly_budget_spin = QDoubleSpinBox(card)
+        for spin in (self.daily_budget_spin, self.monthly_budget_spin):
+            spin.setRange(0.0, 1_000_000.0)
+            spin.setDecimals(2)
+            spin.setSpecialValueText("none")
+            spin.setToolTip("Spending limit; a warning shows at 80 %")
+        self.stop_at_budget_check = QCheckBox("Stop at 100 %", card)
+        self.stop_at_budget_check.setToolTip("Stop the instance (through its provider) when a budget is used up")
+        self.save_budget_button = QPushButton("Set budget", card)
+        self.save_budget_button.clicked.connect(self.save_budget)
+        budgets.addWidget(muted_label("Daily", card))
+        budgets.addWidget(self.daily_budget_spin)
+        budgets.addWidget(muted_label("Monthly", card))
+        budgets.addWidget(self.monthly_budget_spin)
+        budgets.addWidget(self.stop_at_budget_check)
+        budgets.addStretch(1)
+        budgets.addWidget(self.save_budget_button)
+        box.addLayout(budgets)
         self.export_button = QPushButton("Export history (CSV)…", card)
         self.export_button.clicked.connect(self.export_csv)
         box.addWidget(self.export_button)
@@ -200,11 +230,15 @@ class SessionTab(QWidget):
         buttons = QHBoxLayout()
         self.browse_tunnel_button = QPushButton("Open in browser", card)
         self.browse_tunnel_button.clicked.connect(self.open_selected_tunnel)
+        self.copy_url_button = QPushButton("Copy URL", card)
+        self.copy_url_button.setToolTip("Copy the tunnel's URL, with its login token, to the clipboard")
+        self.copy_url_button.clicked.connect(self.copy_selected_url)
         self.close_tunnel_button = QPushButton("Close tunnel", card)
         self.close_tunnel_button.clicked.connect(self.close_selected_tunnel)
         self.tunnel_status = muted_label("", card)
         self.tunnel_status.setWordWrap(True)
         buttons.addWidget(self.browse_tunnel_button)
+        buttons.addWidget(self.copy_url_button)
         buttons.addWidget(self.close_tunnel_button)
         buttons.addWidget(self.tunnel_status, 1)
         box.addLayout(buttons)
@@ -262,9 +296,21 @@ class SessionTab(QWidget):
             with QSignalBlocker(self.idle_check), QSignalBlocker(self.pre_stop_edit):
                 self.idle_check.setChecked(name in self.auto_stop)
                 self.pre_stop_edit.setText(self.auto_stop.get(name, ""))
+        self._update_power_buttons()
         self._show_ssh_command()
         self._fill_tunnels()
         self.refresh_cost()
+
+    def _update_power_buttons(self) -> None:
+        """Start/stop only with a provider to ask; otherwise say how to add one (issue 16)."""
+        profile = self.profile
+        provider = profile.provider.kind if profile is not None else None
+        usable = profile is not None and bool(provider) and not profile.simulated
+        for button in (self.start_button, self.stop_button):
+            button.setEnabled(usable)
+            button.setToolTip("" if usable else (
+                "The demo host has no cloud instance to start or stop" if profile is not None and profile.simulated
+                else "No cloud provider is set for this host: add one with Host ▸ Edit… to start and stop it"))
 
     def track(self, session: Any) -> None:
         """Meter the cost of a HostSession (and keep its tunnels' state) whether or not it is shown.
@@ -346,19 +392,26 @@ class SessionTab(QWidget):
             self.rate_label.setText(str(exc))
             return
         self.last_cost = cost
-        self.running_label.setText(f"{cost.running:.2f}" if cost.running is not None else "not running")
-        price = f"{cost.price_per_hour:.2f} / h" if cost.price_per_hour else "no hourly price set"
+        cur = cost.currency
+        self.running_label.setText(money(cost.running, cur) if cost.running is not None else "not running")
+        price = rate(cost.price_per_hour, cur) if cost.price_per_hour else "no hourly price set"
         slice_text = f" · {cost.slice_profile}" if cost.slice_profile else ""
         self.rate_label.setText(f"this session · {price}{slice_text}")
-        self.today_label.setText(f"{cost.daily:.2f}")
-        self.month_label.setText(f"{cost.monthly:.2f}")
-        if cost.budget.budget:
-            self.budget_bar.setVisible(True)
-            self.budget_bar.setValue(min(1000, int(1000 * cost.budget.spent / cost.budget.budget)))
-            self.budget_bar.setFormat(f"{cost.budget.spent:.2f} of {cost.budget.budget:.2f} monthly budget")
-        else:
-            self.budget_bar.setVisible(False)
+        self.today_label.setText(money(cost.daily, cur))
+        self.month_label.setText(money(cost.monthly, cur))
+        for bar, status in ((self.budget_bar, cost.budget), (self.daily_bar, cost.daily_budget)):
+            if status is not None and status.budget:
+                bar.setVisible(True)
+                bar.setValue(min(1000, int(1000 * status.spent / status.budget)))
+                bar.setFormat(f"{money(status.spent, cur)} of {money(status.budget, cur)} {status.period} budget")
+            else:
+                bar.setVisible(False)
+        self._show_budget(profile)
         warning = budget_warning(cost)
+        if cost.stop_at_budget and cost.worst_budget().level == "exceeded" and profile.name not in self._budget_stopped:
+            self._budget_stopped.add(profile.name)  # once: the user may start it again on purpose
+            if self.context is not None and self.context.profile.name == profile.name:
+                self.power("stop")
         idle = self.idle_warnings.get(profile.name)
         self.banner.setVisible(warning is not None or idle is not None)
         if warning:
@@ -367,6 +420,44 @@ class SessionTab(QWidget):
         elif idle:
             self.banner.set_kind(BannerKind.WARNING)
             self.banner.set_text(idle)
+
+    def _show_budget(self, profile: HostProfile) -> None:
+        if self._budget_shown_for == profile.name:
+            return  # keep what the user is typing
+        self._budget_shown_for = profile.name
+        self.daily_budget_spin.setValue(profile.budget_daily or 0.0)
+        self.monthly_budget_spin.setValue(profile.budget or 0.0)
+        self.stop_at_budget_check.setChecked(profile.budget_stop)
+        symbol = money(0, currency_of(profile.currency)).replace("0.00", "").strip()
+        for spin in (self.daily_budget_spin, self.monthly_budget_spin):
+            spin.setPrefix(symbol if len(symbol) == 1 else "")
+            spin.setSuffix("" if len(symbol) == 1 else f" {symbol}")
+
+    def save_budget(self) -> None:
+        """Keep the budgets in the host's profile (in memory only for the demo host)."""
+        if self.context is None:
+            return
+        profile = self.context.profile
+        profile.budget = self.monthly_budget_spin.value() or None
+        profile.budget_daily = self.daily_budget_spin.value() or None
+        profile.budget_stop = self.stop_at_budget_check.isChecked()
+        self._budget_stopped.discard(profile.name)
+        self.refresh_cost()
+        if profile.simulated:
+            return
+        from dataclasses import replace
+
+        from gpuws.core.profiles import ProfileStore
+
+        saved = replace(profile)
+
+        def write() -> None:
+            store = ProfileStore()
+            current = store.get(saved.name)
+            store.update(replace(current, budget=saved.budget, budget_daily=saved.budget_daily,
+                                 budget_stop=saved.budget_stop), saved.name)
+
+        self.context.bridge.run_blocking(write, None, lambda exc: self.rate_label.setText(str(exc)), owner=self)
 
     def export_csv(self, path: str | None = None) -> None:
         target = path or QFileDialog.getSaveFileName(self, "Export session history", "gpuws-sessions.csv",
@@ -394,7 +485,11 @@ class SessionTab(QWidget):
     def copy_ssh_command(self) -> None:
         if self.profile is not None:
             QGuiApplication.clipboard().setText(self.ssh_label.text())
-            self.access_status.setText("ssh command copied.")
+            password = getattr(self.context.session, "simulated_password", None) if self.context else None
+            # The demo's password is a throwaway for a simulated host on this computer: without it
+            # the copied command cannot log in (a real host's password is never shown).
+            self.access_status.setText("ssh command copied." + (
+                f" The simulated demo host's password is {password}" if password else ""))
 
     def open_terminal(self) -> None:
         if self.profile is None:
@@ -483,14 +578,32 @@ class SessionTab(QWidget):
         return rows[index] if 0 <= index < len(rows) else None
 
     def _open_url(self, tunnel: Any) -> None:
+        from gpuws.ui.external import open_in_browser
+
+        # Never QDesktopServices: it prints the whole URL (token included) on stderr when it fails.
         if tunnel.spec.info.opens_in_browser:
-            QDesktopServices.openUrl(QUrl(tunnel.url))  # the token goes to the browser, nowhere else
+            if not open_in_browser(tunnel.url):  # the token goes to the browser, nowhere else
+                self.tunnel_status.setText("No web browser could be opened here. Use Copy URL and paste it "
+                                           "into a browser (the URL includes the login token).")
             return
         viewer = vnc_viewer_argv(tunnel.local_port or 0)
         if viewer:
             subprocess.Popen(viewer, stdin=subprocess.DEVNULL, start_new_session=True)
-        elif not QDesktopServices.openUrl(QUrl(tunnel.url)):
-            self.tunnel_status.setText(f"No VNC viewer found; connect yours to {tunnel.display_url}")
+        elif not open_in_browser(tunnel.url):
+            self.tunnel_status.setText(f"No VNC viewer found; connect yours to {tunnel.display_url} "
+                                       "(Copy URL puts it on the clipboard)")
+
+    def copy_selected_url(self) -> None:
+        """The selected tunnel's full URL (with its token) to the clipboard only."""
+        from gpuws.ui.external import copy_to_clipboard
+
+        tunnel = self._selected_tunnel()
+        if tunnel is None:
+            rows = self.tunnels.get(self.profile.name, []) if self.profile is not None else []
+            tunnel = rows[-1] if rows else None
+        if tunnel is not None:
+            copy_to_clipboard(tunnel.url)
+            self.tunnel_status.setText(f"Copied the URL of {tunnel.spec.info.label} (with its token) to the clipboard.")
 
     def open_selected_tunnel(self) -> None:
         tunnel = self._selected_tunnel()

@@ -15,7 +15,6 @@ from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import (
     QButtonGroup,
     QFileDialog,
-    QHBoxLayout,
     QPushButton,
     QSplitter,
     QStackedWidget,
@@ -27,6 +26,7 @@ from PySide6.QtWidgets import (
 from gpuws.core.errors import GpuwsError
 from gpuws.core.simulation import SIM_LABEL
 from gpuws.core.telemetry.alerts import AlertEvent
+from gpuws.ui.flow_layout import FlowLayout
 from gpuws.ui.tabs import HostContext
 from gpuws.ui.telemetry.alert_log import AlertLogView
 from gpuws.ui.telemetry.export import export_range_csv, export_widget_png
@@ -35,10 +35,11 @@ from gpuws.ui.telemetry.host_cards import HostCards
 from gpuws.ui.telemetry.hub import TelemetryHub, telemetry_hub
 from gpuws.ui.telemetry.metric_plot import DetailPlot
 from gpuws.ui.telemetry.overview_grid import OverviewGrid
+from gpuws.ui.telemetry.process_table import ProcessTable
 from gpuws.ui.widgets import Badge, Banner, BannerKind, muted_label
 
 WINDOWS: tuple[tuple[str, float], ...] = (("1 min", 60.0), ("10 min", 600.0), ("1 h", 3600.0), ("24 h", 86400.0))
-PAGE_HOST, PAGE_OVERVIEW, PAGE_ALERTS = 0, 1, 2
+PAGE_HOST, PAGE_OVERVIEW, PAGE_ALERTS, PAGE_PROCESSES = 0, 1, 2, 3
 
 
 def _segmented(parent: QWidget, labels: list[str], checked: int) -> tuple[QButtonGroup, list[QToolButton]]:
@@ -76,7 +77,8 @@ class TelemetryTab(QWidget):
         self._names: dict[str, str] = {}
 
         # Toolbar: view | time window, pause | source, SIMULATED | export.
-        self.page_group, self.page_buttons = _segmented(self, ["This host", "All hosts", "Alerts"], PAGE_HOST)
+        self.page_group, self.page_buttons = _segmented(self, ["This host", "All hosts", "Alerts", "Processes"],
+                                                        PAGE_HOST)
         self.page_group.idClicked.connect(self.show_page)
         self.window_group, window_buttons = _segmented(self, [w[0] for w in WINDOWS], 1)
         self.window_group.idClicked.connect(lambda i: self.set_window(WINDOWS[i][1]))
@@ -97,19 +99,24 @@ class TelemetryTab(QWidget):
         self.png_button.setToolTip("Save the current view as a PNG image")
         self.png_button.clicked.connect(self._ask_export_view_png)
 
-        toolbar = QHBoxLayout()
-        toolbar.setSpacing(4)
+        self.paused_label = Badge("Paused", "warning", self)
+        self.paused_label.setToolTip("The graphs are frozen; samples keep being recorded. Resume to follow them.")
+        self.paused_label.hide()
+
+        # Wraps onto a second line in a narrow window instead of crushing the buttons.
+        toolbar = FlowLayout(spacing=4)
         for button in self.page_buttons:
             toolbar.addWidget(button)
-        toolbar.addSpacing(16)
+        toolbar.add_spacing(16)
         for button in window_buttons:
             toolbar.addWidget(button)
-        toolbar.addSpacing(8)
+        toolbar.add_spacing(8)
         toolbar.addWidget(self.pause_button)
-        toolbar.addStretch(1)
+        toolbar.addWidget(self.paused_label)
+        toolbar.add_stretch()
         toolbar.addWidget(self.source_label)
         toolbar.addWidget(self.sim_badge)
-        toolbar.addSpacing(8)
+        toolbar.add_spacing(8)
         toolbar.addWidget(self.csv_button)
         toolbar.addWidget(self.png_button)
 
@@ -133,8 +140,9 @@ class TelemetryTab(QWidget):
         self.overview = OverviewGrid(self)
         self.overview.canvas.tile_clicked.connect(self._on_tile_clicked)
         self.alert_view = AlertLogView(self)
+        self.process_table = ProcessTable(self)
         self.body = QStackedWidget(self)
-        for page in (self.host_page, self.overview, self.alert_view):
+        for page in (self.host_page, self.overview, self.alert_view, self.process_table):
             self.body.addWidget(page)
 
         layout = QVBoxLayout(self)
@@ -169,6 +177,10 @@ class TelemetryTab(QWidget):
             self._on_inventory(context.session.inventory)
         self.cards.clear()
         self.close_detail()
+        session = context.session if context is not None else None
+        self.process_table.set_source(context.bridge if context is not None else None,
+                                      (lambda: getattr(getattr(session, "connection", None), "runner", None))
+                                      if session is not None else None)
         self._drawn = None
         self._on_frame()
 
@@ -197,6 +209,8 @@ class TelemetryTab(QWidget):
         self.paused = paused
         self.pause_button.setChecked(paused)
         self.pause_button.setText("Resume" if paused else "Pause")
+        self.detail.set_paused(paused)
+        self.paused_label.setVisible(paused)
         if not paused:
             self._drawn = None
             self._on_frame()
@@ -204,6 +218,8 @@ class TelemetryTab(QWidget):
     def open_detail(self, key: str, metric: str) -> None:
         if self.host is None:
             return
+        if self.context is not None:
+            self.detail.oom_pct = self.context.profile.alerts.mem_used_pct
         self.detail.show_metric(self.host, key, metric)
         if not self.detail.isVisibleTo(self):
             self.detail.show()
@@ -287,13 +303,19 @@ class TelemetryTab(QWidget):
     # --- alerts -----------------------------------------------------------------------------
 
     def _on_alert_changed(self, event: AlertEvent) -> None:
-        self._refresh_alerts()
+        self.alert_view.apply(event)  # one row added or updated, never a rebuild
+        self._update_alert_count()
         self._drawn = None
 
     def _refresh_alerts(self) -> None:
         if self.hub is None:
             return
-        self.alert_view.set_alerts(self.hub.alerts())
+        self.alert_view.attach(self.hub.service.alert_log, self.hub.service.alerts)
+        self._update_alert_count()
+
+    def _update_alert_count(self) -> None:
+        if self.hub is None:
+            return
         active = self.hub.active_alerts()
         self.page_buttons[PAGE_ALERTS].setText(f"Alerts ({len(active)})" if active else "Alerts")
 

@@ -22,6 +22,7 @@ from gpuws.ui.telemetry.metrics import (
     link_text,
     processes_text,
     pstate_text,
+    throttle_kinds,
     throttle_text,
 )
 from gpuws.ui.telemetry.sparkline import MetricRow, SparklineRows
@@ -35,6 +36,8 @@ ALERT_BADGES: dict[AlertKind, tuple[str, str]] = {
     AlertKind.POWER_THROTTLE: ("Power throttle", "warning"),
     AlertKind.IDLE_GPU: ("Idle", "warning"),
 }
+
+_THROTTLE_KINDS = frozenset({AlertKind.THERMAL_THROTTLE, AlertKind.POWER_THROTTLE})
 
 # The store columns of every card row's series, in row order.
 _SERIES_COLUMNS = [METRIC_INDEX[name] for metric in CARD_METRICS for name in metric.series]
@@ -187,10 +190,16 @@ class GpuCard(Card):
                 self.pstate.setText(pstate)
             for name_, text_of in FACTS:
                 self.facts.set_text(name_, text_of(sample))
-        self._show_alerts(alerts)
+        self._show_alerts(alerts, sample)
 
-    def _show_alerts(self, alerts: Sequence[Alert]) -> None:
-        wanted = {a.kind: a for a in alerts if a.active and a.kind in ALERT_BADGES}
+    def _show_alerts(self, alerts: Sequence[Alert], sample: GpuSample | None = None) -> None:
+        # Throttle badges follow the same decoded reasons as the Throttle row, so a badge never
+        # says "Power throttle" beside "Throttle: none" while the alert waits out its clear delay.
+        throttling = throttle_kinds(sample)
+        wanted: dict[AlertKind, Alert | None] = {
+            a.kind: a for a in alerts if a.active and a.kind in ALERT_BADGES and a.kind not in _THROTTLE_KINDS}
+        for kind in throttling:
+            wanted[kind] = next((a for a in alerts if a.kind is kind and a.active), None)
         for kind in list(self._badges):
             if kind not in wanted:
                 badge = self._badges.pop(kind)
@@ -202,8 +211,9 @@ class GpuCard(Card):
                 self._badges[kind] = Badge(text, colour, self)
                 self._badge_row.addWidget(self._badges[kind])
             badge = self._badges[kind]
-            if badge.toolTip() != alert.message:
-                badge.setToolTip(alert.message)
+            tip = alert.message if alert is not None else (throttle_text(sample) if sample is not None else "")
+            if badge.toolTip() != tip:
+                badge.setToolTip(tip)
 
     def badge_texts(self) -> list[str]:
         """The alert badges shown (for tests and accessibility)."""

@@ -14,15 +14,23 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 import pyqtgraph as pg
-from PySide6.QtCore import QPointF, Qt, Signal
+from PySide6.QtCore import QEvent, QObject, QPointF, Qt, Signal
 from PySide6.QtGui import QColor
-from PySide6.QtWidgets import QApplication, QComboBox, QHBoxLayout, QMenu, QPushButton, QVBoxLayout, QWidget
+from PySide6.QtWidgets import (
+    QApplication,
+    QComboBox,
+    QHBoxLayout,
+    QMenu,
+    QPushButton,
+    QVBoxLayout,
+    QWidget,
+)
 
 from gpuws.core.telemetry.store import TelemetryStore
 from gpuws.ui import theme
 from gpuws.ui.telemetry.gpu_card import device_title
 from gpuws.ui.telemetry.metrics import DETAIL_METRICS, series_colour
-from gpuws.ui.widgets import heading
+from gpuws.ui.widgets import Badge, heading
 
 F64 = npt.NDArray[np.float64]
 
@@ -59,7 +67,11 @@ def configure_plot(plot: pg.PlotItem) -> None:
 
 
 class DetailPlot(QWidget):
-    """One metric over the selected window; hover shows the time and value under the cursor."""
+    """One metric over the selected window, with labelled axes, a legend and labelled thresholds.
+
+    Hover shows the time and value under the cursor in a boxed readout that stays inside the
+    plot and goes away when the mouse leaves it; a "Paused" badge shows when the view is frozen.
+    """
 
     close_requested = Signal()
     export_requested = Signal()
@@ -71,8 +83,13 @@ class DetailPlot(QWidget):
         self.metric_name = "util_gpu_pct"
         self._t: F64 = np.empty(0)
         self._y: F64 = np.empty(0)
+        self.oom_pct = 90.0  # the host's OOM-risk threshold, drawn on the memory plot
+        self._recolouring = False
+        self._memory_total: float | None = None  # the device's memory, the top of the memory plot
 
         self.title = heading("", 1.05, self)
+        self.paused_badge = Badge("Paused: not following new samples", "warning", self)
+        self.paused_badge.setVisible(False)
         self.metric_box = QComboBox(self)
         for name, (label, unit) in DETAIL_METRICS.items():
             self.metric_box.addItem(f"{label} ({unit})", name)
@@ -87,23 +104,36 @@ class DetailPlot(QWidget):
         self.plot_widget.setMinimumHeight(180)
         self.plot: pg.PlotItem = self.plot_widget.getPlotItem()
         configure_plot(self.plot)
+        self.legend = self.plot.addLegend(offset=(10, 5))
+        self.plot.setLabel("bottom", "Time")
+        for axis in ("left", "bottom"):
+            self.plot.getAxis(axis).enableAutoSIPrefix(False)  # "MiB" never becomes "kMiB"
         self.band_top = pg.PlotDataItem(connect="finite", antialias=False)
         self.band_bottom = pg.PlotDataItem(connect="finite", antialias=False)
         self.band = pg.FillBetweenItem(self.band_top, self.band_bottom)
         self.plot.addItem(self.band)
-        self.curve = pg.PlotDataItem(connect="finite", antialias=False)
+        self.curve = pg.PlotDataItem(connect="finite", antialias=False, name="GPU utilisation")
         self.plot.addItem(self.curve)
+        self.threshold_line = pg.InfiniteLine(angle=0, movable=False, label="",
+                                              labelOpts={"position": 0.98, "anchors": [(1, 1), (1, 1)]})
+        self.threshold_line.setVisible(False)
+        self.plot.addItem(self.threshold_line, ignoreBounds=True)
         self.v_line = pg.InfiniteLine(angle=90, movable=False)
         self.h_line = pg.InfiniteLine(angle=0, movable=False)
-        self.hover_label = pg.TextItem(anchor=(0, 1))
+        self.hover_label = pg.TextItem(anchor=(0, 1), border=None, fill=None)
+        self.hover_label.setZValue(100)
         for item in (self.v_line, self.h_line, self.hover_label):
             item.setVisible(False)
             self.plot.addItem(item, ignoreBounds=True)
         self.plot_widget.scene().sigMouseMoved.connect(self._on_mouse_moved)
+        # The scene only reports moves: leaving the view must hide the readout itself.
+        self.plot_widget.viewport().installEventFilter(self)
+        self.plot_widget.installEventFilter(self)
         self.apply_palette()
 
         header = QHBoxLayout()
         header.addWidget(self.title)
+        header.addWidget(self.paused_badge)
         header.addStretch(1)
         header.addWidget(self.metric_box)
         header.addWidget(self.export_button)
@@ -134,6 +164,16 @@ class DetailPlot(QWidget):
         self.v_line.setPen(pg.mkPen(muted, style=Qt.PenStyle.DashLine))
         self.h_line.setPen(pg.mkPen(muted, style=Qt.PenStyle.DashLine))
         self.hover_label.setColor(text)
+        # A boxed readout: readable over the line and the grid, in either theme.
+        box = QColor(pal.color(pal.ColorRole.ToolTipBase))
+        box.setAlpha(235)
+        self.hover_label.fill = pg.mkBrush(box)
+        self.hover_label.border = pg.mkPen(theme.border_colour(pal))
+        self.hover_label.setColor(pal.color(pal.ColorRole.ToolTipText))
+        warn = theme.warning_colour(pal)
+        self.threshold_line.setPen(pg.mkPen(warn, width=1, style=Qt.PenStyle.DashLine))
+        self.threshold_line.label.setColor(warn)
+        self.legend.setLabelTextColor(text)
 
     def show_metric(self, host: str, key: str, metric: str) -> None:
         """Plot `metric` of device `key` of `host` from the next refresh on."""
@@ -143,9 +183,56 @@ class DetailPlot(QWidget):
         self.metric_box.setCurrentIndex(self.metric_box.findData(self.metric_name))
         self.metric_box.blockSignals(False)
         self._update_title()
+        label, unit = DETAIL_METRICS[self.metric_name]
+        self.curve.opts["name"] = label
+        self.legend.clear()
+        self.legend.addItem(self.curve, label)
+        self.plot.setLabel("left", label, units=unit)
+        self.threshold_line.setVisible(False)
         self.apply_palette()
         self._t = self._y = np.empty(0)
 
+    def set_threshold(self, value_pct: float | None, text: str = "", *, y: float | None = None) -> None:
+        """Draw a labelled threshold ("OOM risk 90 %") at `y` in the plot's unit (None: hide it)."""
+        if value_pct is None or y is None:
+            self.threshold_line.setVisible(False)
+            return
+        self.threshold_line.setPos(y)
+        self.threshold_line.label.setFormat(text)
+        self.threshold_line.setVisible(True)
+
+    def threshold_text(self) -> str:
+        return str(self.threshold_line.label.format) if self.threshold_line.isVisible() else ""
+
+    def legend_names(self) -> list[str]:
+        return [label.text for _sample, label in self.legend.items]
+
+    def set_paused(self, paused: bool) -> None:
+        """Show (or hide) that the plot is frozen while samples keep being recorded."""
+        self.paused_badge.setVisible(paused)
+
+    def readout_text(self) -> str:
+        return str(self.hover_label.textItem.toPlainText()) if self.hover_label.isVisible() else ""
+
+    def leave_plot(self) -> None:
+        """The mouse left the plot: no readout, no crosshair."""
+        for item in (self.v_line, self.h_line, self.hover_label):
+            item.setVisible(False)
+
+    def changeEvent(self, event: QEvent) -> None:
+        # A theme switch: the plot is not a styled widget, so recolour it by hand (it stayed white).
+        super().changeEvent(event)
+        if event.type() in (QEvent.Type.PaletteChange, QEvent.Type.ApplicationPaletteChange) and not self._recolouring:
+            self._recolouring = True
+            try:
+                self.apply_palette()
+            finally:
+                self._recolouring = False
+
+    def eventFilter(self, watched: QObject, event: QEvent) -> bool:
+        if event.type() == QEvent.Type.Leave:
+            self.leave_plot()
+        return super().eventFilter(watched, event)
     def _on_metric_chosen(self, _index: int) -> None:
         if self.host is not None and self.key is not None:
             self.show_metric(self.host, self.key, str(self.metric_box.currentData()))
@@ -174,12 +261,27 @@ class DetailPlot(QWidget):
         else:
             self.band.setVisible(False)
         self.plot.setXRange(t_from, t_to, padding=0)
+        self._draw_threshold(store)
         unit = DETAIL_METRICS[self.metric_name][1]
         if unit in _PERCENT_UNITS:
             self.plot.setYRange(0, 100, padding=0.02)
+        elif self._memory_total is not None:
+            self.plot.setYRange(0, self._memory_total, padding=0.02)  # the whole card, OOM line included
         else:
             self.plot.enableAutoRange(axis="y")
-        self.plot.setLabel("left", unit)
+
+    def _draw_threshold(self, store: TelemetryStore) -> None:
+        """The OOM-risk line on the memory plot, labelled so nobody wonders what it is."""
+        self._memory_total = None
+        if self.metric_name == "mem_used_mib" and self.host is not None and self.key is not None:
+            sample = store.latest(self.host).get(self.key)
+            total = sample.mem_total_mib if sample is not None else None
+            self._memory_total = total or None
+            if total:
+                label = f"OOM risk {self.oom_pct:g} %"
+                self.set_threshold(self.oom_pct, label, y=total * self.oom_pct / 100.0)
+                return
+        self.set_threshold(None)
 
     def plotted(self) -> tuple[F64, F64]:
         """The (t, y) last given to the curve; NaN marks gaps."""
@@ -198,7 +300,8 @@ class DetailPlot(QWidget):
         return f"{when}  gap" if np.isnan(value) else f"{when}  {value:.1f} {unit}"
 
     def _on_mouse_moved(self, pos: QPointF) -> None:
-        inside = self.plot.sceneBoundingRect().contains(pos)
+        # Only inside the data area (the view box), not over the axes or the legend margin.
+        inside = self.plot.vb.sceneBoundingRect().contains(pos)
         text = self.hover_text(self.plot.vb.mapSceneToView(pos).x()) if inside else None
         for item in (self.v_line, self.h_line, self.hover_label):
             item.setVisible(text is not None)
@@ -208,4 +311,10 @@ class DetailPlot(QWidget):
         self.v_line.setPos(point.x())
         self.h_line.setPos(point.y())
         self.hover_label.setText(text)
+        # Keep the box inside the plot: flip it left of / below the cursor near the right / top edge.
+        box = self.plot.vb.sceneBoundingRect()
+        size = self.hover_label.textItem.boundingRect()
+        right = pos.x() + size.width() + 12 > box.right()
+        top = pos.y() - size.height() - 12 < box.top()
+        self.hover_label.setAnchor((1.0 if right else 0.0, 0.0 if top else 1.0))
         self.hover_label.setPos(point.x(), point.y())

@@ -11,7 +11,9 @@ from dataclasses import dataclass
 
 from PySide6.QtGui import QColor, QPalette
 
+from gpuws.core.telemetry.alerts import AlertKind
 from gpuws.core.telemetry.sample import GpuSample
+from gpuws.core.telemetry.throttle import POWER_REASONS, THERMAL_REASONS
 from gpuws.ui import theme
 
 NOT_SUPPORTED = "not supported"
@@ -65,8 +67,13 @@ class CardMetric:
     unit: str  # of the plotted values, for the detail plot's axis
 
 
+def percent_text(value: float) -> str:
+    """'87 %', held to 0..100: a vGPU's counters can overshoot ("101 %") for a sample."""
+    return f"{min(100.0, max(0.0, value)):.0f} %"
+
+
 def _util(s: GpuSample) -> str:
-    return NOT_SUPPORTED if s.util_gpu_pct is None else f"{s.util_gpu_pct:.0f} %"
+    return NOT_SUPPORTED if s.util_gpu_pct is None else percent_text(s.util_gpu_pct)
 
 
 def _memory(s: GpuSample) -> str:
@@ -133,6 +140,17 @@ DETAIL_METRICS: dict[str, tuple[str, str]] = {
 # --- the text facts under the sparklines --------------------------------------------------------
 
 
+def throttle_kinds(s: GpuSample | None) -> frozenset[AlertKind]:
+    """The throttle badges a sample's decoded reasons call for (the Throttle row shows the same)."""
+    reasons = set(s.throttle_reasons or ()) if s is not None else set()
+    kinds: set[AlertKind] = set()
+    if reasons & THERMAL_REASONS:
+        kinds.add(AlertKind.THERMAL_THROTTLE)
+    if reasons & POWER_REASONS:
+        kinds.add(AlertKind.POWER_THROTTLE)
+    return frozenset(kinds)
+
+
 def throttle_text(s: GpuSample) -> str:
     """Active clock throttle reasons by name; the GPU-idle reason is shown apart ("idle")."""
     if s.throttle_reasons is None and s.idle is None:
@@ -155,11 +173,13 @@ def _num_or_ns(value: float | None, suffix: str = "") -> str:
 def codec_text(s: GpuSample) -> str:
     if s.enc_util_pct is None and s.dec_util_pct is None:
         return NOT_SUPPORTED
-    return f"enc {_num_or_ns(s.enc_util_pct, ' %')} · dec {_num_or_ns(s.dec_util_pct, ' %')}"
+    enc = NOT_SUPPORTED if s.enc_util_pct is None else percent_text(s.enc_util_pct)
+    dec = NOT_SUPPORTED if s.dec_util_pct is None else percent_text(s.dec_util_pct)
+    return f"enc {enc} · dec {dec}"
 
 
 def fan_text(s: GpuSample) -> str:
-    return _num_or_ns(s.fan_pct, " %")
+    return NOT_SUPPORTED if s.fan_pct is None else percent_text(s.fan_pct)
 
 
 def link_text(s: GpuSample) -> str:
@@ -181,7 +201,7 @@ def processes_text(s: GpuSample, limit: int = 3) -> str:
     parts = []
     for p in procs[:limit]:
         used = f"{gib(p.used_mib)} GiB" if p.used_mib is not None else "memory n/a"
-        parts.append(f"{p.name or 'process'} ({p.pid}) {used}")
+        parts.append(f"{p.name} ({p.pid}) {used}" if p.name else f"pid {p.pid} {used}")
     more = len(procs) - limit
     return ", ".join(parts) + (f", +{more} more" if more > 0 else "")
 

@@ -1,8 +1,9 @@
 """Desktop notifications for alerts, through the system tray icon.
 
 The app's tray icon (gpuws.ui.tray) is handed in with `set_tray`; until then, where the desktop
-has a system tray, the notifier shows its own icon. Repeats of the same alert kind on the same
-device are held back for `REPEAT_S`, so a flapping condition does not flood the desktop.
+has a system tray, the notifier shows its own icon. Only newly raised alerts notify: not clears,
+not a flapping alert raised again (`AlertEvent.repeat`), not a kind muted on its host. Repeats of
+the same alert kind on the same device are held back for `REPEAT_S`, so a flapping condition does not flood the desktop.
 """
 
 from __future__ import annotations
@@ -57,7 +58,8 @@ class AlertNotifier(QObject):
     def notify(self, event: AlertEvent) -> bool:
         """Notify about a fired alert; returns whether a notification was shown (or recorded)."""
         alert = event.alert
-        if not event.fired or not self.enabled:
+        # Only raised alerts the user has not muted; a flap re-raising the same alert is not news.
+        if not event.fired or event.repeat or event.muted or not self.enabled:
             return False
         key = (alert.host, alert.gpu, str(alert.kind))
         now = self._clock()

@@ -30,7 +30,7 @@ from PySide6.QtWidgets import QFrame, QScrollArea, QSizePolicy, QWidget
 from gpuws.core.telemetry.store import METRIC_INDEX, TelemetryStore
 from gpuws.ui import theme
 from gpuws.ui.telemetry.cached_scrollbar import CachedScrollBar
-from gpuws.ui.telemetry.metrics import series_colour
+from gpuws.ui.telemetry.metrics import percent_text, series_colour
 from gpuws.ui.telemetry.sparkline import (
     Drawable,
     draw_lines,
@@ -83,8 +83,8 @@ class Tile:
 
     @property
     def values(self) -> str:
-        util = "util n/s" if self.util_now is None else f"{self.util_now:.0f} %"
-        mem = "mem n/s" if self.mem_now is None else f"mem {self.mem_now:.0f} %"
+        util = "util n/s" if self.util_now is None else percent_text(self.util_now)
+        mem = "mem n/s" if self.mem_now is None else f"mem {percent_text(self.mem_now)}"
         return f"{util} · {mem}" if self.online else "offline"
 
 

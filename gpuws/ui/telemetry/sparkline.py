@@ -255,8 +255,12 @@ class SparklineRows(QWidget):
     def set_data(self, t: F64, columns: F64 | None, t_from: float, t_to: float) -> None:
         """New history: `columns` is (len(t), series) with the rows' series in order (None: no data).
 
-        The rows' value texts and ceilings are set by the caller beforehand.
+        The rows' value texts and ceilings are set by the caller beforehand. When the history
+        starts later than `t_from` (a 24 h window over ten minutes of data), the rows span the
+        data instead of squeezing it into the last pixels of the window.
         """
+        if t.size and np.isfinite(t[0]) and t[0] > t_from:
+            t_from = float(t[0])
         self._t, self._t_from, self._t_to = t, t_from, t_to
         self._columns = columns if t.size else None
         self._lines = None
@@ -395,6 +399,18 @@ class SparklineRows(QWidget):
                     painter.setPen(style.pens[colour])
                     draw_lines(painter, drawables)
         painter.end()
+
+    def shown_span(self) -> tuple[float, float]:
+        """The time range the rows span now (the window, or the data when it is shorter)."""
+        return self._t_from, self._t_to
+
+    def line_extent(self, index: int) -> float:
+        """Width in pixels of row `index`'s first series as drawn (for tests)."""
+        drawables = self._built_lines()[index][0] if self.rows else []
+        if not drawables:
+            return 0.0
+        rects = [d.boundingRect() for d in drawables]
+        return max(r.right() for r in rects) - min(r.left() for r in rects)
 
     def plot_rect(self, index: int) -> QRectF:
         """Where row `index` draws its line (for tests and hit checks)."""

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import TYPE_CHECKING, Any, Final
@@ -36,6 +36,8 @@ from gpuws.core.errors import ValidationError
 from gpuws.core.telemetry.store import METRIC_INDEX
 
 if TYPE_CHECKING:
+    from gpuws.core.models import HostProfile
+    from gpuws.core.resize.state import GpuMigState
     from gpuws.core.resize.targets import TargetOption
     from gpuws.core.telemetry.sample import GpuSample
     from gpuws.core.telemetry.store import Window
@@ -483,3 +485,35 @@ def parse_duration(text: str, what: str = "--window") -> float:
     if not 0 < seconds <= 366 * 86400:
         raise ValidationError(what, "must be more than 0 and at most a year")
     return seconds
+
+
+# --- a host --------------------------------------------------------------------------------------
+
+
+def advise_host(
+    states: Sequence[GpuMigState],
+    profile: HostProfile | None,
+    series_by_gpu: Mapping[int, UsageSeries],
+    policy: AdvicePolicy | None = None,
+) -> list[GpuAdvice]:
+    """Advice for every GPU of a host: its MIG state and prices from the resize catalog and the
+    host profile (`core.resize.pricing`), its use from `series_by_gpu` (no series: not enough data)."""
+    from gpuws.core.resize.pricing import price_book
+    from gpuws.core.resize.targets import is_vgpu, target_options
+
+    out = []
+    for state in states:
+        prices = price_book(profile, state.model, len(states))
+        current, choices = choices_from_targets(target_options(state, prices))
+        if current is None:  # a vGPU guest: its layouts change only through the provider
+            name = state.name if is_vgpu(state.name) else state.layout.describe()
+            current = LayoutChoice(name, None, None, prices.full_card)
+            choices = []
+        series = series_by_gpu.get(state.index) or UsageSeries.of([], [], [])
+        out.append(advise_gpu(state.index, series, current, choices, policy))
+    return out
+
+
+def host_report(host: str, window_s: float, advices: Sequence[GpuAdvice]) -> dict[str, Any]:
+    """The JSON document of `gpuws advise --json`."""
+    return {"host": host, "window_s": round(window_s), "gpus": [a.to_dict() for a in advices]}

@@ -33,14 +33,14 @@ import numpy as np
 import numpy.typing as npt
 
 from gpuws.core.errors import ValidationError
-from gpuws.core.telemetry.store import METRIC_INDEX
+from gpuws.core.telemetry.store import METRIC_INDEX, RAW_TIER
 
 if TYPE_CHECKING:
     from gpuws.core.models import HostProfile
     from gpuws.core.resize.state import GpuMigState
     from gpuws.core.resize.targets import TargetOption
     from gpuws.core.telemetry.sample import GpuSample
-    from gpuws.core.telemetry.store import Window
+    from gpuws.core.telemetry.store import TelemetryStore, Window
 
 F64 = npt.NDArray[np.float64]
 
@@ -257,6 +257,9 @@ class GpuAdvice:
     confidence: Confidence
     reasons: tuple[str, ...]
     stats: UsageStats | None = field(default=None, compare=False)
+    # For "stop": the smallest layout that would fit, if it must stay up (offered in the window;
+    # not part of the JSON, whose target for "stop" is null).
+    alternative: str | None = None
 
     @property
     def price_delta_per_month(self) -> float | None:
@@ -359,11 +362,12 @@ def advise_gpu(
     confidence = _confidence(stats, policy)
 
     def result(advice: Advice, target: LayoutChoice | None, reasons: list[str],
-               delta: float | None = None, conf: Confidence = confidence) -> GpuAdvice:
+               delta: float | None = None, conf: Confidence = confidence,
+               alternative: LayoutChoice | None = None) -> GpuAdvice:
         if advice is not Advice.STOP and advice is not Advice.NOT_ENOUGH_DATA:
             delta = _delta(target, current)
         return GpuAdvice(gpu, current.target, advice, target.target if target else None,
-                         delta, conf, tuple(reasons), stats)
+                         delta, conf, tuple(reasons), stats, alternative.target if alternative else None)
 
     if stats.samples < policy.min_samples or stats.span_s < policy.min_data_s:
         return result(Advice.NOT_ENOUGH_DATA, None, [
@@ -399,7 +403,7 @@ def advise_gpu(
         small = _smaller_target(current, choices, stats, policy)
         if small is not None and small.price_per_hour is not None:
             reasons.append(f"to keep it up, {small.target} fits for ${small.price_per_hour:,.2f}/h")
-        return result(Advice.STOP, None, reasons, delta=delta)
+        return result(Advice.STOP, None, reasons, delta=delta, alternative=small)
 
     saturated = stats.p50_util_pct >= policy.saturated_util_pct
     throttled = (stats.throttled_busy_fraction is not None
@@ -517,3 +521,35 @@ def advise_host(
 def host_report(host: str, window_s: float, advices: Sequence[GpuAdvice]) -> dict[str, Any]:
     """The JSON document of `gpuws advise --json`."""
     return {"host": host, "window_s": round(window_s), "gpus": [a.to_dict() for a in advices]}
+
+
+def advise_from_store(
+    store: TelemetryStore,
+    host: str,
+    states: Sequence[GpuMigState],
+    profile: HostProfile | None,
+    *,
+    window_s: float = DEFAULT_WINDOW_S,
+    now: float,
+    policy: AdvicePolicy | None = None,
+) -> list[GpuAdvice]:
+    """Advice for every GPU of `host` from the last `window_s` of the app's telemetry history.
+
+    Reads copies from the store (thread-safe), then computes: call it off the GUI thread.
+    """
+    latest = store.latest(host)
+    series: dict[int, UsageSeries] = {}
+    for state in states:
+        key = str(state.index)
+        try:
+            # The raw ring first: when the whole history fits in it, the full-rate samples beat
+            # the 1-minute buckets a 24 h request would get (minutes of history = a few buckets).
+            raw_from = now - min(window_s, store.raw_window_s)
+            window = store.window(host, key, raw_from, now, tier=RAW_TIER)
+            if window_s > store.raw_window_s and (window.t.size == 0 or window.t[0] < raw_from + 60.0):
+                window = store.window(host, key, now - window_s, now)
+        except KeyError:
+            continue  # no samples of this GPU yet: not enough data
+        sample = latest.get(key)
+        series[state.index] = series_from_window(window, sample.mem_total_mib if sample else None)
+    return advise_host(states, profile, series, policy)

@@ -66,7 +66,7 @@ def test_idle_gpu_is_told_to_stop_with_the_money() -> None:
     assert (a.advice, a.target, a.price_delta_per_hour, a.price_delta_per_month) == (Advice.STOP, None, -2.45, -1788.5)
     assert a.reasons[0] == "idle 100 % of 10 min (utilisation <= 5 %)"
     assert "peak memory 2.0 GiB of 80.0 GiB" in a.reasons
-    assert "to keep it up, 1g.10gb fits for $0.30/h" in a.reasons
+    assert "to keep it up, 1g.10gb fits for $0.30/h" in a.reasons and a.alternative == "1g.10gb"
 
 
 def test_bursty_light_use_gets_the_cheapest_slice_that_fits_memory_and_compute() -> None:

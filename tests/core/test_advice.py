@@ -16,8 +16,10 @@ from gpuws.core.advice import (
     GpuAdvice,
     LayoutChoice,
     UsageSeries,
+    advise_from_store,
     advise_gpu,
     choices_from_targets,
+    host_report,
     money_text,
     parse_duration,
     series_from_samples,
@@ -25,6 +27,7 @@ from gpuws.core.advice import (
     usage_stats,
 )
 from gpuws.core.errors import ValidationError
+from gpuws.core.models import HostProfile
 from gpuws.core.resize.pricing import PriceBook
 from gpuws.core.resize.state import GpuMigState
 from gpuws.core.resize.targets import target_options
@@ -199,3 +202,29 @@ def test_bad_durations_are_one_clear_error(text: str) -> None:
 def test_money_text() -> None:
     assert money_text(-2.45) == " (-$2.45/h, -$1,788.50/month)"
     assert money_text(0.0) == money_text(None) == ""
+
+
+def test_advice_from_the_app_store_over_24h_uses_the_minutes_it_has() -> None:
+    """Three minutes of history asked for over 24 h: the raw samples, not three 1-minute buckets
+    (whose means would hide the 25 % bursts and pick a 1g slice)."""
+    _, idle = window("idle")
+    _, bursty = window("bursty")
+    store = TelemetryStore()
+    now = float(idle.t[0]) + 180.0
+    for i in range(90):  # 2 s apart, as recorded
+        rows = [(0, bursty), (1, idle)]
+        store.ingest_samples("h", [
+            GpuSample(t=float(s.t[i]), gpu=g, util_gpu_pct=float(s.util_pct[i]), mem_used_mib=float(s.mem_used_mib[i]),
+                      mem_total_mib=81559.0 if g == 0 else 81920.0)
+            for g, s in rows
+        ])
+    states = [GpuMigState(0, "NVIDIA H100 80GB HBM3", None, "Disabled", "Disabled"),
+              GpuMigState(1, "NVIDIA A100-SXM4-80GB", None, "Disabled", "Disabled"),
+              GpuMigState(2, "NVIDIA L40S", None, None, None)]  # no samples yet
+    profile = HostProfile(name="h", host="127.0.0.1", user="me", price_per_hour=9.80,
+                          slice_prices={"full": 2.45, "2g.20gb": 0.62, "1g.10gb": 0.30})
+    advices = advise_from_store(store, "h", states, profile, now=now)
+    assert [(a.advice, a.target, a.price_delta_per_hour) for a in advices] == [
+        (Advice.SMALLER, "2g.20gb", -1.83), (Advice.STOP, None, -2.45), (Advice.NOT_ENOUGH_DATA, None, None)]
+    doc = host_report("h", 180.4, advices)
+    assert doc["host"] == "h" and doc["window_s"] == 180 and [g["gpu"] for g in doc["gpus"]] == [0, 1, 2]

@@ -206,7 +206,7 @@ def test_money_text() -> None:
 
 def test_advice_from_the_app_store_over_24h_uses_the_minutes_it_has() -> None:
     """Three minutes of history asked for over 24 h: the raw samples, not three 1-minute buckets
-    (whose means would hide the 25 % bursts and pick a 1g slice)."""
+    (whose means would hide the 25 % bursts and the idle time between them)."""
     _, idle = window("idle")
     _, bursty = window("bursty")
     store = TelemetryStore()
@@ -226,5 +226,6 @@ def test_advice_from_the_app_store_over_24h_uses_the_minutes_it_has() -> None:
     advices = advise_from_store(store, "h", states, profile, now=now)
     assert [(a.advice, a.target, a.price_delta_per_hour) for a in advices] == [
         (Advice.SMALLER, "2g.20gb", -1.83), (Advice.STOP, None, -2.45), (Advice.NOT_ENOUGH_DATA, None, None)]
+    assert advices[0].reasons[0] == "utilisation p50 5 %, p95 25 %"
     doc = host_report("h", 180.4, advices)
     assert doc["host"] == "h" and doc["window_s"] == 180 and [g["gpu"] for g in doc["gpus"]] == [0, 1, 2]

@@ -27,6 +27,7 @@ from tests.support.sshd import install_sim_nvidia_smi
 
 pytestmark = pytest.mark.gui
 
+SHOTS = Path("/tmp/gpuws-shots")
 A100, L40S = 1, 2  # GPUs of the default simulated host: the idle notebook and the sustained render
 
 
@@ -99,6 +100,8 @@ def test_idle_gpu_advice_with_money_opens_the_resize_wizard(detail: HostDetail, 
     assert saturated.advice in (Advice.KEEP, Advice.LARGER)  # already the full card: kept, saying so
     assert "GPU 2 (full)" in strip.summary.text()
     assert row.resize_button.isVisible() and row.resize_button.text() == "Resize to 1g.10gb instead…"
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    detail.grab().save(str(SHOTS / "advice-strip.png"))  # for a person to look at
 
     row.resize_button.click()
     tab = detail.tabs.currentWidget()

@@ -427,7 +427,9 @@ def advise_gpu(
         facts.append(f"{small.target} has {small.memory_gib:g} GiB (>= peak x {policy.safety_margin:g}) "
                      f"and {_pct(100 * (small.compute_share or 0))} of the card's compute")
         return result(Advice.SMALLER, small, facts + reasons)
-    return result(Advice.KEEP, None, facts + reasons + ["no cheaper layout fits this use"])
+    last = ("no cheaper layout fits this use" if choices
+            else "no other layout is listed for it; its size changes with the instance type (provider)")
+    return result(Advice.KEEP, None, [*facts, *reasons, last])
 
 
 def _smaller_target(
@@ -469,8 +471,9 @@ def _larger(
         bigger.append(c)
     target = _cheapest(bigger)
     if target is None:
-        return result(Advice.KEEP, None, [*reasons, f"{current.target} is already the largest layout of this "
-                                          "card; more needs a bigger instance type (provider)"])
+        last = (f"{current.target} is already the largest layout of this card" if choices
+                else f"{current.target} changes size only with the instance type")
+        return result(Advice.KEEP, None, [*reasons, f"{last}; more needs a bigger instance type (provider)"])
     return result(Advice.LARGER, target, reasons)
 
 

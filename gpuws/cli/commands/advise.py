@@ -102,8 +102,8 @@ async def _advise(
                         break
         except TimeoutError:
             pass  # a stream slower to start than the grace: advise on what came (maybe not enough)
-    observed = time.time() - started
-    used_s = min(window_s, observed)
+    # The window is what was asked for; a stream that started late shows as a short, low-confidence span.
+    used_s = min(window_s, args.observe, time.time() - started)
     cutoff = time.time() - used_s
     series = {gpu: series_from_samples([s for s in rows if s.t >= cutoff]) for gpu, rows in samples.items()}
     advices = advise_host(states, profile, series, policy)

@@ -86,7 +86,8 @@ class AdviceStrip(QWidget):
         self.policy = policy or AdvicePolicy()
         self.advices: list[GpuAdvice] = []
         self.rows: dict[int, AdviceRow] = {}
-        self.dismissed: dict[int, tuple[str, str | None]] = {}  # GPU -> the advice dismissed
+        # host -> GPU -> the advice dismissed; kept across host switches (for this app run)
+        self._dismissed: dict[str | None, dict[int, tuple[str, str | None]]] = {}
         self._states: list[GpuMigState] = []
         self._states_at = 0.0
         self._pending: concurrent.futures.Future[Any] | None = None
@@ -121,14 +122,13 @@ class AdviceStrip(QWidget):
     # --- host -----------------------------------------------------------------------------------
 
     def set_host(self, context: HostContext | None) -> None:
-        """Show advice for this host (None: none). Dismissals are per host session of the strip."""
+        """Show advice for this host (None: none). Dismissals are remembered per host."""
         if context is not None and self.context is not None and context.profile.name == self.context.profile.name:
             self.context = context
             return
         self.context = context
         self._generation += 1
         self._states, self._states_at = [], 0.0
-        self.dismissed.clear()
         self.show_advices([])
         if context is None:
             self.timer.stop()
@@ -181,6 +181,11 @@ class AdviceStrip(QWidget):
         self.show_advices(advices)
 
     # --- showing --------------------------------------------------------------------------------
+
+    @property
+    def dismissed(self) -> dict[int, tuple[str, str | None]]:
+        """The shown host's dismissed advice: GPU -> (advice, target) as it was dismissed."""
+        return self._dismissed.setdefault(self.context.profile.name if self.context else None, {})
 
     def show_advices(self, advices: Sequence[GpuAdvice]) -> None:
         """Show rows for the actionable advice not dismissed, and one line for the rest."""

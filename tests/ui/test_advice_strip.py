@@ -119,8 +119,10 @@ def test_dismissed_advice_comes_back_only_when_it_changes(qtbot: Any) -> None:
     strip = AdviceStrip()
     qtbot.addWidget(strip)
     smaller = _advice(0, Advice.SMALLER, "2g.20gb", -1.83)
+    strip.show()
     strip.show_advices([smaller, _advice(1, Advice.KEEP, None, 0.0)])
-    assert set(strip.rows) == {0} and not strip.isHidden()
+    assert set(strip.rows) == {0} and strip.isVisible()
+    assert strip.rows[0].resize_button.isVisible()  # at once, not after the next event
     assert strip.rows[0].label.text() == "GPU 0: smaller to 2g.20gb (-$1.83/h, -$1,335.90/month)  ·  low confidence"
     assert strip.summary.text() == "Keep: GPU 1 (full)"
     with qtbot.waitSignal(strip.resize_requested) as signal:

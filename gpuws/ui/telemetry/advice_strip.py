@@ -207,6 +207,7 @@ class AdviceStrip(QWidget):
                 row.resize_button.clicked.connect(lambda _=False, g=gpu: self._on_resize(g))
                 row.dismiss_button.clicked.connect(lambda _=False, g=gpu: self.dismiss(g))
                 self.rows_box.insertWidget(sorted(shown).index(gpu), row)
+                row.show()  # now: a layout shows a child added to a visible widget only on the next event
             else:
                 row.show_advice(advice)
         rest = [a for a in advices if a.advice not in ACTIONABLE]

@@ -27,6 +27,7 @@ COMMAND_MODULES = (
     "bench",
     "resize",
     "session",
+    "advise",
 )
 
 # command -> (its module in COMMAND_MODULES, its one-line help), so that `gpuws X` imports only X's

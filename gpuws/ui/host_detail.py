@@ -9,7 +9,9 @@ from gpuws.core.simulation import SIM_LABEL
 from gpuws.ui.formatting import host_address
 from gpuws.ui.hostkey_dialog import HostKeyChangedPanel
 from gpuws.ui.tabs import HostContext, HostTab, create_tabs
+from gpuws.ui.tabs.resize import ResizeTab
 from gpuws.ui.tabs.session import SessionTab
+from gpuws.ui.telemetry.advice_strip import AdviceStrip
 from gpuws.ui.widgets import Badge, Banner, BannerKind, StatusPill, heading, muted_label
 
 _HINTS = {
@@ -76,6 +78,8 @@ class HostDetail(QWidget):
             self.tab_widgets.append(widget)
         # The window feeds the Session tab for every host (cost meter, idle stop), not only the shown one.
         self.session_tab: SessionTab = next(w for w in self.tab_widgets if isinstance(w, SessionTab))
+        self.advice_strip = AdviceStrip(self)
+        self.advice_strip.resize_requested.connect(self.open_resize)
 
         layout = QVBoxLayout(self)
         layout.setContentsMargins(20, 16, 20, 8)
@@ -86,6 +90,7 @@ class HostDetail(QWidget):
         problem_row.addWidget(self.problem, 1)
         problem_row.addWidget(self.review_button)
         layout.addLayout(problem_row)
+        layout.addWidget(self.advice_strip)
         layout.addWidget(self.tabs, 1)
 
     def set_host(self, context: HostContext | None) -> None:
@@ -103,6 +108,13 @@ class HostDetail(QWidget):
         for widget in self.tab_widgets:
             tab: HostTab = widget  # type: ignore[assignment]
             tab.set_host(context)
+        self.advice_strip.set_host(context)
+
+    def open_resize(self, gpu: int, target: str) -> None:
+        """Show the Resize tab with GPU `gpu` and `target` chosen (from the advice strip)."""
+        resize_tab = next(w for w in self.tab_widgets if isinstance(w, ResizeTab))
+        self.tabs.setCurrentWidget(resize_tab)
+        resize_tab.show_target(gpu, target)
 
     def _on_state(self, state: str, detail: str) -> None:
         self.status.set_state(state)

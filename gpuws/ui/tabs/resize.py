@@ -86,6 +86,7 @@ class ResizeTab(QWidget):
         self.applying = False
         self._applying_on: str | None = None  # the host a running resize belongs to
         self._generation = 0  # bumped whenever what is shown changes; stale callbacks are dropped
+        self._wanted: tuple[int, str] | None = None  # (GPU, target) to open once the GPUs are read
 
         self.relay = ProgressRelay(self)
         self._build()
@@ -239,6 +240,17 @@ class ResizeTab(QWidget):
             return
         self.stack.setCurrentIndex(1)
         self.picker.set_gpus(gpus, select=self.picker.current_gpu())
+        if self._wanted is not None:
+            self.show_target(*self._wanted)
+
+    def show_target(self, gpu: int, target: str) -> None:
+        """Open the wizard on GPU `gpu` with `target` chosen (the advice strip's "Resize to this…")."""
+        self._wanted = (gpu, target)
+        if self.applying or gpu not in {s.index for s in self.gpus}:
+            return  # applied when the GPUs have been read (see _on_gpus)
+        self._wanted = None
+        self.picker.set_gpus(self.gpus, select=gpu)
+        self.picker.select_target(target)
 
     def _on_read_failed(self, exc: BaseException) -> None:
         self.refresh_button.setEnabled(True)

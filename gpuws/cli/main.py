@@ -51,6 +51,10 @@ LAZY_COMMANDS: dict[str, tuple[str, str]] = {
     "cp": ("session", "copy a file to or from a host over SFTP (resumes partial copies)"),
     "start": ("session", "start the host's instance through its cloud provider"),
     "stop": ("session", "stop the host's instance through its cloud provider"),
+    "advise": (
+        "advise",
+        "right-size advice per GPU from measured use: keep, smaller, larger or stop, with the price change",
+    ),
 }
 _OPTIONS_WITH_VALUE = frozenset({"--screenshot"})
 

@@ -90,8 +90,13 @@ class HostDetail(QWidget):
         problem_row.addWidget(self.problem, 1)
         problem_row.addWidget(self.review_button)
         layout.addLayout(problem_row)
-        layout.addWidget(self.advice_strip)
-        layout.addWidget(self.tabs, 1)
+        # The strip and the tabs share a spacing-free column: in a small window the strip folds
+        # to nothing and the tabs keep their room (900x600 must fit).
+        body = QVBoxLayout()
+        body.setSpacing(0)
+        body.addWidget(self.advice_strip)
+        body.addWidget(self.tabs, 1)
+        layout.addLayout(body, 1)
 
     def set_host(self, context: HostContext | None) -> None:
         if self.context is not None:

@@ -17,7 +17,16 @@ from collections.abc import Sequence
 from typing import Any
 
 from PySide6.QtCore import Qt, QTimer, Signal
-from PySide6.QtWidgets import QFrame, QHBoxLayout, QLabel, QPushButton, QToolButton, QVBoxLayout, QWidget
+from PySide6.QtWidgets import (
+    QFrame,
+    QHBoxLayout,
+    QLabel,
+    QPushButton,
+    QScrollArea,
+    QToolButton,
+    QVBoxLayout,
+    QWidget,
+)
 
 from gpuws.core.advice import DEFAULT_WINDOW_S, Advice, AdvicePolicy, GpuAdvice, advise_from_store
 from gpuws.core.resize.state import GpuMigState
@@ -66,6 +75,10 @@ def resize_target(advice: GpuAdvice) -> str | None:
     return advice.target or advice.alternative
 
 
+MAX_STRIP_HEIGHT = 132  # px: about three advice rows, then it scrolls
+MIN_STRIP_HEIGHT = 1  # the layout may fold it away in a small window (900x600): the tabs keep their room
+
+
 class AdviceStrip(QWidget):
     """Right-size advice for the selected host's GPUs.
 
@@ -110,9 +123,18 @@ class AdviceStrip(QWidget):
         self.frame = QFrame(self)
         self.frame.setFrameShape(QFrame.Shape.StyledPanel)
         self.frame.setLayout(body)
+        # Scrolls past a few rows: the strip must never raise the window's minimum height (900x600).
+        self.scroll = QScrollArea(self)
+        self.scroll.setWidgetResizable(True)
+        self.scroll.setFrameShape(QFrame.Shape.NoFrame)
+        self.scroll.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+        self.scroll.setWidget(self.frame)
+        self.scroll.setMaximumHeight(MAX_STRIP_HEIGHT)
+        self.scroll.setMinimumHeight(MIN_STRIP_HEIGHT)
         outer = QVBoxLayout(self)
         outer.setContentsMargins(0, 0, 0, 0)
-        outer.addWidget(self.frame)
+        outer.setSpacing(0)
+        outer.addWidget(self.scroll)
         self.hide()
 
         self.timer = QTimer(self)

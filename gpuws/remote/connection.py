@@ -197,6 +197,7 @@ class _Client(asyncssh.SSHClient):
         self._gate = gate
         self._kbdint = kbdint
         self._password = password
+        self._password_offered = False  # the stored password is offered once per connection
         self._label = label
 
     def validate_host_public_key(self, host: str, addr: str, port: int, key: asyncssh.SSHKey) -> bool:
@@ -214,6 +215,11 @@ class _Client(asyncssh.SSHClient):
         if not prompts:
             return []  # an empty challenge only carries a message
         if self._password is not None and len(prompts) == 1 and "pass" in prompts[0][0].lower():
+            if self._password_offered:
+                # A second "Password:" means the stored one was wrong: answering again would retry
+                # it as fast as the server asks (thousands of times) until a timeout hides the cause.
+                return None
+            self._password_offered = True
             return [self._password]
         if self._kbdint is None:
             return None

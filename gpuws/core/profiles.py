@@ -49,6 +49,7 @@ from filelock import FileLock
 
 from gpuws.core import paths
 from gpuws.core.errors import GpuwsError, ValidationError
+from gpuws.core.jumps import jump_profile_names
 from gpuws.core.models import HostProfile
 from gpuws.core.validation import validate_profile
 
@@ -383,7 +384,8 @@ class ProfileStore:
             if clash is not None and clash != index:
                 raise ProfileExists(profile.name)
             others = [p for i, p in enumerate(profiles) if i != index]
-            renamed = [dataclasses.replace(p, jump=profile.name) if p.jump == previous else p for p in others]
+            renamed = [dataclasses.replace(p, jump=_renamed_jump(p.jump, previous, profile.name))
+                       if previous in jump_profile_names(p.jump) else p for p in others]
             checked = validate_profile(profile, {p.name: p for p in renamed})
             profiles[:] = [*renamed, checked]
             return checked
@@ -397,7 +399,7 @@ class ProfileStore:
             index = _find(profiles, name)
             if index is None or profiles[index].name != name:
                 raise ProfileNotFound(name)
-            users = sorted(p.name for p in profiles if p.jump == name)
+            users = sorted(p.name for p in profiles if name in jump_profile_names(p.jump))
             if users:
                 raise ValidationError(
                     "name", f"{name!r} is the jump host of {', '.join(map(repr, users))}; change those first"
@@ -478,3 +480,10 @@ def _find(profiles: list[HostProfile], name: str) -> int | None:
         if profile.name.casefold() == folded:
             return index
     return None
+
+
+def _renamed_jump(spec: str | None, old: str, new: str) -> str | None:
+    """A jump spec with profile `old` renamed to `new` (addresses are left as they are)."""
+    if spec is None:
+        return None
+    return ",".join(new if part == old else part for part in spec.split(","))

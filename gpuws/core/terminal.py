@@ -22,7 +22,6 @@ from collections.abc import Callable, Sequence
 from gpuws.core.errors import GpuwsError
 from gpuws.core.models import AuthMethod, HostProfile
 
-MAX_JUMP_DEPTH = 8
 # Unicode categories never shown raw: controls, format characters (bidi, zero-width, BOM), line
 # and paragraph separators, and lone surrogates (undecodable bytes kept by surrogateescape).
 _HIDDEN_CATEGORIES = frozenset({"Cc", "Cf", "Zl", "Zp", "Cs"})
@@ -64,17 +63,9 @@ def _host_for_jump(profile: HostProfile) -> str:
 
 def jump_chain(profile: HostProfile, lookup: Callable[[str], HostProfile]) -> list[HostProfile]:
     """The jump hosts in the order ssh must pass them (outermost first); refuses cycles."""
-    chain: list[HostProfile] = []
-    seen = {profile.name}
-    current = profile
-    while current.jump:
-        if current.jump in seen or len(chain) >= MAX_JUMP_DEPTH:
-            raise GpuwsError(f"jump: the jump hosts of '{profile.name}' form a loop at '{current.jump}'")
-        seen.add(current.jump)
-        current = lookup(current.jump)
-        chain.append(current)
-    chain.reverse()
-    return chain
+    from gpuws.core.jumps import jump_hops
+
+    return jump_hops(profile, lookup)
 
 
 def ssh_argv(profile: HostProfile, lookup: Callable[[str], HostProfile]) -> list[str]:

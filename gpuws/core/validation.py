@@ -264,26 +264,51 @@ def validate_notes(notes: object) -> str:
 def validate_jump(
     profile_name: str, jump: object, known: Mapping[str, HostProfile] | None
 ) -> str | None:
-    """The jump host names another profile; with `known` it must exist and form no cycle."""
+    """The jump host: another profile's name, or a `ProxyJump`-style chain (`gpuws.core.jumps`)
+    of profile names and `[user@]host[:port]` addresses. With `known`, every profile named must
+    exist and the chain must not loop."""
+    from gpuws.core.jumps import is_profile_reference, parse_jump
+
     if jump is None:
         return None
-    name = validate_name(jump, "jump")
-    if name == profile_name:
-        raise ValidationError("jump", "a host cannot be its own jump host")
-    if known is None:
-        return name
-    seen = [profile_name]
-    current: str | None = name
-    while current is not None:
-        if current in seen:
-            chain = " -> ".join([*seen, current])
-            raise ValidationError("jump", f"jump hosts form a cycle: {chain}")
-        target = known.get(current)
-        if target is None:
-            raise ValidationError("jump", f"no host profile named {_preview(current)}")
-        seen.append(current)
-        current = target.jump
-    return name
+    if not isinstance(jump, str) or is_profile_reference(jump) or not jump:
+        name = validate_name(jump, "jump")
+        names = [name]
+        spec = name
+    else:
+        hops = parse_jump(jump)
+        for hop in hops:
+            if hop.host is not None:
+                validate_host(hop.host)
+                if hop.user is not None:
+                    validate_user(hop.user)
+        spec = ",".join(hop.spec() for hop in hops)
+        names = [hop.profile for hop in hops if hop.profile is not None]
+    for name in names:
+        if name == profile_name:
+            raise ValidationError("jump", "a host cannot be its own jump host")
+    if known is not None:
+        for name in names:
+            _visit_jump(name, [profile_name], known)
+    return spec
+
+
+def _visit_jump(name: str, path: list[str], known: Mapping[str, HostProfile]) -> None:
+    """Follow the profile names a jump chain uses, refusing cycles and missing profiles."""
+    if name in path:
+        chain = " -> ".join([*path, name])
+        raise ValidationError("jump", f"jump hosts form a cycle: {chain}")
+    target = known.get(name)
+    if target is None:
+        raise ValidationError("jump", f"no host profile named {_preview(name)}")
+    for following in _jump_names(target.jump):
+        _visit_jump(following, [*path, name], known)
+
+
+def _jump_names(spec: str | None) -> list[str]:
+    from gpuws.core.jumps import jump_profile_names
+
+    return jump_profile_names(spec)
 
 
 def validate_profile(

@@ -25,6 +25,7 @@ import asyncssh
 from asyncssh.public_key import get_default_public_key_algs
 
 from gpuws.core.errors import GpuwsError
+from gpuws.core.jumps import JumpChainError, jump_hops
 from gpuws.core.models import HostProfile
 from gpuws.remote.auth import AuthFailed, KbdintPrompt, connect_options
 from gpuws.remote.hostkeys import (
@@ -362,25 +363,18 @@ class HostConnection:
     # -- connecting ----------------------------------------------------------------------------
 
     def _chain(self) -> list[HostProfile]:
-        """The hops to the target, jump hosts first; refuses loops and unknown jump profiles."""
-        chain = [self.profile]
-        seen = {self.profile.name}
-        while chain[0].jump:
-            name = chain[0].jump
-            if name in seen:
-                path = " -> ".join([*(p.name for p in reversed(chain)), name])
-                raise JumpHostError(f"jump hosts form a loop: {path}")
-            if self._profiles is None:
-                from gpuws.core.profiles import ProfileStore
+        """The hops to the target, jump hosts first (profiles or `user@host:port` addresses, as
+        `ssh -J` takes them); refuses loops and unknown jump profiles."""
+        if not self.profile.jump:
+            return [self.profile]
+        if self._profiles is None:
+            from gpuws.core.profiles import ProfileStore
 
-                self._profiles = ProfileStore()
-            try:
-                jump = self._profiles.get(name)
-            except GpuwsError:
-                raise JumpHostError(f"jump host profile {name!r} of {chain[0].name} does not exist") from None
-            seen.add(name)
-            chain.insert(0, jump)
-        return chain
+            self._profiles = ProfileStore()
+        try:
+            return [*jump_hops(self.profile, self._profiles.get), self.profile]
+        except JumpChainError as exc:
+            raise JumpHostError(str(exc)) from None
 
     async def _open(self) -> None:
         await self._close_conns()

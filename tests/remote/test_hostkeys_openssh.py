@@ -3,11 +3,13 @@ CA-signed host certificate (issue 13)."""
 
 from __future__ import annotations
 
+import shutil
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
+from gpuws.core.profiles import ProfileStore
 from gpuws.remote.connection import HostConnection
 from gpuws.remote.hostkeys import HostKeyChanged, HostKeyRevoked, KnownHosts, UnknownHostKey
 from tests.remote.helpers import key_profile, ssh_keygen_fingerprint
@@ -122,3 +124,16 @@ async def test_revoked_wins_over_a_trusted_ca(multi_sshd: SshdServer, isolated_h
     path = known_file(isolated_home, ca_line("*", ca) + revoked)
     with pytest.raises(HostKeyRevoked, match="revoked"):
         await HostConnection(key_profile(multi_sshd), known_hosts=KnownHosts([path])).connect()
+
+
+async def test_user_at_host_port_jump_chain_needs_no_profiles(sshd: SshdServer, isolated_home: Path) -> None:
+    # As `ssh -J u@h:p,ssh://u@h:p target`: address hops log in with the default identity.
+    (isolated_home / ".ssh" / "known_hosts").write_text(sshd.known_hosts_line())
+    shutil.copy(sshd.client_key, isolated_home / ".ssh" / "id_ed25519")
+    hop = f"{sshd.user}@127.0.0.1:{sshd.port}"
+    target = key_profile(sshd, name="inner", jump=f"{hop},ssh://{hop}")
+    store = ProfileStore()  # empty: no jump host has a profile
+    async with HostConnection(target, profiles=store) as conn:
+        result = await conn.runner.run(["sh", "-c", "echo $SSH_CLIENT"])
+        assert len(conn._conns) == 3  # followed hop by hop: two jump hosts, then the target
+    assert result.ok and result.stdout.startswith("127.0.0.1 ")

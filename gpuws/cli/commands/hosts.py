@@ -17,6 +17,7 @@ from gpuws.core.models import AuthMethod, HostProfile, ProviderInfo, SecretKind
 from gpuws.core.profiles import ProfileStore, profile_to_dict
 from gpuws.core.secrets import KeyringUnavailable, SecretStore, unusable_reason
 from gpuws.core.sshconfig import import_ssh_config
+from gpuws.core.terminal import printable
 from gpuws.core.validation import validate_port, validate_price
 
 Handler = Callable[[argparse.Namespace], int]
@@ -219,6 +220,7 @@ def cmd_import(args: argparse.Namespace) -> int:
             "added": [p.name for p in added],
             "existing": existing,
             "skipped": [{"host": host, "reason": reason} for host, reason in rejected],
+            "notes": [{"host": host, "note": note} for host, note in found.notes],
         })
         return 0
     verb = "Would add" if args.dry_run else "Added"
@@ -227,7 +229,9 @@ def cmd_import(args: argparse.Namespace) -> int:
         print(f"Already present (left unchanged): {', '.join(existing)}")
     for host, reason in rejected:
         # Names come from the file: never let one write terminal control characters.
-        print(f"Skipped {host if host.isprintable() else ascii(host)}: {reason}")
+        print(f"Skipped {printable(host)}: {printable(reason)}")
+    for host, note in found.notes:
+        print(f"Note for {printable(host)}: {printable(note)}")
     return 0
 
 

@@ -49,6 +49,7 @@ from filelock import FileLock
 
 from gpuws.core import paths
 from gpuws.core.errors import GpuwsError, ValidationError
+from gpuws.core.files import LocalFileRefused, read_regular_file
 from gpuws.core.jumps import jump_profile_names
 from gpuws.core.models import HostProfile
 from gpuws.core.validation import validate_profile
@@ -56,6 +57,7 @@ from gpuws.core.validation import validate_profile
 SCHEMA_VERSION = 1
 PROFILES_FILE = "profiles.toml"
 LOCK_TIMEOUT_S = 30.0
+MAX_PROFILES_BYTES = 8 * 1024 * 1024  # thousands of hosts fit in well under 1 MiB
 
 _T = TypeVar("_T")
 _D = TypeVar("_D")
@@ -206,6 +208,8 @@ def _decode(raw: bytes) -> _Decoded:
         doc = tomllib.loads(raw.decode("utf-8"))
     except (UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
         return _Decoded([], [f"it is not valid TOML ({exc})"], whole_file_bad=True)
+    except RecursionError:  # tomllib recurses per nesting level: a hostile file can exhaust it
+        return _Decoded([], ["it is nested too deeply to be a profile file"], whole_file_bad=True)
     version = doc.get("schema_version")
     if not isinstance(version, int) or isinstance(version, bool):
         return _Decoded([], ["it has no integer schema_version"], whole_file_bad=True)
@@ -316,7 +320,7 @@ class ProfileStore:
         raw = self._read_bytes()
         if raw is None:
             return []
-        decoded = _decode(raw)
+        decoded = _decode(raw) if isinstance(raw, bytes) else raw
         if not decoded.problems:
             return _sorted(decoded.profiles)
         with self._locked():  # recover under the lock, from what is on disk now
@@ -428,20 +432,23 @@ class ProfileStore:
                 f"profiles: another gpuws is holding {self._lock.lock_file}; try again"
             ) from exc
 
-    def _read_bytes(self) -> bytes | None:
+    def _read_bytes(self) -> bytes | _Decoded | None:
+        """The file's bytes; None when there is none; a whole-file problem when it is not a
+        regular file under the size cap or cannot be read (it is then moved aside like any
+        corrupt file, never read: a symlink to /dev/zero must not fill the memory)."""
         try:
-            return self.path.read_bytes()
+            return read_regular_file(self.path, MAX_PROFILES_BYTES, what="profile file")
         except FileNotFoundError:
             return None
-        except OSError as exc:
-            raise ProfileStoreError(f"profiles: cannot read {self.path}: {exc.strerror}") from None
+        except LocalFileRefused as exc:
+            return _Decoded([], [str(exc)], whole_file_bad=True)
 
     def _read_locked(self) -> list[HostProfile]:
         """Read the file (lock held); move a corrupt one aside and keep what is valid."""
         raw = self._read_bytes()
         if raw is None:
             return []
-        decoded = _decode(raw)
+        decoded = _decode(raw) if isinstance(raw, bytes) else raw
         if decoded.problems:
             self._recover(decoded)
         return decoded.profiles

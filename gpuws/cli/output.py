@@ -15,8 +15,13 @@ def print_json(obj: Any) -> None:
 
 
 def fail(message: str, code: int = 1) -> int:
-    """Report a one-line error on stderr and return the exit code to use."""
-    print(f"gpuws: error: {message}", file=sys.stderr, flush=True)
+    """Report a one-line error on stderr and return the exit code to use.
+
+    Messages can carry host or profile strings: they are made printable, so one error is one line.
+    """
+    from gpuws.core.terminal import printable
+
+    print(f"gpuws: error: {printable(message)}", file=sys.stderr, flush=True)
     return code
 
 

@@ -140,9 +140,10 @@ def cmd_list(args: argparse.Namespace) -> int:
         print("No host profiles yet. Add one with `gpuws hosts add NAME --host H` "
               "or `gpuws hosts import-ssh-config`.")
         return 0
-    rows = [("NAME", "ADDRESS", "AUTH", "JUMP", "PRICE/H", "TAGS")]
+    rows: list[tuple[str, ...]] = [("NAME", "ADDRESS", "AUTH", "JUMP", "PRICE/H", "TAGS")]
     rows += [
-        (p.name, _address(p), str(p.auth), p.jump or "-", _price(p.price_per_hour), ",".join(p.tags) or "-")
+        tuple(printable(cell) for cell in (p.name, _address(p), str(p.auth), p.jump or "-",
+                                           _price(p.price_per_hour), ",".join(p.tags) or "-"))
         for p in profiles
     ]
     widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
@@ -173,7 +174,8 @@ def cmd_show(args: argparse.Namespace) -> int:
     if profile.simulated:
         lines.append(("simulated", "yes (the built-in demo host)"))
     for label, value in lines:
-        print(f"{label + ':':<11} {value}")
+        # Profile values are user text (notes may hold anything): one printable line each.
+        print(f"{label + ':':<11} {printable(value)}")
     return 0
 
 

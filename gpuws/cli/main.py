@@ -13,7 +13,7 @@ import sys
 from collections.abc import Sequence
 
 from gpuws import __version__
-from gpuws.cli.output import fail
+from gpuws.cli.output import fail, undecodable_argument
 from gpuws.core.errors import GpuwsError
 from gpuws.core.runner import CommandTimeout
 
@@ -48,6 +48,9 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    undecodable = undecodable_argument(sys.argv[1:] if argv is None else argv)
+    if undecodable is not None:  # issue 13: refused here rather than a traceback on save or print
+        return fail(undecodable, 2)
     parser = build_parser()
     args = parser.parse_args(argv)
     if args.command is None:
@@ -65,4 +68,5 @@ def main(argv: Sequence[str] | None = None) -> int:
 
         return fail(str(exc), exit_code_for(exc))
     except KeyboardInterrupt:
+        print("gpuws: interrupted", file=sys.stderr, flush=True)
         return 130

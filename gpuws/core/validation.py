@@ -135,8 +135,8 @@ def validate_key_path(path: object, field: str = "key_path", *, must_exist: bool
         return None
     if not isinstance(path, str) or not path:
         raise ValidationError(field, "must be a file path or left out")
-    if len(path) > MAX_KEY_PATH_CHARS or _CONTROL_RE.search(path):
-        raise ValidationError(field, "is not a usable file path (too long or has control characters)")
+    if len(path) > MAX_KEY_PATH_CHARS or _CONTROL_RE.search(path) or not _encodable(path):
+        raise ValidationError(field, "is not a usable file path (too long, not UTF-8 or has control characters)")
     expanded = Path(path).expanduser()
     if not expanded.is_absolute():
         raise ValidationError(field, f"{_preview(path)} must be an absolute path or start with '~'")
@@ -258,7 +258,17 @@ def validate_notes(notes: object) -> str:
         raise ValidationError("notes", "must be text")
     if len(notes) > MAX_NOTES_CHARS or "\x00" in notes:
         raise ValidationError("notes", f"must be at most {MAX_NOTES_CHARS} characters of text")
+    if not _encodable(notes):  # undecodable bytes kept as lone surrogates: TOML cannot hold them
+        raise ValidationError("notes", "must be valid UTF-8 text")
     return notes
+
+
+def _encodable(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def validate_jump(

@@ -191,3 +191,26 @@ def test_missing_identity_files_fall_through_to_the_next_as_ssh_does(ssh_dir: Pa
     assert (profiles["gpu"].auth, profiles["gpu"].key_path) == (AuthMethod.KEY, str(ssh_dir / "second"))
     assert (profiles["none"].auth, profiles["none"].key_path) == (AuthMethod.AGENT, None)
     assert any(h == "none" and "not found" in note for h, note in result.notes)
+
+
+def test_what_gpuws_does_not_follow_is_said_per_host_and_never_run(ssh_dir: Path, tmp_path: Path) -> None:
+    marker = tmp_path / "ran"
+    write(ssh_dir / "config", f"""
+Host local
+    HostName l.example
+    PermitLocalCommand yes
+    LocalCommand touch {marker}
+Host proxied
+    ProxyCommand touch {marker}
+Match originalhost local exec "touch {marker}"
+    Port 2200
+Match host l.example
+    User matched
+""")
+    result = import_ssh_config()
+    assert not marker.exists()
+    local = by_name(result)["local"]
+    assert (local.user, local.port) == ("matched", 22)  # Match host evaluated; Match exec never run
+    notes = [note for host, note in result.notes if host == "local"]
+    assert any("LocalCommand" in n for n in notes) and any("Match exec" in n for n in notes)
+    assert "ProxyCommand" in dict(result.skipped)["proxied"]

@@ -54,6 +54,15 @@ def read_regular_file(path: Path, max_bytes: int, *, what: str = "file") -> byte
         os.close(fd)
 
 
+def is_regular_file(path: Path) -> bool:
+    """`Path.is_file()` that is False, not an exception, for any path the OS refuses to look at
+    (a component longer than NAME_MAX, a symlink loop, no permission)."""
+    try:
+        return path.is_file()
+    except (OSError, RuntimeError, ValueError):
+        return False
+
+
 def _shown(path: Path) -> str:
     # A path may hold any bytes (surrogate escapes); show it printable, on one line.
     from gpuws.core.terminal import printable

@@ -38,7 +38,7 @@ from pathlib import Path
 from typing import cast
 
 from gpuws.core.errors import GpuwsError, ValidationError
-from gpuws.core.files import LocalFileRefused, read_regular_file
+from gpuws.core.files import LocalFileRefused, is_regular_file, read_regular_file
 from gpuws.core.jumps import JumpHop, parse_jump
 from gpuws.core.models import AuthMethod, HostProfile
 from gpuws.core.terminal import printable
@@ -139,7 +139,10 @@ class _Reader:
         self._stack: list[Path] = []
 
     def read(self, path: Path, depth: int) -> list[_Line]:
-        real = path.resolve()
+        try:
+            real = path.resolve()
+        except (OSError, RuntimeError):  # a symlink loop, a name the OS refuses
+            real = path
         if real in self._stack:
             self.skipped.append((f"Include {printable(path)}", "includes itself (a loop); ignored"))
             return []
@@ -443,7 +446,7 @@ def _profile_for(host: ResolvedHost, aliases: set[str], lines: list[_Line], loca
     missing: list[str] = []
     for value in host.identity_files:
         key = expand_identity_file(value, host, local_user)
-        if key.is_file():
+        if is_regular_file(key):
             key_path = str(key)
             break
         missing.append(str(key))

@@ -19,6 +19,7 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from gpuws.core.errors import ValidationError
+from gpuws.core.files import is_regular_file
 from gpuws.core.models import AlertThresholds, AuthMethod, HostProfile, ProviderInfo
 
 NAME_RE = re.compile(r"[A-Za-z0-9._-]{1,64}")
@@ -140,7 +141,7 @@ def validate_key_path(path: object, field: str = "key_path", *, must_exist: bool
     expanded = Path(path).expanduser()
     if not expanded.is_absolute():
         raise ValidationError(field, f"{_preview(path)} must be an absolute path or start with '~'")
-    if must_exist and not expanded.is_file():
+    if must_exist and not is_regular_file(expanded):
         raise ValidationError(field, f"{_preview(path)}: no such file")
     return path
 

@@ -57,7 +57,11 @@ async def test_wrong_stored_password_is_offered_once_then_auth_failed() -> None:
 
 
 def test_unknown_keyring_backend_is_the_no_usable_keyring_refusal(monkeypatch: pytest.MonkeyPatch) -> None:
+    import keyring.core
+
     monkeypatch.setenv("PYTHON_KEYRING_BACKEND", "nosuch.module.Keyring")
+    # keyring loads its backend once per process; start from scratch as a new gpuws process does.
+    monkeypatch.setattr(keyring.core, "_keyring_backend", None)
     with pytest.raises(KeyringUnavailable, match="no usable keyring"):
         SecretStore().get("gpu1", SecretKind.PASSWORD)
 

@@ -1,5 +1,5 @@
 """`python -m gpuws` is the same as the `gpuws` command."""
 
-from gpuws.cli.main import main
+from gpuws.cli.entry import run
 
-raise SystemExit(main())
+run()

@@ -14,7 +14,7 @@ import sys
 from collections.abc import Sequence
 
 from gpuws import __version__
-from gpuws.cli.output import fail
+from gpuws.cli.output import fail, undecodable_argument
 from gpuws.core.errors import GpuwsError
 
 # One module per concern; each registers its own subcommands.
@@ -105,6 +105,9 @@ def _is_timeout(exc: BaseException) -> bool:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    undecodable = undecodable_argument(sys.argv[1:] if argv is None else argv)
+    if undecodable is not None:  # issue 13: refused here rather than a traceback on save or print
+        return fail(undecodable, 2)
     parser = build_parser(list(argv) if argv is not None else sys.argv[1:])
     args = parser.parse_args(argv)
     if args.command is None:
@@ -125,4 +128,5 @@ def main(argv: Sequence[str] | None = None) -> int:
 
         return fail(str(exc), exit_code_for(exc))
     except KeyboardInterrupt:
+        print("gpuws: interrupted", file=sys.stderr, flush=True)
         return 130

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import sys
+from collections.abc import Sequence
 from typing import Any
 
 from gpuws.core.simulation import SIM_LABEL
@@ -15,9 +16,27 @@ def print_json(obj: Any) -> None:
 
 
 def fail(message: str, code: int = 1) -> int:
-    """Report a one-line error on stderr and return the exit code to use."""
-    print(f"gpuws: error: {message}", file=sys.stderr, flush=True)
+    """Report a one-line error on stderr and return the exit code to use.
+
+    Messages can carry host or profile strings: they are made printable, so one error is one line.
+    """
+    from gpuws.core.terminal import printable
+
+    print(f"gpuws: error: {printable(message)}", file=sys.stderr, flush=True)
     return code
+
+
+def undecodable_argument(argv: Sequence[str]) -> str | None:
+    """Why an argument cannot be used, when one holds bytes that are not UTF-8 (Python keeps them
+    as lone surrogates, which no profile, keyring or terminal can take); None when all are fine."""
+    for position, arg in enumerate(argv, start=1):
+        try:
+            arg.encode("utf-8")
+        except UnicodeEncodeError:
+            from gpuws.core.terminal import printable
+
+            return f"argument {position} ({printable(arg, 60)}) is not valid UTF-8; gpuws takes only UTF-8 text"
+    return None
 
 
 def sim_banner(simulated: bool) -> str:

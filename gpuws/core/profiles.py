@@ -51,12 +51,15 @@ if TYPE_CHECKING:
 
 from gpuws.core import paths
 from gpuws.core.errors import GpuwsError, ValidationError
+from gpuws.core.files import LocalFileRefused, read_regular_file
+from gpuws.core.jumps import jump_profile_names
 from gpuws.core.models import HostProfile
 from gpuws.core.validation import validate_profile
 
 SCHEMA_VERSION = 1
 PROFILES_FILE = "profiles.toml"
 LOCK_TIMEOUT_S = 30.0
+MAX_PROFILES_BYTES = 8 * 1024 * 1024  # thousands of hosts fit in well under 1 MiB
 
 _T = TypeVar("_T")
 _D = TypeVar("_D")
@@ -207,6 +210,8 @@ def _decode(raw: bytes) -> _Decoded:
         doc = tomllib.loads(raw.decode("utf-8"))
     except (UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
         return _Decoded([], [f"it is not valid TOML ({exc})"], whole_file_bad=True)
+    except RecursionError:  # tomllib recurses per nesting level: a hostile file can exhaust it
+        return _Decoded([], ["it is nested too deeply to be a profile file"], whole_file_bad=True)
     version = doc.get("schema_version")
     if not isinstance(version, int) or isinstance(version, bool):
         return _Decoded([], ["it has no integer schema_version"], whole_file_bad=True)
@@ -317,7 +322,7 @@ class ProfileStore:
         raw = self._read_bytes()
         if raw is None:
             return []
-        decoded = _decode(raw)
+        decoded = _decode(raw) if isinstance(raw, bytes) else raw
         if not decoded.problems:
             return _sorted(decoded.profiles)
         with self._locked():  # recover under the lock, from what is on disk now
@@ -385,7 +390,8 @@ class ProfileStore:
             if clash is not None and clash != index:
                 raise ProfileExists(profile.name)
             others = [p for i, p in enumerate(profiles) if i != index]
-            renamed = [dataclasses.replace(p, jump=profile.name) if p.jump == previous else p for p in others]
+            renamed = [dataclasses.replace(p, jump=_renamed_jump(p.jump, previous, profile.name))
+                       if previous in jump_profile_names(p.jump) else p for p in others]
             checked = validate_profile(profile, {p.name: p for p in renamed})
             profiles[:] = [*renamed, checked]
             return checked
@@ -399,7 +405,7 @@ class ProfileStore:
             index = _find(profiles, name)
             if index is None or profiles[index].name != name:
                 raise ProfileNotFound(name)
-            users = sorted(p.name for p in profiles if p.jump == name)
+            users = sorted(p.name for p in profiles if name in jump_profile_names(p.jump))
             if users:
                 raise ValidationError(
                     "name", f"{name!r} is the jump host of {', '.join(map(repr, users))}; change those first"
@@ -437,20 +443,23 @@ class ProfileStore:
                 f"profiles: another gpuws is holding {self._lock.lock_file}; try again"
             ) from exc
 
-    def _read_bytes(self) -> bytes | None:
+    def _read_bytes(self) -> bytes | _Decoded | None:
+        """The file's bytes; None when there is none; a whole-file problem when it is not a
+        regular file under the size cap or cannot be read (it is then moved aside like any
+        corrupt file, never read: a symlink to /dev/zero must not fill the memory)."""
         try:
-            return self.path.read_bytes()
+            return read_regular_file(self.path, MAX_PROFILES_BYTES, what="profile file")
         except FileNotFoundError:
             return None
-        except OSError as exc:
-            raise ProfileStoreError(f"profiles: cannot read {self.path}: {exc.strerror}") from None
+        except LocalFileRefused as exc:
+            return _Decoded([], [str(exc)], whole_file_bad=True)
 
     def _read_locked(self) -> list[HostProfile]:
         """Read the file (lock held); move a corrupt one aside and keep what is valid."""
         raw = self._read_bytes()
         if raw is None:
             return []
-        decoded = _decode(raw)
+        decoded = _decode(raw) if isinstance(raw, bytes) else raw
         if decoded.problems:
             self._recover(decoded)
         return decoded.profiles
@@ -489,3 +498,10 @@ def _find(profiles: list[HostProfile], name: str) -> int | None:
         if profile.name.casefold() == folded:
             return index
     return None
+
+
+def _renamed_jump(spec: str | None, old: str, new: str) -> str | None:
+    """A jump spec with profile `old` renamed to `new` (addresses are left as they are)."""
+    if spec is None:
+        return None
+    return ",".join(new if part == old else part for part in spec.split(","))

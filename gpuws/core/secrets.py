@@ -123,7 +123,15 @@ class SecretStore:
     @property
     def backend(self) -> KeyringBackend:
         if self._backend is None:
-            self._backend = keyring.get_keyring()
+            try:
+                self._backend = keyring.get_keyring()
+            except Exception as exc:
+                # A misspelt PYTHON_KEYRING_BACKEND raises ImportError, AttributeError or
+                # ValueError from inside keyring; whichever it is, there is no usable keyring.
+                raise KeyringUnavailable(
+                    f"keyring: no usable keyring (the keyring backend could not be loaded: "
+                    f"{type(exc).__name__}); {FIX_HINT}. gpuws never stores secrets elsewhere."
+                ) from None
         return self._backend
 
     def ensure_usable(self) -> None:

@@ -1,52 +1,397 @@
-"""Import host profiles from an OpenSSH client config (`~/.ssh/config`).
+"""Import host profiles from an OpenSSH client config (`~/.ssh/config`), read as OpenSSH reads it.
 
-`paramiko.SSHConfig` resolves each `Host` alias (first value wins, `Host *` defaults, `%h`-style
-tokens). What it does not do, we do before handing it the text:
+Each alias is resolved the way `ssh -G ALIAS` resolves it (OpenSSH 9), for the fields gpuws keeps:
+hostname, user, port, identity files in order, and the proxy jump chain.
 
-- `Include` is expanded here: relative paths against `~/.ssh`, `~`, globs in lexical order,
-  nested includes up to 16 deep, and a loop guard. As in OpenSSH, the block that was open before
-  an `Include` is open again after it.
-- `Match` blocks are dropped and reported: paramiko would run `Match exec` commands, and an
-  importer must never execute what a config file says. `Canonicalize*` lines are dropped too
-  (they make paramiko resolve names over DNS).
+- Lines are split into words as OpenSSH does (quotes, backslash escapes, a word starting with
+  `#` ends the line); the first value of an option wins, `IdentityFile` accumulates (duplicates
+  dropped); `ProxyJump` and `ProxyCommand` exclude each other, the first one wins.
+- `Host` patterns match the alias case-sensitively (`*`, `?`, `!` negation wins).
+- `Include`: relative paths against `~/.ssh`, `~`, globs in lexical order, 16 levels deep. As in
+  OpenSSH, an `Include` inside a block that does not apply to the alias is read but never applies
+  (its `Host` lines never match), and the enclosing block's state returns after it.
+- `Match host/originalhost/user/localuser/all` are evaluated. `Match exec` is never run (an
+  importer must never execute what a config file says), nor are `localnetwork`, `canonical` and
+  `final` evaluated: such a block counts as not matching, and every host it could concern says so.
+- `%h` and `%%` in `HostName`; `~`, `${VAR}` and `%d %u %h %r %p %n %l %L %i %%` in `IdentityFile`,
+  a relative one against the current directory (as `ssh` opens it). The first identity file that
+  exists becomes the profile's key; missing ones are noted (ssh tries the next one too).
 
-Only literal aliases become profiles. Wildcard patterns (`*`, `*.example`, `!x`), values that
-fail validation, `ProxyCommand` hosts and jump hosts we cannot map to an imported alias are listed
-in `skipped` with the reason; nothing in the file can make the import crash.
+Only literal aliases become profiles. Wildcard patterns (`*`, `*.example`, `!x`), values that fail
+validation and `ProxyCommand` hosts are listed in `skipped` with the reason; `LocalCommand` and
+unevaluated `Match` criteria are listed in `notes` per host. Jump hosts become a chain: a hop that
+is an imported alias refers to that profile, any other hop is kept as an address
+(`ssh://user@host:port`, resolved through the config as `ssh` would). Every file read must be a
+regular file under a size cap; nothing in the file can make the import crash or run anything.
 """
 
 from __future__ import annotations
 
+import getpass
 import glob
+import os
 import re
-import shlex
+import socket
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-
-import paramiko
+from typing import cast
 
 from gpuws.core.errors import GpuwsError, ValidationError
+from gpuws.core.files import LocalFileRefused, is_regular_file, read_regular_file
+from gpuws.core.jumps import JumpHop, parse_jump
 from gpuws.core.models import AuthMethod, HostProfile
+from gpuws.core.terminal import printable
 from gpuws.core.validation import validate_profile
 
 MAX_INCLUDE_DEPTH = 16
-# The same split paramiko uses: "Key value" or "Key=value".
-_LINE_RE = re.compile(r"(\w+)(?:\s*=\s*|\s+)(.+)")
-# Options that make paramiko do DNS lookups while resolving an alias.
-_DROPPED_KEYS = {"canonicalizehostname", "canonicaldomains", "canonicalizemaxdots",
-                 "canonicalizefallbacklocal", "canonicalizepermittedcnames"}
+MAX_CONFIG_BYTES = 4 * 1024 * 1024  # per file; real configs are a few KiB
+MAX_IDENTITY_FILES = 100  # OpenSSH's SSH_MAX_IDENTITY_FILES
+_KEYWORD_RE = re.compile(r"\s*([^\s=]+)\s*(?:=\s*)?(.*)", re.DOTALL)
+_SINGLE = ("hostname", "user", "port", "proxyjump", "proxycommand", "localcommand")
 
 
 @dataclass
 class SshConfigImport:
-    """Profiles ready to add (jump hosts before their users) and what was left out, with why."""
+    """Profiles ready to add (jump hosts before their users), what was left out and why, and
+    per-host notes on what gpuws does not follow."""
 
     profiles: list[HostProfile] = field(default_factory=list)
     skipped: list[tuple[str, str]] = field(default_factory=list)
+    notes: list[tuple[str, str]] = field(default_factory=list)
+
+
+@dataclass
+class ResolvedHost:
+    """What `ssh -G ALIAS` says for the fields gpuws keeps (values as written, tokens unexpanded
+    except in `hostname`), plus what gpuws could not follow for this alias."""
+
+    alias: str
+    hostname: str
+    user: str | None
+    port: str | None
+    identity_files: list[str]
+    proxy_jump: str | None
+    proxy_command: str | None = None
+    local_command: str | None = None
+    configured: bool = False  # a Host line naming the alias literally applied
+    notes: list[str] = field(default_factory=list)
 
 
 def default_ssh_config() -> Path:
     return Path("~/.ssh/config").expanduser()
+
+
+class _Skip(GpuwsError):
+    """An alias we do not import (the message is the reason)."""
+
+
+# -- reading -----------------------------------------------------------------------------------
+
+
+def split_words(text: str) -> list[str]:
+    """OpenSSH's argv_split with comments: quotes, `\\` escapes, a word starting with `#` ends it."""
+    words: list[str] = []
+    i, n = 0, len(text)
+    while i < n:
+        if text[i] in " \t\r\n\f":
+            i += 1
+            continue
+        if text[i] == "#":
+            break
+        word: list[str] = []
+        quote = ""
+        while i < n:
+            c = text[i]
+            if c == "\\" and i + 1 < n and (text[i + 1] in "'\"\\" or (not quote and text[i + 1] == " ")):
+                i += 1
+                word.append(text[i])
+            elif not quote and c in " \t\r\n\f":
+                break
+            elif not quote and c in "'\"":
+                quote = c
+            elif quote and c == quote:
+                quote = ""
+            else:
+                word.append(c)
+            i += 1
+        if quote:
+            raise ValueError("unbalanced quotes")
+        words.append("".join(word))
+    return words
+
+
+@dataclass
+class _Line:
+    where: str
+    keyword: str
+    words: list[str]
+    include: list[list[_Line]] | None = None  # the included files' lines, for Include
+
+
+class _Reader:
+    """Reads a config and its Includes once into line lists, reporting what it cannot read."""
+
+    def __init__(self, ssh_dir: Path) -> None:
+        self.ssh_dir = ssh_dir
+        self.skipped: list[tuple[str, str]] = []
+        self.host_patterns: list[str] = []
+        self._stack: list[Path] = []
+
+    def read(self, path: Path, depth: int) -> list[_Line]:
+        try:
+            real = path.resolve()
+        except (OSError, RuntimeError):  # a symlink loop, a name the OS refuses
+            real = path
+        if real in self._stack:
+            self.skipped.append((f"Include {printable(path)}", "includes itself (a loop); ignored"))
+            return []
+        if depth > MAX_INCLUDE_DEPTH:
+            self.skipped.append((f"Include {printable(path)}", f"nested more than {MAX_INCLUDE_DEPTH} deep; ignored"))
+            return []
+        try:
+            text = read_regular_file(path, MAX_CONFIG_BYTES, what="ssh config file").decode("utf-8", "replace")
+        except FileNotFoundError:
+            self.skipped.append((f"Include {printable(path)}", "no such file; ignored"))
+            return []
+        except LocalFileRefused as exc:
+            self.skipped.append((f"Include {printable(path)}", str(exc)))
+            return []
+        self._stack.append(real)
+        try:
+            lines: list[_Line] = []
+            for number, raw in enumerate(text.splitlines(), start=1):
+                line = self._line(raw, f"{printable(path.name)}:{number}", depth)
+                if line is not None:
+                    lines.append(line)
+            return lines
+        finally:
+            self._stack.pop()
+
+    def _line(self, raw: str, where: str, depth: int) -> _Line | None:
+        match = _KEYWORD_RE.fullmatch(raw)
+        if match is None or not match.group(1) or match.group(1).startswith("#"):
+            return None
+        keyword, rest = match.group(1).lower(), match.group(2)
+        try:
+            words = split_words(rest)
+        except ValueError:
+            self.skipped.append((where, "line has unbalanced quotes; ignored"))
+            if keyword in ("host", "match"):  # its block must not apply to anyone
+                return _Line(where, "match", ["!all"])
+            return None
+        if not words:
+            if keyword in ("host", "match"):
+                self.skipped.append((where, f"{keyword} line without arguments; its block is ignored"))
+                return _Line(where, "match", ["!all"])
+            self.skipped.append((where, "line cannot be parsed; ignored"))
+            return None
+        if keyword == "host":
+            self.host_patterns.extend(words)
+        if keyword == "include":
+            return _Line(where, keyword, words, self._include(words, depth))
+        return _Line(where, keyword, words)
+
+    def _include(self, patterns: list[str], depth: int) -> list[list[_Line]]:
+        files: list[list[_Line]] = []
+        for pattern in patterns:
+            base = Path(pattern).expanduser()
+            if not base.is_absolute():
+                base = self.ssh_dir / base
+            for match in sorted(glob.glob(str(base))):
+                files.append(self.read(Path(match), depth + 1))
+        return files
+
+
+# -- resolving one alias -------------------------------------------------------------------------
+
+
+def _glob_match(pattern: str, value: str, fold: bool = False) -> bool:
+    regex = "".join(".*" if c == "*" else "." if c == "?" else re.escape(c) for c in pattern)
+    return re.fullmatch(regex, value, re.DOTALL | (re.IGNORECASE if fold else 0)) is not None
+
+
+def _pattern_list_matches(patterns: str, value: str, fold: bool = False) -> bool:
+    """OpenSSH's match_pattern_list: a negated match anywhere is False, else any positive match."""
+    matched = False
+    for pattern in patterns.split(","):
+        negated = pattern.startswith("!")
+        if _glob_match(pattern.removeprefix("!"), value, fold):
+            if negated:
+                return False
+            matched = True
+    return matched
+
+
+class _Resolver:
+    def __init__(self, alias: str, local_user: str) -> None:
+        self.alias = alias
+        self.local_user = local_user
+        self.values: dict[str, str] = {}
+        self.identity_files: list[str] = []
+        self.configured = False
+        self.notes: list[str] = []
+
+    def run(self, lines: list[_Line]) -> None:
+        self._block(lines, never_match=False, active=True)
+
+    def _block(self, lines: list[_Line], *, never_match: bool, active: bool) -> bool:
+        for line in lines:
+            if line.keyword == "host":
+                active = self._host(line.words, never_match)
+            elif line.keyword == "match":
+                active = not never_match and self._match(line)
+            elif line.keyword == "include":
+                assert line.include is not None
+                for included in line.include:
+                    # OpenSSH: an Include in a block that does not apply never matches anything,
+                    # and the including block's state is back after each file.
+                    self._block(included, never_match=never_match or not active, active=active)
+            elif active:
+                self._option(line)
+        return active
+
+    def _host(self, patterns: list[str], never_match: bool) -> bool:
+        if never_match:
+            return False
+        active = False
+        for pattern in patterns:
+            negated = pattern.startswith("!")
+            if _glob_match(pattern.removeprefix("!"), self.alias):
+                if negated:
+                    return False
+                active = True
+                if pattern == self.alias:
+                    self.configured = True
+        return active
+
+    def _match(self, line: _Line) -> bool:
+        words = list(line.words)
+        result = True
+        while words:
+            criterion = words.pop(0)
+            negated = criterion.startswith("!")
+            name = criterion.removeprefix("!").lower()
+            if name in ("all", "canonical", "final"):
+                if name == "all":
+                    value = True
+                else:
+                    self.notes.append(f"Match {name} ({line.where}) is not evaluated; its block was not applied")
+                    value = False
+                result = result and (value != negated)
+                continue
+            if not words:
+                self.notes.append(f"Match {name} ({line.where}) has no argument; its block was not applied")
+                return False
+            argument = words.pop(0)
+            if name == "exec":
+                self.notes.append(
+                    f"Match exec ({line.where}) is never run by gpuws; its block was not applied")
+                result = False
+                continue
+            if name == "localnetwork":
+                self.notes.append(f"Match localnetwork ({line.where}) is not evaluated; its block was not applied")
+                result = False
+                continue
+            if name == "host":
+                hostname = self.values.get("hostname")
+                current = _expand_hostname(hostname, self.alias) if hostname else self.alias
+                value = _pattern_list_matches(argument, current.lower(), fold=True)
+            elif name == "originalhost":
+                value = _pattern_list_matches(argument, self.alias)
+            elif name == "user":
+                value = _pattern_list_matches(argument, self.values.get("user", self.local_user))
+            elif name == "localuser":
+                value = _pattern_list_matches(argument, self.local_user)
+            else:
+                self.notes.append(f"Match {name[:40]} ({line.where}) is not understood; its block was not applied")
+                return False
+            result = result and (value != negated)
+        return result
+
+    def _option(self, line: _Line) -> None:
+        key, first = line.keyword, line.words[0]
+        if key == "identityfile":
+            if first not in self.identity_files and len(self.identity_files) < MAX_IDENTITY_FILES:
+                self.identity_files.append(first)
+        elif key in ("proxyjump", "proxycommand"):
+            # They exclude each other: whichever comes first is the one ssh uses.
+            if "proxyjump" not in self.values and "proxycommand" not in self.values:
+                self.values[key] = " ".join(line.words) if key == "proxycommand" else first
+        elif key in _SINGLE:
+            # ssh refuses extra words after a one-value option; joined, validation refuses them too.
+            self.values.setdefault(key, " ".join(line.words))
+
+
+def _expand_hostname(hostname: str, alias: str) -> str:
+    return re.sub(r"%([%h])", lambda m: "%" if m.group(1) == "%" else alias, hostname)
+
+
+def _load(path: Path | None, ssh_dir: Path | None) -> tuple[Path, _Reader, list[_Line]]:
+    config_path = (path if path is not None else default_ssh_config()).expanduser()
+    reader = _Reader(ssh_dir if ssh_dir is not None else Path("~/.ssh").expanduser())
+    try:
+        # The top-level file must be there and readable; the reader then reads it with its includes.
+        read_regular_file(config_path, MAX_CONFIG_BYTES, what="ssh config file")
+    except FileNotFoundError:
+        raise ValidationError("path", f"{printable(config_path)}: no such file") from None
+    except LocalFileRefused as exc:
+        raise ValidationError("path", str(exc)) from None
+    return config_path, reader, reader.read(config_path, depth=0)
+
+
+def _resolve(lines: list[_Line], alias: str, local_user: str) -> ResolvedHost:
+    resolver = _Resolver(alias, local_user)
+    resolver.run(lines)
+    values = resolver.values
+    hostname = _expand_hostname(values.get("hostname", alias), alias).lower()
+    return ResolvedHost(
+        alias=alias, hostname=hostname, user=values.get("user"), port=values.get("port"),
+        identity_files=resolver.identity_files, proxy_jump=values.get("proxyjump"),
+        proxy_command=values.get("proxycommand"), local_command=values.get("localcommand"),
+        configured=resolver.configured, notes=resolver.notes,
+    )
+
+
+def resolve_host(alias: str, path: Path | None = None, *, ssh_dir: Path | None = None,
+                 local_user: str | None = None) -> ResolvedHost:
+    """What `ssh -G ALIAS -F PATH` resolves for the fields gpuws keeps."""
+    _, _, lines = _load(path, ssh_dir)
+    return _resolve(lines, alias, local_user or getpass.getuser())
+
+
+def expand_identity_file(value: str, resolved: ResolvedHost, local_user: str,
+                         cwd: Path | None = None) -> Path:
+    """An IdentityFile value as ssh opens it: `~`, `${VAR}`, %-tokens, relative to the cwd."""
+    home = os.path.expanduser("~")
+    text = os.path.expanduser(value) if value.startswith("~") else value
+
+    def env(match: re.Match[str]) -> str:
+        name = match.group(1)
+        if name not in os.environ:
+            raise _Skip(f"IdentityFile {printable(value, 80)!s}: environment variable {name} is not set")
+        return os.environ[name]
+
+    text = re.sub(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}", env, text)
+    tokens: dict[str, Callable[[], str]] = {
+        "%": lambda: "%", "d": lambda: home, "u": lambda: local_user, "h": lambda: resolved.hostname,
+        "r": lambda: resolved.user or local_user, "p": lambda: resolved.port or "22",
+        "n": lambda: resolved.alias, "l": lambda: socket.gethostname().split(".")[0],
+        "L": lambda: socket.gethostname(), "i": lambda: str(os.getuid()) if hasattr(os, "getuid") else "0",
+    }
+
+    def token(match: re.Match[str]) -> str:
+        getter = tokens.get(match.group(1))
+        if getter is None:
+            raise _Skip(f"IdentityFile {printable(value, 80)!s}: unknown token %{match.group(1)}")
+        return getter()
+
+    text = re.sub(r"%(.)", token, text)
+    path = Path(text)
+    return path if path.is_absolute() else (cwd or Path.cwd()) / path
+
+
+# -- import ------------------------------------------------------------------------------------
 
 
 def import_ssh_config(path: Path | None = None, *, ssh_dir: Path | None = None) -> SshConfigImport:
@@ -54,29 +399,27 @@ def import_ssh_config(path: Path | None = None, *, ssh_dir: Path | None = None) 
 
     `ssh_dir` is where relative `Include` paths are looked up (default `~/.ssh`).
     """
-    config_path = (path if path is not None else default_ssh_config()).expanduser()
-    if not config_path.is_file():
-        raise ValidationError("path", f"{config_path}: no such file")
-    flat = _Flattener(ssh_dir if ssh_dir is not None else Path("~/.ssh").expanduser())
-    flat.read(config_path, depth=0)
-    config = paramiko.SSHConfig.from_text("\n".join(flat.lines))
-
-    result = SshConfigImport(skipped=flat.skipped)
-    aliases = _literal_aliases(flat.host_patterns, result.skipped)
-    folded = {alias.casefold(): alias for alias in aliases}
+    _, reader, lines = _load(path, ssh_dir)
+    local_user = getpass.getuser()
+    result = SshConfigImport(skipped=reader.skipped)
+    aliases = _literal_aliases(reader.host_patterns, result.skipped)
+    resolved = {alias: _resolve(lines, alias, local_user) for alias in aliases}
     candidates: list[HostProfile] = []
     for alias in aliases:
+        host = resolved[alias]
         try:
-            profile = _profile_for(alias, config, folded)
+            if not host.configured:
+                raise _Skip("its Host line never applies (it sits in an Include inside another host's block)")
+            profile = _profile_for(host, set(aliases), lines, local_user)
             candidates.append(validate_profile(profile))
         except (ValidationError, _Skip) as exc:
             result.skipped.append((alias, str(exc)))
+            continue
+        result.notes.extend((alias, note) for note in host.notes)
+        if host.local_command:
+            result.notes.append((alias, "LocalCommand is never run by gpuws; ignored"))
     result.profiles = _resolve_jumps(candidates, result.skipped)
     return result
-
-
-class _Skip(GpuwsError):
-    """An alias we do not import (the message is the reason)."""
 
 
 def _literal_aliases(patterns: list[str], skipped: list[tuple[str, str]]) -> list[str]:
@@ -84,9 +427,9 @@ def _literal_aliases(patterns: list[str], skipped: list[tuple[str, str]]) -> lis
     aliases: list[str] = []
     seen: set[str] = set()
     for pattern in patterns:
-        if pattern.casefold() in seen:
+        if pattern in seen:
             continue
-        seen.add(pattern.casefold())
+        seen.add(pattern)
         if pattern.startswith("!"):
             skipped.append((pattern, "negated pattern, not a host"))
         elif any(ch in pattern for ch in "*?"):
@@ -96,34 +439,54 @@ def _literal_aliases(patterns: list[str], skipped: list[tuple[str, str]]) -> lis
     return aliases
 
 
-def _profile_for(alias: str, config: paramiko.SSHConfig, aliases: dict[str, str]) -> HostProfile:
-    options = config.lookup(alias)
-    if options.get("proxycommand"):
-        raise _Skip("uses ProxyCommand, which gpuws does not run; use a jump host profile instead")
-    identity_files = options.get("identityfile") or []
+def _profile_for(host: ResolvedHost, aliases: set[str], lines: list[_Line], local_user: str) -> HostProfile:
+    if host.proxy_command:
+        raise _Skip("uses ProxyCommand, which gpuws never runs; use a jump host profile instead")
     key_path: str | None = None
-    if identity_files:
-        key = Path(identity_files[0]).expanduser()
-        # OpenSSH reads a relative IdentityFile from the home directory.
-        key_path = str(key if key.is_absolute() else Path.home() / key)
+    missing: list[str] = []
+    for value in host.identity_files:
+        key = expand_identity_file(value, host, local_user)
+        if is_regular_file(key):
+            key_path = str(key)
+            break
+        missing.append(str(key))
+    if missing:
+        shown = ", ".join(printable(m, 120) for m in missing)
+        host.notes.append(f"IdentityFile not found: {shown}" + ("" if key_path else "; the agent is used"))
     jump: str | None = None
-    proxy_jump = options.get("proxyjump")
-    if proxy_jump and proxy_jump.lower() != "none":
-        jump = aliases.get(proxy_jump.casefold())
-        if jump is None:
-            raise _Skip(
-                f"ProxyJump {proxy_jump[:60]!r} is not a Host entry in this config; "
-                "add the jump host as a profile, then add this one with --jump"
-            )
+    if host.proxy_jump and host.proxy_jump.lower() != "none":
+        jump = _jump_spec(host.proxy_jump, aliases, lines, local_user)
     return HostProfile(
-        name=alias,
-        host=options.get("hostname", alias),
-        port=options.get("port", 22),  # a string from the file; validation parses it
-        user=options.get("user"),
+        name=host.alias,
+        host=host.hostname,
+        port=cast(int, host.port or 22),  # a string from the file; validation parses and checks it
+        user=host.user,
         auth=AuthMethod.KEY if key_path else AuthMethod.AGENT,
         key_path=key_path,
         jump=jump,
     )
+
+
+def _jump_spec(value: str, aliases: set[str], lines: list[_Line], local_user: str) -> str:
+    """A ProxyJump value as a gpuws jump chain: imported aliases by name, other hops as addresses
+    resolved through the config as `ssh` resolves a jump host."""
+    try:
+        hops = parse_jump(value)
+    except ValidationError as exc:
+        raise _Skip(f"ProxyJump {printable(value, 60)}: {exc.reason}") from None
+    parts: list[str] = []
+    for hop in hops:
+        if hop.profile is not None and hop.profile in aliases:
+            parts.append(hop.profile)
+            continue
+        target = hop.profile if hop.profile is not None else hop.host
+        assert target is not None
+        via = _resolve(lines, target, local_user)
+        if via.proxy_command or via.proxy_jump not in (None, "none"):
+            raise _Skip(f"jump host {printable(target, 60)} needs its own proxy; add it as a profile first")
+        port = hop.port if hop.port is not None else int(via.port) if via.port and via.port.isdigit() else None
+        parts.append(JumpHop(host=via.hostname, user=hop.user or via.user, port=port).spec())
+    return ",".join(parts)
 
 
 def _resolve_jumps(candidates: list[HostProfile], skipped: list[tuple[str, str]]) -> list[HostProfile]:
@@ -131,113 +494,34 @@ def _resolve_jumps(candidates: list[HostProfile], skipped: list[tuple[str, str]]
     by_name = {p.name: p for p in candidates}
     ordered: list[HostProfile] = []
     placed: set[str] = set()
+
+    def place(profile: HostProfile, path: tuple[str, ...]) -> str | None:
+        if profile.name in placed:
+            return None
+        if profile.name in path:
+            return f"jump hosts form a cycle through {profile.name!r}"
+        for name in _names(profile.jump):
+            target = by_name.get(name)
+            if target is None:
+                return f"its jump host {name!r} was skipped"
+            reason = place(target, (*path, profile.name))
+            if reason is not None:
+                return reason
+        placed.add(profile.name)
+        ordered.append(profile)
+        return None
+
     for profile in candidates:
-        chain: list[HostProfile] = []
-        current: HostProfile | None = profile
-        reason = None
-        while current is not None and current.name not in placed:
-            if current in chain:
-                reason = f"jump hosts form a cycle through {current.name!r}"
-                break
-            chain.append(current)
-            if current.jump is None:
-                current = None
-            elif current.jump in by_name:
-                current = by_name[current.jump]
-            else:
-                reason = f"its jump host {current.jump!r} was skipped"
-                break
-        if reason is not None:
-            if profile.name not in placed and profile.name in by_name:
-                skipped.append((profile.name, reason))
-                del by_name[profile.name]
+        if profile.name not in by_name:
             continue
-        for link in reversed(chain):
-            placed.add(link.name)
-            ordered.append(link)
+        reason = place(profile, ())
+        if reason is not None and profile.name not in placed:
+            skipped.append((profile.name, reason))
+            del by_name[profile.name]
     return ordered
 
 
-class _Flattener:
-    """Turns a config and its Includes into one text paramiko can parse safely."""
+def _names(spec: str | None) -> list[str]:
+    from gpuws.core.jumps import jump_profile_names
 
-    def __init__(self, ssh_dir: Path) -> None:
-        self.ssh_dir = ssh_dir
-        self.lines: list[str] = []
-        self.host_patterns: list[str] = []
-        self.skipped: list[tuple[str, str]] = []
-        self._stack: list[Path] = []
-        self._header: str | None = None  # the open Host line (None: top level)
-        self._in_match = False  # inside a dropped Match block
-
-    def read(self, path: Path, depth: int) -> bool:
-        """Append `path`'s lines; True when it (or its includes) opened a Host/Match block."""
-        real = path.resolve()
-        if real in self._stack:
-            self.skipped.append((f"Include {path}", "includes itself (a loop); ignored"))
-            return False
-        if depth > MAX_INCLUDE_DEPTH:
-            self.skipped.append((f"Include {path}", f"nested more than {MAX_INCLUDE_DEPTH} deep; ignored"))
-            return False
-        try:
-            text = path.read_bytes().decode("utf-8", errors="replace")
-        except OSError as exc:
-            self.skipped.append((f"Include {path}", f"cannot be read: {exc.strerror}"))
-            return False
-        self._stack.append(real)
-        opened = False
-        for number, raw in enumerate(text.splitlines(), start=1):
-            opened |= self._line(raw.strip(), f"{path.name}:{number}", depth)
-        self._stack.pop()
-        return opened
-
-    def _line(self, line: str, where: str, depth: int) -> bool:
-        if not line or line.startswith("#"):
-            return False
-        match = _LINE_RE.fullmatch(line)
-        if match is None:
-            self.skipped.append((where, "line cannot be parsed; ignored"))
-            return False
-        key, value = match.group(1).lower(), match.group(2)
-        if key == "include":
-            return self._include(value, where, depth)
-        if key == "match":
-            self.skipped.append((f"Match {value[:60]}", "Match blocks are not imported"))
-            self._header, self._in_match = None, True
-            return True
-        if key == "host":
-            try:
-                patterns = shlex.split(value)
-            except ValueError:
-                self.skipped.append((where, "Host line cannot be parsed; its block is ignored"))
-                self._header, self._in_match = None, True
-                return True
-            self.host_patterns.extend(patterns)
-            self._header, self._in_match = line, False
-            self.lines.append(line)
-            return True
-        if not self._in_match and key not in _DROPPED_KEYS:
-            self.lines.append(line)
-        return False
-
-    def _include(self, value: str, where: str, depth: int) -> bool:
-        try:
-            patterns = shlex.split(value)
-        except ValueError:
-            self.skipped.append((where, "Include line cannot be parsed; ignored"))
-            return False
-        header, in_match = self._header, self._in_match
-        opened = False
-        for pattern in patterns:
-            base = Path(pattern).expanduser()
-            if not base.is_absolute():
-                base = self.ssh_dir / base
-            for match in sorted(glob.glob(str(base))):
-                if Path(match).is_file():
-                    opened |= self.read(Path(match), depth + 1)
-        if opened:
-            # OpenSSH restores the enclosing block after an Include; re-open it.
-            self._header, self._in_match = header, in_match
-            if not in_match:
-                self.lines.append(header if header is not None else "Host *")
-        return opened
+    return jump_profile_names(spec)

@@ -1,4 +1,10 @@
-"""The `ssh` command line equivalent to a profile, and how to open it in the user's terminal.
+"""Terminals: making host and profile strings safe to print, the `ssh` command line for a profile,
+and how to open it in the user's terminal.
+
+`printable()` is the one sanitiser every string from a host or a profile passes through before it
+reaches a terminal: control characters (newline, ESC, ...), bidi overrides and isolates, zero-width
+and other invisible format characters are shown escaped (`\\n`, `\\x1b`, `\\u202e`), so a value
+is always one visible line and cannot rewrite what is around it.
 
 gpuws opens the user's own terminal emulator rather than embedding one: the user keeps their
 terminal, fonts and keys, and the command can be copied and pasted anywhere.
@@ -10,12 +16,42 @@ import os
 import shlex
 import shutil
 import sys
+import unicodedata
 from collections.abc import Callable, Sequence
 
 from gpuws.core.errors import GpuwsError
 from gpuws.core.models import AuthMethod, HostProfile
 
-MAX_JUMP_DEPTH = 8
+# Unicode categories never shown raw: controls, format characters (bidi, zero-width, BOM), line
+# and paragraph separators, and lone surrogates (undecodable bytes kept by surrogateescape).
+_HIDDEN_CATEGORIES = frozenset({"Cc", "Cf", "Zl", "Zp", "Cs"})
+_SHORT_ESCAPES = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
+
+
+def _escape(char: str) -> str:
+    if char in _SHORT_ESCAPES:
+        return _SHORT_ESCAPES[char]
+    code = ord(char)
+    if 0xDC80 <= code <= 0xDCFF:  # a byte that was not UTF-8, kept by surrogateescape
+        return f"\\x{code - 0xDC00:02x}"
+    if code < 0x100:
+        return f"\\x{code:02x}"
+    return f"\\u{code:04x}" if code < 0x10000 else f"\\U{code:08x}"
+
+
+def printable(value: object, max_length: int | None = None) -> str:
+    """`value` as one line a terminal shows literally: hidden and control characters escaped.
+
+    `max_length` (characters of the result) cuts long values with an ellipsis.
+    """
+    text = value if isinstance(value, str) else str(value)
+    if text.isprintable() and text.isascii():
+        out = text
+    else:
+        out = "".join(_escape(c) if unicodedata.category(c) in _HIDDEN_CATEGORIES else c for c in text)
+    if max_length is not None and len(out) > max_length:
+        out = out[: max(0, max_length - 1)] + "\u2026"
+    return out
 
 
 def _host_for_jump(profile: HostProfile) -> str:
@@ -27,17 +63,9 @@ def _host_for_jump(profile: HostProfile) -> str:
 
 def jump_chain(profile: HostProfile, lookup: Callable[[str], HostProfile]) -> list[HostProfile]:
     """The jump hosts in the order ssh must pass them (outermost first); refuses cycles."""
-    chain: list[HostProfile] = []
-    seen = {profile.name}
-    current = profile
-    while current.jump:
-        if current.jump in seen or len(chain) >= MAX_JUMP_DEPTH:
-            raise GpuwsError(f"jump: the jump hosts of '{profile.name}' form a loop at '{current.jump}'")
-        seen.add(current.jump)
-        current = lookup(current.jump)
-        chain.append(current)
-    chain.reverse()
-    return chain
+    from gpuws.core.jumps import jump_hops
+
+    return jump_hops(profile, lookup)
 
 
 def ssh_argv(profile: HostProfile, lookup: Callable[[str], HostProfile]) -> list[str]:

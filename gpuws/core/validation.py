@@ -19,6 +19,7 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from gpuws.core.errors import ValidationError
+from gpuws.core.files import is_regular_file
 from gpuws.core.models import AlertThresholds, AuthMethod, HostProfile, ProviderInfo
 
 NAME_RE = re.compile(r"[A-Za-z0-9._-]{1,64}")
@@ -135,12 +136,12 @@ def validate_key_path(path: object, field: str = "key_path", *, must_exist: bool
         return None
     if not isinstance(path, str) or not path:
         raise ValidationError(field, "must be a file path or left out")
-    if len(path) > MAX_KEY_PATH_CHARS or _CONTROL_RE.search(path):
-        raise ValidationError(field, "is not a usable file path (too long or has control characters)")
+    if len(path) > MAX_KEY_PATH_CHARS or _CONTROL_RE.search(path) or not _encodable(path):
+        raise ValidationError(field, "is not a usable file path (too long, not UTF-8 or has control characters)")
     expanded = Path(path).expanduser()
     if not expanded.is_absolute():
         raise ValidationError(field, f"{_preview(path)} must be an absolute path or start with '~'")
-    if must_exist and not expanded.is_file():
+    if must_exist and not is_regular_file(expanded):
         raise ValidationError(field, f"{_preview(path)}: no such file")
     return path
 
@@ -258,32 +259,67 @@ def validate_notes(notes: object) -> str:
         raise ValidationError("notes", "must be text")
     if len(notes) > MAX_NOTES_CHARS or "\x00" in notes:
         raise ValidationError("notes", f"must be at most {MAX_NOTES_CHARS} characters of text")
+    if not _encodable(notes):  # undecodable bytes kept as lone surrogates: TOML cannot hold them
+        raise ValidationError("notes", "must be valid UTF-8 text")
     return notes
+
+
+def _encodable(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def validate_jump(
     profile_name: str, jump: object, known: Mapping[str, HostProfile] | None
 ) -> str | None:
-    """The jump host names another profile; with `known` it must exist and form no cycle."""
+    """The jump host: another profile's name, or a `ProxyJump`-style chain (`gpuws.core.jumps`)
+    of profile names and `[user@]host[:port]` addresses. With `known`, every profile named must
+    exist and the chain must not loop."""
+    from gpuws.core.jumps import is_profile_reference, parse_jump
+
     if jump is None:
         return None
-    name = validate_name(jump, "jump")
-    if name == profile_name:
-        raise ValidationError("jump", "a host cannot be its own jump host")
-    if known is None:
-        return name
-    seen = [profile_name]
-    current: str | None = name
-    while current is not None:
-        if current in seen:
-            chain = " -> ".join([*seen, current])
-            raise ValidationError("jump", f"jump hosts form a cycle: {chain}")
-        target = known.get(current)
-        if target is None:
-            raise ValidationError("jump", f"no host profile named {_preview(current)}")
-        seen.append(current)
-        current = target.jump
-    return name
+    if not isinstance(jump, str) or is_profile_reference(jump) or not jump:
+        name = validate_name(jump, "jump")
+        names = [name]
+        spec = name
+    else:
+        hops = parse_jump(jump)
+        for hop in hops:
+            if hop.host is not None:
+                validate_host(hop.host)
+                if hop.user is not None:
+                    validate_user(hop.user)
+        spec = ",".join(hop.spec() for hop in hops)
+        names = [hop.profile for hop in hops if hop.profile is not None]
+    for name in names:
+        if name == profile_name:
+            raise ValidationError("jump", "a host cannot be its own jump host")
+    if known is not None:
+        for name in names:
+            _visit_jump(name, [profile_name], known)
+    return spec
+
+
+def _visit_jump(name: str, path: list[str], known: Mapping[str, HostProfile]) -> None:
+    """Follow the profile names a jump chain uses, refusing cycles and missing profiles."""
+    if name in path:
+        chain = " -> ".join([*path, name])
+        raise ValidationError("jump", f"jump hosts form a cycle: {chain}")
+    target = known.get(name)
+    if target is None:
+        raise ValidationError("jump", f"no host profile named {_preview(name)}")
+    for following in _jump_names(target.jump):
+        _visit_jump(following, [*path, name], known)
+
+
+def _jump_names(spec: str | None) -> list[str]:
+    from gpuws.core.jumps import jump_profile_names
+
+    return jump_profile_names(spec)
 
 
 def validate_profile(

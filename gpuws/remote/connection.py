@@ -25,13 +25,16 @@ import asyncssh
 from asyncssh.public_key import get_default_public_key_algs
 
 from gpuws.core.errors import GpuwsError
+from gpuws.core.jumps import JumpChainError, jump_hops
 from gpuws.core.models import HostProfile
 from gpuws.remote.auth import AuthFailed, KbdintPrompt, connect_options
 from gpuws.remote.ciphers import encryption_options
 from gpuws.remote.hostkeys import (
+    HostCertificateInvalid,
     HostKeyChanged,
     HostKeyRevoked,
     HostKeyStatus,
+    KnownHostEntry,
     KnownHosts,
     UnknownHostKey,
     check_or_raise,
@@ -123,7 +126,7 @@ class ReconnectPolicy:
 _HOST_KEY_ALGS = ["ssh-ed25519", "ecdsa-sha2-nistp256", "ecdsa-sha2-nistp384", "ecdsa-sha2-nistp521",
                   "rsa-sha2-512", "rsa-sha2-256"]
 _HOST_KEY_ALGS += [a.decode() for a in get_default_public_key_algs() if a.decode() not in _HOST_KEY_ALGS]
-_FATAL = (AuthFailed, UnknownHostKey, HostKeyChanged, HostKeyRevoked, JumpHostError)
+_FATAL = (AuthFailed, UnknownHostKey, HostKeyChanged, HostKeyRevoked, HostCertificateInvalid, JumpHostError)
 
 
 class _HostKeyGate:
@@ -136,6 +139,42 @@ class _HostKeyGate:
         self.accept_new = accept_new
         self.error: GpuwsError | None = None
         self.unknown_key: asyncssh.SSHKey | None = None
+        self.trusted_ca: KnownHostEntry | None = None  # set once a host certificate's CA is trusted
+
+    def verify_ca(self, ca_key: asyncssh.SSHKey) -> bool:
+        """Whether a host certificate's signing CA is trusted for this host (asyncssh then checks
+        the certificate's principals and validity)."""
+        result = self.known.check_ca(self.host, self.port, ca_key)
+        if result.status is HostKeyStatus.REVOKED:
+            assert result.entry is not None
+            self.error = HostKeyRevoked(self.host, self.port, ca_key, result.entry)
+            return False
+        if result.status is HostKeyStatus.TRUSTED:
+            self.trusted_ca = result.entry
+            return True
+        self.error = HostCertificateInvalid(
+            f"host certificate of {host_token(self.host, self.port)} is signed by CA {fingerprint(ca_key)}, "
+            "which no @cert-authority line trusts for this host; refusing to connect"
+        )
+        return False
+
+    def not_verified(self, label: str) -> GpuwsError:
+        """Why asyncssh refused the host key when our own checks did not say."""
+        if self.error is not None:
+            return self.error
+        if self.trusted_ca is not None:
+            # asyncssh refused after we trusted the CA: principals or validity are wrong.
+            return HostCertificateInvalid(
+                f"host certificate of {label} is signed by a trusted CA ({self.trusted_ca.location}) but "
+                "is not valid for this host now (principals or validity); refusing to connect"
+            )
+        revoked = self.known.revoked_keys(self.host, self.port)
+        if revoked:
+            places = ", ".join(e.location for e in revoked)
+            return HostCertificateInvalid(
+                f"host certificate of {label} uses a revoked key ({places}); refusing to connect"
+            )
+        return HostUnreachable(f"host key of {label} not verified")
 
     def verify(self, key: asyncssh.SSHKey) -> bool:
         try:
@@ -160,10 +199,14 @@ class _Client(asyncssh.SSHClient):
         self._gate = gate
         self._kbdint = kbdint
         self._password = password
+        self._password_offered = False  # the stored password is offered once per connection
         self._label = label
 
     def validate_host_public_key(self, host: str, addr: str, port: int, key: asyncssh.SSHKey) -> bool:
         return self._gate.verify(key)
+
+    def validate_host_ca_key(self, host: str, addr: str, port: int, key: asyncssh.SSHKey) -> bool:
+        return self._gate.verify_ca(key)
 
     def kbdint_auth_requested(self) -> str | None:
         return "" if self._kbdint is not None or self._password is not None else None
@@ -174,6 +217,11 @@ class _Client(asyncssh.SSHClient):
         if not prompts:
             return []  # an empty challenge only carries a message
         if self._password is not None and len(prompts) == 1 and "pass" in prompts[0][0].lower():
+            if self._password_offered:
+                # A second "Password:" means the stored one was wrong: answering again would retry
+                # it as fast as the server asks (thousands of times) until a timeout hides the cause.
+                return None
+            self._password_offered = True
             return [self._password]
         if self._kbdint is None:
             return None
@@ -316,25 +364,18 @@ class HostConnection:
     # -- connecting ----------------------------------------------------------------------------
 
     def _chain(self) -> list[HostProfile]:
-        """The hops to the target, jump hosts first; refuses loops and unknown jump profiles."""
-        chain = [self.profile]
-        seen = {self.profile.name}
-        while chain[0].jump:
-            name = chain[0].jump
-            if name in seen:
-                path = " -> ".join([*(p.name for p in reversed(chain)), name])
-                raise JumpHostError(f"jump hosts form a loop: {path}")
-            if self._profiles is None:
-                from gpuws.core.profiles import ProfileStore
+        """The hops to the target, jump hosts first (profiles or `user@host:port` addresses, as
+        `ssh -J` takes them); refuses loops and unknown jump profiles."""
+        if not self.profile.jump:
+            return [self.profile]
+        if self._profiles is None:
+            from gpuws.core.profiles import ProfileStore
 
-                self._profiles = ProfileStore()
-            try:
-                jump = self._profiles.get(name)
-            except GpuwsError:
-                raise JumpHostError(f"jump host profile {name!r} of {chain[0].name} does not exist") from None
-            seen.add(name)
-            chain.insert(0, jump)
-        return chain
+            self._profiles = ProfileStore()
+        try:
+            return [*jump_hops(self.profile, self._profiles.get), self.profile]
+        except JumpChainError as exc:
+            raise JumpHostError(str(exc)) from None
 
     async def _open(self) -> None:
         await self._close_conns()
@@ -377,14 +418,18 @@ class HostConnection:
         user = hop.user or getpass.getuser()
         label = f"{user}@{host_token(hop.host, hop.port)}"
         auth = await connect_options(hop, secrets=self._secrets, password=password)
+        # OpenSSH's order with the host's recorded types first; certificate algorithms only when a
+        # @cert-authority line covers the host (an untrusted certificate would end the handshake).
         known_algs = self._known.preferred_algorithms(hop.host, hop.port)
         host_key_algs = known_algs + [a for a in _HOST_KEY_ALGS if a not in known_algs]
+        # @revoked keys go to asyncssh too: a certificate's own key is only visible to it.
+        revoked = [e.key for e in self._known.revoked_keys(hop.host, hop.port)]
         options: dict[str, Any] = {
             "port": hop.port,
             "username": user,
             "tunnel": tunnel,
             "config": None,  # the profile is the configuration; ~/.ssh/config is imported, not read
-            "known_hosts": ([], [], []),  # nothing pre-trusted: every key goes to our gate
+            "known_hosts": ([], [], revoked),  # nothing pre-trusted: every key goes to our gate
             "server_host_key_algs": host_key_algs,
             "connect_timeout": self._connect_timeout,
             "login_timeout": self._connect_timeout,
@@ -399,7 +444,7 @@ class HostConnection:
                 lambda: _Client(gate, self._kbdint, kbdint_password, label), hop.host, **options
             )
         except asyncssh.HostKeyNotVerifiable:
-            raise gate.error or HostUnreachable(f"host key of {label} not verified") from None
+            raise gate.not_verified(label) from None
         except asyncssh.PermissionDenied:
             methods = str(auth.get("preferred_auth", "publickey"))
             raise AuthFailed(f"authentication failed for {label} (tried {methods})") from None
@@ -456,7 +501,7 @@ class HostConnection:
 def _failure_state(exc: GpuwsError) -> ConnectionState:
     if isinstance(exc, AuthFailed):
         return ConnectionState.AUTH_FAILED
-    if isinstance(exc, HostKeyChanged | HostKeyRevoked):
+    if isinstance(exc, HostKeyChanged | HostKeyRevoked | HostCertificateInvalid):
         return ConnectionState.HOST_KEY_CHANGED
     if isinstance(exc, UnknownHostKey):
         return ConnectionState.HOST_KEY_UNKNOWN

@@ -2,10 +2,17 @@
 
 We read `~/.ssh/known_hosts` and gpuws' own known_hosts (`gpuws.core.paths.known_hosts_path()`):
 plain and hashed (`|1|salt|hash`) host fields, `[host]:port` for ports other than 22, wildcard
-patterns with negation, and `@revoked` lines (`@cert-authority` lines are skipped: we do not
-trust host certificates). The verdict is ours rather than asyncssh's so that a refusal can say
+patterns with negation, `@revoked` lines, and `@cert-authority` lines (a host certificate signed
+by a CA listed for the host is trusted; asyncssh then checks the certificate's principals and
+validity, as OpenSSH does). The verdict is ours rather than asyncssh's so that a refusal can say
 exactly what is wrong: an unknown key shows its SHA256 fingerprint, a changed key names the old
 and new fingerprints and the file:line to fix. A changed or revoked key is never accepted.
+
+Which key the server shows is chosen as OpenSSH chooses it: the host key algorithms we ask for are
+OpenSSH's default order, with the types recorded for the host moved to the front (in that same
+order, never in file order). A presented key that matches no recorded key of the host is a
+refusal whenever the host has any recorded key: a wrong ed25519 line after a right ecdsa line is
+never hidden by negotiating ecdsa.
 """
 
 from __future__ import annotations
@@ -25,9 +32,24 @@ import asyncssh
 from filelock import FileLock
 
 from gpuws.core.errors import GpuwsError
+from gpuws.core.files import read_regular_file
 from gpuws.core.paths import known_hosts_path
 
 DEFAULT_SSH_PORT = 22
+# Larger than any real known_hosts file; a bigger one (or /dev/zero behind a symlink) is refused.
+MAX_KNOWN_HOSTS_BYTES = 16 * 1024 * 1024
+
+# OpenSSH 9's default HostKeyAlgorithms, best first (certificates, then plain keys).
+OPENSSH_CERT_ALGORITHMS = (
+    "ssh-ed25519-cert-v01@openssh.com", "ecdsa-sha2-nistp256-cert-v01@openssh.com",
+    "ecdsa-sha2-nistp384-cert-v01@openssh.com", "ecdsa-sha2-nistp521-cert-v01@openssh.com",
+    "sk-ssh-ed25519-cert-v01@openssh.com", "sk-ecdsa-sha2-nistp256-cert-v01@openssh.com",
+    "rsa-sha2-512-cert-v01@openssh.com", "rsa-sha2-256-cert-v01@openssh.com",
+)
+OPENSSH_KEY_ALGORITHMS = (
+    "ssh-ed25519", "ecdsa-sha2-nistp256", "ecdsa-sha2-nistp384", "ecdsa-sha2-nistp521",
+    "sk-ssh-ed25519@openssh.com", "sk-ecdsa-sha2-nistp256@openssh.com", "rsa-sha2-512", "rsa-sha2-256",
+)
 
 
 class UnknownHostKey(GpuwsError):
@@ -71,6 +93,15 @@ class HostKeyRevoked(GpuwsError):
         )
 
 
+class HostCertificateInvalid(HostKeyRevoked):
+    """A host certificate that cannot be trusted: its CA is not listed for the host, it is not valid
+    for this host now (principals, dates), or its key is revoked. Refused like a revoked key (a
+    subclass, so every exit-status and state mapping for revoked keys applies)."""
+
+    def __init__(self, message: str) -> None:
+        GpuwsError.__init__(self, message)
+
+
 class HostKeyStatus(StrEnum):
     TRUSTED = "trusted"
     UNKNOWN = "unknown"
@@ -84,7 +115,7 @@ class KnownHostEntry:
 
     path: Path
     line_no: int
-    marker: str | None  # None, "revoked" (cert-authority lines are not kept)
+    marker: str | None  # None, "revoked" or "cert-authority"
     hosts: str  # the host field as written: patterns or one |1|salt|hash
     key: asyncssh.SSHKey
 
@@ -160,13 +191,12 @@ def host_field_matches(field: str, token: str) -> bool:
 
 
 def parse_known_hosts(path: Path) -> list[KnownHostEntry]:
-    """The usable lines of one known_hosts file; comments, bad lines and CA lines are skipped."""
+    """The usable lines of one known_hosts file; comments, bad lines and unknown markers are skipped."""
     try:
-        text = path.read_text(encoding="utf-8", errors="replace")
+        data = read_regular_file(path, MAX_KNOWN_HOSTS_BYTES, what="known_hosts file")
     except FileNotFoundError:
         return []
-    except OSError as exc:
-        raise GpuwsError(f"cannot read known_hosts file {path}: {exc.strerror}") from None
+    text = data.decode("utf-8", errors="replace")
     entries: list[KnownHostEntry] = []
     for line_no, raw in enumerate(text.splitlines(), start=1):
         fields = raw.split()
@@ -176,7 +206,7 @@ def parse_known_hosts(path: Path) -> list[KnownHostEntry]:
         if fields[0].startswith("@"):
             marker = fields[0][1:]
             fields = fields[1:]
-            if marker != "revoked":  # @cert-authority: host certificates are not trusted here
+            if marker not in ("revoked", "cert-authority"):
                 continue
         if len(fields) < 3:
             continue
@@ -200,18 +230,22 @@ class KnownHosts:
         return [e for path in self.files for e in parse_known_hosts(path) if e.matches(host, port)]
 
     def preferred_algorithms(self, host: str, port: int) -> list[str]:
-        """Host key algorithms to ask for first, so the server offers a key type we know."""
-        algorithms: list[str] = []
-        for entry in self.entries_for(host, port):
+        """Host key algorithms to ask for first, as OpenSSH orders them (never in file order).
+
+        Certificate algorithms come first when a `@cert-authority` line covers the host; then the
+        plain algorithms of the key types recorded for it, in OpenSSH's default order.
+        """
+        entries = self.entries_for(host, port)
+        known: set[str] = set()
+        for entry in entries:
             if entry.marker is None:
-                for alg in entry.key.sig_algorithms:
-                    name = alg.decode()
-                    if name not in algorithms:
-                        algorithms.append(name)
+                known.update(alg.decode() for alg in entry.key.sig_algorithms)
+        algorithms = list(OPENSSH_CERT_ALGORITHMS) if any(e.marker == "cert-authority" for e in entries) else []
+        algorithms += [alg for alg in OPENSSH_KEY_ALGORITHMS if alg in known]
         return algorithms
 
     def check(self, host: str, port: int, key: asyncssh.SSHKey) -> HostKeyCheck:
-        """OpenSSH's verdict: revoked, trusted, changed (same key type, other key) or unknown."""
+        """OpenSSH's verdict: revoked, trusted, changed (recorded keys, none this one) or unknown."""
         entries = self.entries_for(host, port)
         for entry in entries:
             if entry.marker == "revoked" and entry.key == key:
@@ -220,10 +254,26 @@ class KnownHosts:
         for entry in plain:
             if entry.key == key:
                 return HostKeyCheck(HostKeyStatus.TRUSTED, entry)
-        for entry in plain:
-            if entry.key.get_algorithm() == key.get_algorithm():
-                return HostKeyCheck(HostKeyStatus.CHANGED, entry)
+        # Name the recorded key of the same type when there is one, else the first recorded key.
+        same_type = [e for e in plain if e.key.get_algorithm() == key.get_algorithm()]
+        if same_type or plain:
+            return HostKeyCheck(HostKeyStatus.CHANGED, (same_type or plain)[0])
         return HostKeyCheck(HostKeyStatus.UNKNOWN)
+
+    def check_ca(self, host: str, port: int, ca_key: asyncssh.SSHKey) -> HostKeyCheck:
+        """Whether `ca_key` may sign host certificates for host:port (revoked CAs never)."""
+        entries = self.entries_for(host, port)
+        for entry in entries:
+            if entry.marker == "revoked" and entry.key == ca_key:
+                return HostKeyCheck(HostKeyStatus.REVOKED, entry)
+        for entry in entries:
+            if entry.marker == "cert-authority" and entry.key == ca_key:
+                return HostKeyCheck(HostKeyStatus.TRUSTED, entry)
+        return HostKeyCheck(HostKeyStatus.UNKNOWN)
+
+    def revoked_keys(self, host: str, port: int) -> list[KnownHostEntry]:
+        """The `@revoked` lines that apply to host:port."""
+        return [e for e in self.entries_for(host, port) if e.marker == "revoked"]
 
     def record(self, host: str, port: int, key: asyncssh.SSHKey) -> Path:
         """Append host:port's key to gpuws' known_hosts in OpenSSH line format."""

@@ -16,6 +16,11 @@ The wrapper reports the group id as the first stderr line and then `exec`s the c
 
 When the wrapper is not a group leader (an unusual server), it reports only its own pid and we
 kill just that, never a group we do not own.
+
+Output is bounded: a command's stdout and stderr are read in chunks up to `max_output` characters
+each (64 MiB by default, far above any real `nvidia-smi -q -x`), and a streamed line up to
+`max_line` (1 MiB). Past that the command is stopped and `RemoteOutputTooLarge` names the host and
+the command, so a hostile or broken host cannot make the client read without end.
 """
 
 from __future__ import annotations
@@ -33,6 +38,7 @@ import asyncssh
 
 from gpuws.core.errors import GpuwsError
 from gpuws.core.runner import CommandResult, CommandTimeout
+from gpuws.core.terminal import printable
 
 if TYPE_CHECKING:
     from gpuws.remote.connection import HostConnection
@@ -55,10 +61,17 @@ exec "$@"
 _IDENT = re.compile(r"gpuws-(pgid|pid) (\d+)")
 _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _STDERR_TAIL = 64 * 1024  # keep this much of a stream's stderr for error messages
+_CHUNK = 256 * 1024
+DEFAULT_MAX_OUTPUT = 64 * 1024 * 1024  # characters of stdout (and of stderr) per command
+DEFAULT_MAX_LINE = 1024 * 1024  # characters of one streamed line
 
 
 class RemoteCommandError(GpuwsError):
     """A command could not be started, or its channel died before it finished."""
+
+
+class RemoteOutputTooLarge(RemoteCommandError):
+    """A command wrote more than its cap (whole output, or one streamed line); it was stopped."""
 
 
 def remote_command_line(argv: Sequence[str], env: Mapping[str, str] | None = None) -> str:
@@ -103,9 +116,29 @@ class _Remote:
 class SshRunner:
     """Runs argv on the connection's host; cancel or timeout kills the remote process group."""
 
-    def __init__(self, connection: HostConnection, *, reconnect_wait: float = 30.0) -> None:
+    def __init__(self, connection: HostConnection, *, reconnect_wait: float = 30.0,
+                 max_output: int = DEFAULT_MAX_OUTPUT, max_line: int = DEFAULT_MAX_LINE) -> None:
         self._connection = connection
         self._reconnect_wait = reconnect_wait
+        self.max_output = max_output
+        self.max_line = max_line
+
+    def _too_large(self, argv: Sequence[str], what: str, cap: int) -> RemoteOutputTooLarge:
+        command = printable(argv[0], 80) if argv else "?"
+        return RemoteOutputTooLarge(
+            f"{command} on {printable(self._connection.profile.name)} wrote {what} longer than "
+            f"{_size(cap)}; it was stopped"
+        )
+
+    async def _read_capped(self, reader: asyncssh.SSHReader[str], argv: Sequence[str], what: str) -> str:
+        parts: list[str] = []
+        size = 0
+        while chunk := await reader.read(_CHUNK):
+            size += len(chunk)
+            if size > self.max_output:
+                raise self._too_large(argv, what, self.max_output)
+            parts.append(chunk)
+        return "".join(parts)
 
     async def _start(self, argv: Sequence[str], input: str | None,
                      env: Mapping[str, str] | None) -> _Remote:
@@ -155,14 +188,19 @@ class SshRunner:
         try:
             async with asyncio.timeout(timeout):
                 remote = await self._start(argv, input, env)
-                stdout, stderr = await asyncio.gather(remote.process.stdout.read(),
-                                                      remote.process.stderr.read())
+                readers = [asyncio.ensure_future(self._read_capped(remote.process.stdout, argv, "an output")),
+                           asyncio.ensure_future(self._read_capped(remote.process.stderr, argv, "an error output"))]
+                try:
+                    stdout, stderr = await asyncio.gather(*readers)
+                finally:
+                    for reader in readers:
+                        reader.cancel()
                 await remote.process.wait_closed()
         except TimeoutError:
             if remote is not None:
                 await asyncio.shield(self._stop(remote))
             raise CommandTimeout(f"{argv[0]} timed out after {timeout:g} s") from None
-        except asyncio.CancelledError:
+        except (asyncio.CancelledError, RemoteOutputTooLarge):
             if remote is not None:
                 await asyncio.shield(self._stop(remote))
             raise
@@ -201,8 +239,17 @@ class SshRunner:
         drainer = asyncio.get_running_loop().create_task(drain_stderr())
         try:
             try:
-                while line := await remote.process.stdout.readline():
-                    yield line.rstrip("\r\n")
+                # Lines are split here rather than with readline(), which would buffer a line
+                # of any length; a partial line longer than max_line stops the command.
+                pending = ""
+                while chunk := await remote.process.stdout.read(_CHUNK):
+                    *lines, pending = (pending + chunk).split("\n")
+                    for line in lines:
+                        yield line.rstrip("\r")
+                    if len(pending) > self.max_line:
+                        raise self._too_large(argv, "a line", self.max_line)
+                if pending:
+                    yield pending.rstrip("\r")
                 await remote.process.wait_closed()
             except (asyncssh.ConnectionLost, asyncssh.DisconnectError):
                 raise self._lost(argv) from None
@@ -211,6 +258,10 @@ class SshRunner:
             drainer.cancel()
             if not remote.finished:
                 await asyncio.shield(self._stop(remote))
+
+
+def _size(chars: int) -> str:
+    return f"{chars // (1024 * 1024)} MiB" if chars >= 1024 * 1024 else f"{chars} characters"
 
 
 async def _closes_soon(conn: asyncssh.SSHClientConnection, within: float = 1.0) -> bool:

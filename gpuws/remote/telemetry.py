@@ -290,6 +290,8 @@ def _json_line(line: str) -> dict[str, Any]:
         message = json.loads(line)
     except ValueError:
         raise ParseError(f"telemetry agent sent a line that is not JSON: {line[:60]!r}") from None
+    except RecursionError:  # json recurses per nesting level: "[[[[..." from a hostile host
+        raise ParseError("telemetry agent sent a JSON line nested too deeply") from None
     if not isinstance(message, dict):
         raise ParseError("telemetry agent sent a JSON line that is not an object")
     return message

@@ -95,7 +95,8 @@ class ImportSshConfigDialog(QDialog):
             self._update_button()
             return
         self.profiles = list(result.profiles)
-        self.skipped = list(result.skipped)
+        # What gpuws does not follow for an imported host (Match exec, LocalCommand) is listed too.
+        self.skipped = list(result.skipped) + [(host, f"imported; {note}") for host, note in result.notes]
         self.tree.blockSignals(True)
         for p in self.profiles:
             clash = p.name in self._taken

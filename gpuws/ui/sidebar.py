@@ -24,7 +24,7 @@ from gpuws.core.models import HostProfile
 from gpuws.core.simulation import SIM_LABEL
 from gpuws.ui import theme
 from gpuws.ui.formatting import gpu_summary, host_address, price_text
-from gpuws.ui.widgets import muted_label
+from gpuws.ui.widgets import muted_label, plain_tooltip
 
 
 @dataclass
@@ -249,7 +249,7 @@ class HostSidebar(QWidget):
             tip += f"\n{detail}"
         if entry.summary:
             tip += f"\n{entry.summary}"
-        item.setToolTip(tip)
+        item.setToolTip(plain_tooltip(tip))  # names, details and GPU names come from hosts and profiles
 
     def _on_current_changed(self, current: QListWidgetItem | None, _previous: QListWidgetItem | None) -> None:
         self.host_selected.emit("" if current is None else self._entry(current).name)

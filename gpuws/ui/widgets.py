@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import html
 from collections.abc import Callable
 from enum import StrEnum
 
@@ -94,6 +95,14 @@ def paint_accent_panel(widget: QWidget, accent: QColor, *, border: float, tint: 
     painter.setPen(Qt.PenStyle.NoPen)
     painter.setBrush(accent)
     painter.drawRoundedRect(QRectF(rect.left(), rect.top(), bar, rect.height()), bar / 2, bar / 2)
+
+
+def plain_tooltip(text: str) -> str:
+    """A tooltip that shows `text` literally. Qt renders a tooltip as rich text whenever it looks
+    like HTML, so a host-controlled string (a GPU UUID, an error) is escaped and wrapped."""
+    if not text:
+        return ""
+    return "<p style='white-space:pre-wrap'>" + html.escape(text, quote=False) + "</p>"
 
 
 def heading(text: str, scale: float = 1.25, parent: QWidget | None = None) -> QLabel:

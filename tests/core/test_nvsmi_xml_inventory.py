@@ -274,26 +274,41 @@ def test_truncated_output_names_the_line() -> None:
         ),
         ("<html><body>proxy error</body></html>", "expected <nvidia_smi_log>"),
         ("<nvidia_smi_log><gpu><uuid>GPU-1</uuid></gpu></nvidia_smi_log>", "no product_name"),
-        (
-            "<nvidia_smi_log><gpu><product_name>X</product_name>"
-            "<fb_memory_usage><total>lots MiB</total></fb_memory_usage></gpu></nvidia_smi_log>",
-            "fb_memory_usage/total: expected a number",
-        ),
-        (
-            "<nvidia_smi_log><gpu><product_name>X</product_name>"
-            "<power_readings><power_limit>300 kW</power_limit></power_readings></gpu></nvidia_smi_log>",
-            "power_readings/power_limit",
-        ),
-        (
-            "<nvidia_smi_log><gpu><product_name>X</product_name><pci><pci_gpu_link_info><link_widths>"
-            "<max_link_width>wide</max_link_width></link_widths></pci_gpu_link_info></pci></gpu></nvidia_smi_log>",
-            "PCIe link width",
-        ),
     ],
 )
 def test_unexpected_output_is_a_clear_parse_error(text: str, message: str) -> None:
     with pytest.raises(ParseError, match=re.escape(message)):
         parse_nvidia_smi_xml(text)
+
+
+@pytest.mark.parametrize(
+    ("fragment", "field"),
+    [
+        ("<fb_memory_usage><total>lots MiB</total></fb_memory_usage>", "memory_total_mib"),
+        ("<fb_memory_usage><total>-81920 MiB</total></fb_memory_usage>", "memory_total_mib"),
+        ("<power_readings><power_limit>300 kW</power_limit></power_readings>", "power_limit_w"),
+        ("<power_readings><power_limit>-300.00 W</power_limit></power_readings>", "power_limit_w"),
+        ("<pci><pci_gpu_link_info><link_widths><max_link_width>wide</max_link_width><current_link_width>-16x"
+         "</current_link_width></link_widths></pci_gpu_link_info></pci>", "pcie_width_current"),
+        ("<max_clocks><sm_clock>-1410 MHz</sm_clock></max_clocks>", "max_sm_clock_mhz"),
+    ],
+)
+def test_one_bad_field_is_unknown_and_the_rest_is_kept(fragment: str, field: str) -> None:
+    # Issue 13: one odd value (`-16x` link width) used to reject the whole inventory.
+    xml = ("<nvidia_smi_log><driver_version>550.54</driver_version><gpu><product_name>X</product_name>"
+           f"<uuid>GPU-1</uuid>{fragment}</gpu><gpu><product_name>Y</product_name></gpu></nvidia_smi_log>")
+    gpus = parse_nvidia_smi_xml(xml)
+    assert [g.name for g in gpus] == ["X", "Y"]
+    assert getattr(gpus[0], field) is None
+    assert (gpus[0].uuid, gpus[0].driver_version) == ("GPU-1", "550.54")
+
+
+def test_names_from_the_host_are_one_line_without_hidden_characters() -> None:
+    # A newline in a GPU name used to inject a fake row into the `probe` table.
+    xml = ("<nvidia_smi_log><gpu><product_name>NVIDIA A100\n9  FAKE GPU\u202eevil\u200b</product_name>"
+           "</gpu></nvidia_smi_log>")
+    (gpu,) = parse_nvidia_smi_xml(xml)
+    assert gpu.name == "NVIDIA A100 9  FAKE GPUevil"
 
 
 def test_a_log_without_gpus_is_an_empty_inventory() -> None:

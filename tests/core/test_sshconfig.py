@@ -77,17 +77,21 @@ def test_includes_relative_globbed_nested_and_looping(ssh_dir: Path) -> None:
     write(ssh_dir / "conf.d" / "ignored.txt", "Host not-included\n")
     write(ssh_dir / "nested" / "inner", "Host inner\n  HostName inner.example\nInclude conf.d/b.conf\n")
     result = import_ssh_config()
-    assert [p.name for p in result.profiles] == ["from-a", "from-b", "inner", "main"]
+    # "inner" sits in an Include inside from-b's block: OpenSSH never applies it to "inner".
+    assert [p.name for p in result.profiles] == ["from-a", "from-b", "main"]
+    assert "never applies" in dict(result.skipped)["inner"]
     assert any("loop" in reason for _, reason in result.skipped)
 
 
 def test_the_block_open_before_an_include_is_open_again_after_it(ssh_dir: Path) -> None:
     write(ssh_dir / "extra", "Host other\n  HostName other.example\n")
     write(ssh_dir / "config", "Host gpu\n  Include extra\n  HostName gpu.example\n  User me\n")
-    profiles = by_name(import_ssh_config())
+    result = import_ssh_config()
+    profiles = by_name(result)
     assert profiles["gpu"].host == "gpu.example"
     assert profiles["gpu"].user == "me"
-    assert profiles["other"].user is None
+    # The Include is inside `Host gpu`: OpenSSH applies it only to gpu, so "other" is not a host.
+    assert "other" not in profiles and "never applies" in dict(result.skipped)["other"]
 
 
 def test_match_blocks_are_never_executed(ssh_dir: Path, tmp_path: Path) -> None:
@@ -103,8 +107,8 @@ Match all
     result = import_ssh_config()
     assert not marker.exists()
     gpu = by_name(result)["gpu"]
-    assert (gpu.user, gpu.port) == (None, 22)
-    assert sum("Match blocks are not imported" in reason for _, reason in result.skipped) == 2
+    assert (gpu.user, gpu.port) == (None, 9999)  # Match exec never runs (not applied); Match all applies
+    assert [(h, "never run" in note) for h, note in result.notes] == [("gpu", True)]
 
 
 @pytest.mark.parametrize(
@@ -119,7 +123,6 @@ Match all
         ("User $(id)", "user"),
         ("Port 0", "port"),
         ("Port 22;id", "port"),
-        ("IdentityFile /nonexistent/key", "key_path"),
         ("HostName " + "a" * 300, "host"),
     ],
 )
@@ -163,11 +166,12 @@ Host loop-b
     ProxyJump loop-a
 """)
     result = import_ssh_config()
-    assert [p.name for p in result.profiles] == ["direct"]
+    assert [p.name for p in result.profiles] == ["direct", "via-unknown", "via-skipped"]
+    # A user@host:port jump host needs no profile of its own; an imported alias is referred to.
+    assert by_name(result)["via-unknown"].jump == "ssh://ops@elsewhere.example:2222"
+    assert by_name(result)["via-skipped"].jump == "via-unknown"
     reasons = dict(result.skipped)
-    assert "not a Host entry in this config" in reasons["via-unknown"]
     assert "ProxyCommand" in reasons["via-command"]
-    assert "was skipped" in reasons["via-skipped"]
     assert "cycle" in reasons["loop-a"]
     assert "loop-b" in reasons
 
@@ -176,3 +180,37 @@ def test_a_missing_config_file_is_a_clear_error(ssh_dir: Path) -> None:
     with pytest.raises(ValidationError, match="no such file") as err:
         import_ssh_config(ssh_dir / "nope")
     assert err.value.field == "path"
+
+
+def test_missing_identity_files_fall_through_to_the_next_as_ssh_does(ssh_dir: Path) -> None:
+    write(ssh_dir / "second", "key")
+    write(ssh_dir / "config", "Host gpu\n  IdentityFile ~/.ssh/first\n  IdentityFile ${HOME}/.ssh/second\n"
+                              "Host none\n  IdentityFile /nonexistent/key\n")
+    result = import_ssh_config()
+    profiles = by_name(result)
+    assert (profiles["gpu"].auth, profiles["gpu"].key_path) == (AuthMethod.KEY, str(ssh_dir / "second"))
+    assert (profiles["none"].auth, profiles["none"].key_path) == (AuthMethod.AGENT, None)
+    assert any(h == "none" and "not found" in note for h, note in result.notes)
+
+
+def test_what_gpuws_does_not_follow_is_said_per_host_and_never_run(ssh_dir: Path, tmp_path: Path) -> None:
+    marker = tmp_path / "ran"
+    write(ssh_dir / "config", f"""
+Host local
+    HostName l.example
+    PermitLocalCommand yes
+    LocalCommand touch {marker}
+Host proxied
+    ProxyCommand touch {marker}
+Match originalhost local exec "touch {marker}"
+    Port 2200
+Match host l.example
+    User matched
+""")
+    result = import_ssh_config()
+    assert not marker.exists()
+    local = by_name(result)["local"]
+    assert (local.user, local.port) == ("matched", 22)  # Match host evaluated; Match exec never run
+    notes = [note for host, note in result.notes if host == "local"]
+    assert any("LocalCommand" in n for n in notes) and any("Match exec" in n for n in notes)
+    assert "ProxyCommand" in dict(result.skipped)["proxied"]

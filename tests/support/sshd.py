@@ -63,6 +63,10 @@ class SshdServer:
     port: int = field(default_factory=free_port)
     user: str = field(default_factory=getpass.getuser)
     process: subprocess.Popen[bytes] | None = None
+    # Further host key types the server offers besides ed25519 (e.g. "ecdsa", "rsa").
+    extra_host_key_kinds: tuple[str, ...] = ()
+    # Extra sshd_config lines (e.g. "KbdInteractiveAuthentication yes"); they win over the defaults.
+    extra_config: tuple[str, ...] = ()
     # A login with no shell start-up files: HOME is an empty directory, so the user's shell reads
     # no ~/.bashrc (Debian's bash reads it for ssh commands too; here it runs `pyenv init`, which
     # would dominate every exec). Benchmarks use it to measure what a plain host would do.
@@ -71,6 +75,9 @@ class SshdServer:
     def __post_init__(self) -> None:
         self.workdir.mkdir(parents=True, exist_ok=True)
         self.host_key = keygen(self.workdir / "ssh_host_ed25519_key")
+        self.extra_host_keys = {kind: keygen(self.workdir / f"ssh_host_{kind}_key", kind)
+                                for kind in self.extra_host_key_kinds}
+        self.host_certificates: list[Path] = []
         self.client_key = keygen(self.workdir / "client_ed25519")
         self.authorized_keys = self.workdir / "authorized_keys"
         self.authorized_keys.write_text(Path(f"{self.client_key}.pub").read_text())
@@ -81,10 +88,23 @@ class SshdServer:
     def host_public_key(self) -> str:
         return Path(f"{self.host_key}.pub").read_text().strip()
 
-    def known_hosts_line(self) -> str:
-        """A known_hosts line for this server, as OpenSSH writes it for a non-22 port."""
-        kind, blob = self.host_public_key.split()[:2]
+    def known_hosts_line(self, key_kind: str = "ed25519") -> str:
+        """A known_hosts line for this server's `key_kind` host key, as OpenSSH writes it for a non-22 port."""
+        key = self.host_key if key_kind == "ed25519" else self.extra_host_keys[key_kind]
+        kind, blob = Path(f"{key}.pub").read_text().split()[:2]
         return f"[127.0.0.1]:{self.port} {kind} {blob}\n"
+
+    def certify_host_key(self, ca_key: Path, principals: str = "127.0.0.1", validity: str = "-5m:+1h",
+                         key_kind: str = "ed25519") -> Path:
+        """Sign a host key with `ca_key` (ssh-keygen -s -h) and serve the certificate (takes effect at start)."""
+        key = self.host_key if key_kind == "ed25519" else self.extra_host_keys[key_kind]
+        cert = Path(f"{key}-cert.pub")
+        cert.unlink(missing_ok=True)
+        subprocess.run(["ssh-keygen", "-q", "-s", str(ca_key), "-h", "-I", "gpuws-test-host",
+                        "-n", principals, "-V", validity, f"{key}.pub"], check=True)
+        if cert not in self.host_certificates:
+            self.host_certificates.append(cert)
+        return cert
 
     def _write_config(self) -> Path:
         env = dict(self.env)
@@ -93,9 +113,12 @@ class SshdServer:
             home.mkdir(exist_ok=True)
             env.setdefault("HOME", str(home))
         lines = [
+            *self.extra_config,  # first: sshd keeps the first value of each keyword
             f"Port {self.port}",
             "ListenAddress 127.0.0.1",
             f"HostKey {self.host_key}",
+            *(f"HostKey {key}" for key in self.extra_host_keys.values()),
+            *(f"HostCertificate {cert}" for cert in self.host_certificates),
             f"PidFile {self.workdir / 'sshd.pid'}",
             f"AuthorizedKeysFile {self.authorized_keys}",
             "PermitRootLogin prohibit-password",

@@ -15,6 +15,7 @@ from gpuws.cli.output import fail, print_json
 from gpuws.core.errors import GpuwsError
 from gpuws.core.models import AuthMethod, HostProfile, ProviderInfo, SecretKind
 from gpuws.core.profiles import ProfileStore, profile_to_dict
+from gpuws.core.terminal import printable
 from gpuws.core.validation import validate_port, validate_price
 
 Handler = Callable[[argparse.Namespace], int]
@@ -137,9 +138,10 @@ def cmd_list(args: argparse.Namespace) -> int:
         print("No host profiles yet. Add one with `gpuws hosts add NAME --host H` "
               "or `gpuws hosts import-ssh-config`.")
         return 0
-    rows = [("NAME", "ADDRESS", "AUTH", "JUMP", "PRICE/H", "TAGS")]
+    rows: list[tuple[str, ...]] = [("NAME", "ADDRESS", "AUTH", "JUMP", "PRICE/H", "TAGS")]
     rows += [
-        (p.name, _address(p), str(p.auth), p.jump or "-", _price(p.price_per_hour), ",".join(p.tags) or "-")
+        tuple(printable(cell) for cell in (p.name, _address(p), str(p.auth), p.jump or "-",
+                                           _price(p.price_per_hour), ",".join(p.tags) or "-"))
         for p in profiles
     ]
     widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
@@ -170,7 +172,8 @@ def cmd_show(args: argparse.Namespace) -> int:
     if profile.simulated:
         lines.append(("simulated", "yes (the built-in demo host)"))
     for label, value in lines:
-        print(f"{label + ':':<11} {value}")
+        # Profile values are user text (notes may hold anything): one printable line each.
+        print(f"{label + ':':<11} {printable(value)}")
     return 0
 
 
@@ -221,6 +224,7 @@ def cmd_import(args: argparse.Namespace) -> int:
             "added": [p.name for p in added],
             "existing": existing,
             "skipped": [{"host": host, "reason": reason} for host, reason in rejected],
+            "notes": [{"host": host, "note": note} for host, note in found.notes],
         })
         return 0
     verb = "Would add" if args.dry_run else "Added"
@@ -229,7 +233,9 @@ def cmd_import(args: argparse.Namespace) -> int:
         print(f"Already present (left unchanged): {', '.join(existing)}")
     for host, reason in rejected:
         # Names come from the file: never let one write terminal control characters.
-        print(f"Skipped {host if host.isprintable() else ascii(host)}: {reason}")
+        print(f"Skipped {printable(host)}: {printable(reason)}")
+    for host, note in found.notes:
+        print(f"Note for {printable(host)}: {printable(note)}")
     return 0
 
 

@@ -11,6 +11,7 @@ from gpuws.cli.output import fail, print_json, sim_banner
 from gpuws.core.errors import GpuwsError
 from gpuws.core.inventory import GpuInfo, Inventory
 from gpuws.core.runner import CommandTimeout
+from gpuws.core.terminal import printable
 
 _EPILOG = EXIT_STATUS_HELP
 
@@ -56,11 +57,12 @@ async def _probe(name: str, accept_new: bool, timeout: float) -> Inventory:
 
 
 def _value(value: object, unit: str = "") -> str:
+    """A value from the host, made printable: one line, no control/bidi/zero-width characters."""
     if value is None:
         return "-"
     if isinstance(value, float):
         value = f"{value:g}"
-    return f"{value}{unit}"
+    return f"{printable(value)}{unit}"
 
 
 def _pcie(gpu: GpuInfo) -> str:
@@ -74,7 +76,7 @@ def format_inventory(name: str, inventory: Inventory) -> str:
     host = inventory.host
     ram = f"{host.ram_mib / 1024:.0f} GiB RAM" if host.ram_mib is not None else "RAM unknown"
     lines = [
-        f"{sim_banner(inventory.simulated)}{name} ({_value(host.hostname)}): {_value(host.os)}, "
+        f"{sim_banner(inventory.simulated)}{printable(name)} ({_value(host.hostname)}): {_value(host.os)}, "
         f"kernel {_value(host.kernel)}, {_value(host.cpu_count)} CPUs, {ram}",
         "tools: " + "  ".join(
             f"{label} {'yes' if present else 'no'}" for label, present in (
@@ -88,7 +90,7 @@ def format_inventory(name: str, inventory: Inventory) -> str:
     rows = [header]
     for gpu in inventory.gpus:
         virt = gpu.vgpu_profile if gpu.is_vgpu_slice and gpu.vgpu_profile else gpu.virtualization_mode
-        rows.append((str(gpu.index), gpu.name, _value(gpu.memory_total_mib, " MiB"), _value(gpu.driver_version),
+        rows.append((str(gpu.index), _value(gpu.name), _value(gpu.memory_total_mib, " MiB"), _value(gpu.driver_version),
                      _value(gpu.cuda_version), _value(gpu.mig_mode), _value(virt), _pcie(gpu),
                      _value(gpu.power_limit_w, " W"), _value(gpu.ecc_mode)))
         for mig in gpu.mig_devices:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 import re
+import unicodedata
 
 from gpuws.core.errors import ParseError
 
@@ -46,11 +47,21 @@ def is_missing(value: str | None) -> bool:
     return text.lower() in _MISSING_MARKERS
 
 
+# Line breaks and tabs become one space (a value is one line); other controls, bidi overrides,
+# zero-width and other invisible format characters are dropped: nvidia-smi never writes them.
+_BREAKS = re.compile(r"[\t\n\r\x0b\x0c\x85\u2028\u2029]+")
+_HIDDEN_CATEGORIES = frozenset({"Cc", "Cf", "Cs", "Zl", "Zp"})
+
+
 def clean_text(value: str | None) -> str | None:
-    """Strip, drop control characters, bound the length; missing markers become None."""
+    """Strip, make one line, drop control and invisible characters, bound the length; missing
+    markers become None."""
     if value is None or is_missing(value):
         return None
-    text = _CONTROL_CHARS.sub("", value).strip()
+    text = _BREAKS.sub(" ", value)
+    if not (text.isascii() and text.isprintable()):
+        text = "".join(c for c in text if unicodedata.category(c) not in _HIDDEN_CATEGORIES)
+    text = text.strip()
     return text[:MAX_TEXT_LEN] or None
 
 

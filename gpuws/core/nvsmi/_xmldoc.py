@@ -66,6 +66,8 @@ def parse_xml_document(text: str, what: str = "nvidia-smi XML") -> XmlDocument:
     except ET.ParseError as exc:
         line = exc.position[0] if exc.position else "?"
         raise ParseError(f"{what} is truncated or malformed at line {line}") from exc
+    except UnicodeError as exc:  # text holding undecodable bytes (lone surrogates) expat cannot take
+        raise ParseError(f"{what} is not valid text (undecodable bytes)") from exc
     except DefusedXmlException as exc:
         # nvidia-smi never declares entities; a document that does is hostile or not nvidia-smi's.
         raise ParseError(f"{what} declares entities, which nvidia-smi never does; refusing to expand them") from exc

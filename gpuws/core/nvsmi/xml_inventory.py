@@ -7,8 +7,11 @@ field is looked up under every name it has had. Values the driver does not repor
 
 from __future__ import annotations
 
+import logging
 import re
 import xml.etree.ElementTree as ET
+from collections.abc import Callable
+from typing import TypeVar
 
 from gpuws.core.errors import ParseError
 from gpuws.core.inventory import GpuInfo, MigDevice
@@ -18,6 +21,7 @@ from gpuws.core.nvsmi.mig_profiles import derive_mig_profile
 from gpuws.core.simulation import SIM_XML_MARKER
 
 ROOT_TAG = "nvidia_smi_log"
+log = logging.getLogger(__name__)
 
 _NO_UNIT: frozenset[str] = frozenset()
 _MIB = frozenset({"MiB"})
@@ -89,12 +93,29 @@ def _first_path(element: ET.Element, *paths: str) -> tuple[str, str | None]:
 
 def _number(element: ET.Element, where: str, units: frozenset[str], *paths: str) -> float | None:
     path, raw = _first_path(element, *paths)
-    return parse_quantity(raw, units, f"{where} {path}")
+    return _unknown_if_bad(lambda: parse_quantity(raw, units, f"{where} {path}"))
 
 
 def _integer(element: ET.Element, where: str, units: frozenset[str], *paths: str) -> int | None:
     path, raw = _first_path(element, *paths)
-    return parse_int_quantity(raw, units, f"{where} {path}")
+    return _unknown_if_bad(lambda: parse_int_quantity(raw, units, f"{where} {path}"))
+
+
+_N = TypeVar("_N", int, float)
+
+
+def _unknown_if_bad(parse: Callable[[], _N | None]) -> _N | None:
+    """One odd field (`-16x`, `12 furlongs`, a negative size) is unknown; the rest of the
+    inventory is kept. None of the quantities in an inventory can be negative."""
+    try:
+        value = parse()
+    except ParseError as exc:
+        log.info("inventory field left unknown: %s", exc)
+        return None
+    if value is not None and value < 0:
+        log.info("inventory field left unknown: negative value %s", value)
+        return None
+    return value
 
 
 def _parse_gpu(gpu: ET.Element, position: int, driver_version: str | None, cuda_version: str | None) -> GpuInfo:
@@ -136,7 +157,7 @@ def _parse_gpu(gpu: ET.Element, position: int, driver_version: str | None, cuda_
 
 
 def _link_width(gpu: ET.Element, where: str, path: str) -> int | None:
-    return parse_link_width(_first_path(gpu, path)[1], f"{where} {path}")
+    return _unknown_if_bad(lambda: parse_link_width(_first_path(gpu, path)[1], f"{where} {path}"))
 
 
 def _parse_mig_devices(

@@ -11,7 +11,7 @@ from gpuws.core.simulation import SIM_LABEL
 from gpuws.ui import theme
 from gpuws.ui.formatting import memory_text, or_dash, pcie_text, pcie_warning, power_text, short_gpu_name
 from gpuws.ui.tabs import HostContext
-from gpuws.ui.widgets import Badge, Banner, BannerKind, Card, KeyValueGrid, heading, muted_label
+from gpuws.ui.widgets import Badge, Banner, BannerKind, Card, KeyValueGrid, heading, muted_label, plain_tooltip
 
 CARD_MIN_WIDTH = 380  # below this a GPU card wraps its values; wider windows get more columns
 
@@ -70,7 +70,7 @@ class GpuCard(Card):
         small = QFont(self.uuid_label.font())
         small.setPointSizeF(small.pointSizeF() * 0.85)
         self.uuid_label.setFont(small)
-        self.uuid_label.setToolTip(gpu.uuid or "")
+        self.uuid_label.setToolTip(plain_tooltip(gpu.uuid or ""))  # the UUID comes from the host
         self.uuid_label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
         self.uuid_label.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)
         layout.addWidget(self.uuid_label)

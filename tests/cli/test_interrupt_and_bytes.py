@@ -1,0 +1,112 @@
+"""No traceback from any input: non-UTF-8 arguments are refused, Ctrl-C is exit 130 and one line
+(issue 13). Run as a user runs them: `python -m gpuws` in a subprocess."""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+
+from gpuws.core.models import HostProfile
+from gpuws.core.profiles import ProfileStore
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def gpuws_env(home: Path) -> dict[str, str]:
+    return {**os.environ, "HOME": str(home), "PYTHONPATH": str(REPO)}
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        [b"hosts", b"add", b"rig", b"--host", b"rig.example", b"--notes", b"\xff"],
+        [b"hosts", b"add", b"rig", b"--host", b"rig.example", b"--key", b"/tmp/key\xff"],
+        [b"probe", b"r\xffig"],
+    ],
+)
+def test_non_utf8_arguments_are_refused_in_one_line(argv: list[bytes], isolated_home: Path) -> None:
+    done = subprocess.run([sys.executable.encode(), b"-m", b"gpuws", *argv], capture_output=True,
+                          env=gpuws_env(isolated_home), stdin=subprocess.DEVNULL, timeout=60)
+    err = done.stderr.decode("utf-8", "replace")
+    assert done.returncode == 2, err
+    assert b"Traceback" not in done.stderr and err.count("\n") == 1 and "not valid UTF-8" in err
+    assert ProfileStore().load() == []
+
+
+class SilentServer:
+    """A TCP port that accepts connections and never says a word (an SSH handshake that hangs)."""
+
+    def __init__(self) -> None:
+        self.socket = socket.socket()
+        self.socket.bind(("127.0.0.1", 0))
+        self.socket.listen(16)
+        self.port = int(self.socket.getsockname()[1])
+        self.accepted = threading.Event()
+        self._held: list[socket.socket] = []
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._accept, daemon=True)
+        self._thread.start()
+
+    def _accept(self) -> None:
+        self.socket.settimeout(0.2)
+        while not self._stop.is_set():
+            try:
+                self._held.append(self.socket.accept()[0])
+                self.accepted.set()
+            except OSError:
+                continue
+
+    def close(self) -> None:
+        self._stop.set()
+        self._thread.join(5)
+        for conn in self._held:
+            conn.close()
+        self.socket.close()
+
+
+@pytest.fixture
+def silent_server() -> Iterator[SilentServer]:
+    server = SilentServer()
+    yield server
+    server.close()
+
+
+def interrupted_bench(home: Path, wait: Callable[[], object]) -> tuple[int, str]:
+    """Start `gpuws bench hang`, call `wait()`, then press Ctrl-C; (exit status, stderr)."""
+    process = subprocess.Popen([sys.executable, "-m", "gpuws", "bench", "hang"], stdout=subprocess.PIPE,
+                               stderr=subprocess.PIPE, text=True, env=gpuws_env(home))
+    wait()
+    process.send_signal(signal.SIGINT)
+    _out, err = process.communicate(timeout=60)
+    return process.returncode, err
+
+
+def test_ctrl_c_while_connecting_is_130_and_one_line(silent_server: SilentServer, isolated_home: Path) -> None:
+    ProfileStore().add(HostProfile(name="hang", host="127.0.0.1", port=silent_server.port))
+    code, err = interrupted_bench(isolated_home, lambda: silent_server.accepted.wait(60))
+    assert (code, err) == (130, "gpuws: interrupted\n")
+
+
+@pytest.mark.parametrize("delay", [0.2, 0.5])
+def test_ctrl_c_while_starting_is_130_and_one_line(delay: float, silent_server: SilentServer,
+                                                   isolated_home: Path) -> None:
+    # While the command's modules are imported. A signal that lands even earlier, while Python
+    # itself starts (site, .pth files), is before any gpuws code exists: then try a bit later.
+    ProfileStore().add(HostProfile(name="hang", host="127.0.0.1", port=silent_server.port))
+    for attempt in range(4):
+        pause = delay * 2**attempt
+        code, err = interrupted_bench(isolated_home, lambda: time.sleep(pause))  # noqa: B023 - called at once
+        if "Traceback" in err and str(REPO / "gpuws") not in err:
+            continue  # interrupted inside the interpreter's own start-up
+        assert (code, err) == (130, "gpuws: interrupted\n")
+        return
+    pytest.fail("never got past the interpreter's start-up")

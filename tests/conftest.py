@@ -75,7 +75,7 @@ def sim_prometheus(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[o
     from gpuws.sim.dcgm_exporter import SimFleet, make_hosts
     from tests.support.prometheus import start_prometheus
 
-    fleet = SimFleet(make_hosts(4, 4, mig_every=2)).start()
+    fleet = SimFleet(make_hosts(4, 4, mig_every=3)).start()
     server = start_prometheus(tmp_path_factory.mktemp("prometheus"), fleet.targets)
     try:
         server.wait_scraped(targets=4, series_min=16 + 2)

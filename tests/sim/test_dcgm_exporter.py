@@ -19,10 +19,10 @@ def _help_type(text: str) -> dict[str, tuple[str, str]]:
     types: dict[str, str] = {}
     for line in text.splitlines():
         if line.startswith("# HELP "):
-            name, _, rest = line[7:].partition(" ")
+            name = line[7:].partition(" ")[0]
             helps[name] = line
         elif line.startswith("# TYPE "):
-            name, _, rest = line[7:].partition(" ")
+            name = line[7:].partition(" ")[0]
             types[name] = line
     return {name: (helps[name], types[name]) for name in helps}
 

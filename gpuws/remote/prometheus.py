@@ -302,3 +302,38 @@ async def open_fleet(profile: FleetProfile, *, secrets: Any = None, accept_new: 
             async with PrometheusClient(local, name=profile.name, timeout=timeout, host_header=url.netloc,
                                         **credentials) as client:
                 yield FleetSource(profile, client, thresholds)
+
+
+class FleetConnection:
+    """A long-lived `FleetSource` for the window: opened, read and closed on the asyncio loop thread."""
+
+    def __init__(self, profile: FleetProfile, *, secrets: Any = None,
+                 thresholds: AlertThresholds | None = None) -> None:
+        self.profile = profile
+        self._secrets = secrets
+        self._thresholds = thresholds
+        self._stack: contextlib.AsyncExitStack | None = None
+        self.source: FleetSource | None = None
+
+    async def open(self) -> FleetSource:
+        if self.source is None:
+            stack = contextlib.AsyncExitStack()
+            try:
+                self.source = await stack.enter_async_context(
+                    open_fleet(self.profile, secrets=self._secrets, thresholds=self._thresholds))
+            except BaseException:
+                await stack.aclose()
+                raise
+            self._stack = stack
+        return self.source
+
+    async def snapshot(self) -> Snapshot:
+        return await (await self.open()).snapshot()
+
+    async def history(self, window_s: float, points: int = 600) -> FleetHistory:
+        return await (await self.open()).history(window_s, points)
+
+    async def close(self) -> None:
+        stack, self._stack, self.source = self._stack, None, None
+        if stack is not None:
+            await stack.aclose()

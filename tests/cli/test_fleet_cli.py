@@ -55,7 +55,7 @@ def test_add_list_remove(capsys: pytest.CaptureFixture[str]) -> None:
     (["--prometheus", "http://p:9090", "--user", "me"], "--password-stdin"),
 ])
 def test_bad_input_is_one_line(capsys: pytest.CaptureFixture[str], argv: list[str], needle: str) -> None:
-    code, out, err = run(capsys, "fleet", "add", "x", *argv)
+    code, _out, err = run(capsys, "fleet", "add", "x", *argv)
     assert code == 1 and needle in err and err.count("\n") == 1 and "Traceback" not in err
     assert not FleetStore().path.exists()
 

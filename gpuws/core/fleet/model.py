@@ -348,3 +348,24 @@ def range_step(window_s: float, points: int = 600) -> float:
 def promql_duration(seconds: float) -> str:
     """`[90s]`-style PromQL duration of whole seconds."""
     return f"{max(1, round(seconds))}s"
+
+
+def match_profile(profiles: Iterable[Any], host: str, uuid: str | None,
+                  uuids: Mapping[str, Iterable[str]] | None = None) -> str | None:
+    """The host profile a fleet GPU belongs to: by GPU UUID (known from its inventory), else by name.
+
+    `profiles` are `HostProfile`s; `uuids` maps profile names to the GPU UUIDs seen on them. A
+    name matches the profile's name or address, whole or as the short host name (before the first dot).
+    """
+    listed = list(profiles)
+    if uuid and uuids:
+        for name, known in uuids.items():
+            if uuid in set(known):
+                return name
+    wanted = host.casefold()
+    short = wanted.split(".", 1)[0]
+    for profile in listed:
+        for candidate in (profile.name.casefold(), str(profile.host).casefold()):
+            if candidate in (wanted, short) or candidate.split(".", 1)[0] == short:
+                return str(profile.name)
+    return None

@@ -11,7 +11,8 @@ import os
 import sys
 import time
 
-BENCHMARKS = ("bench_telemetry", "bench_latency", "bench_dashboard", "bench_connect", "bench_gui_responsiveness")
+BENCHMARKS = ("bench_telemetry", "bench_latency", "bench_dashboard", "bench_connect", "bench_gui_responsiveness",
+              "bench_fleet")
 
 
 def main(argv: list[str]) -> int:

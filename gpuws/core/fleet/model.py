@@ -53,6 +53,10 @@ FB_RESERVED: Final = "DCGM_FI_DEV_FB_RESERVED"
 THROTTLE: Final = "DCGM_FI_DEV_CLOCK_THROTTLE_REASONS"
 #: Every metric a snapshot reads: one instant query each, for the whole fleet.
 SNAPSHOT_METRICS: Final = (*(m for m, _ in FIELD_METRICS.values()), FB_FREE, FB_RESERVED, THROTTLE)
+#: The metric whose series carry every label of a device (the others are read by `KEY_LABELS` only).
+IDENTITY_METRIC: Final = "DCGM_FI_DEV_FB_USED"
+#: Labels that identify a device across metrics (see `series_key`).
+KEY_LABELS: Final = ("Hostname", "hostname", "instance", "gpu", "GPU_I_ID")
 #: The peak utilisation over the idle window (a derived query: the idle rule needs a duration).
 IDLE_PEAK: Final = "idle_peak"
 
@@ -191,38 +195,49 @@ def _number(value: Any) -> float | None:
 Vector = Sequence[Mapping[str, Any]]
 
 
-def assemble(vectors: Mapping[str, Vector]) -> list[FleetGpu]:
-    """Join per-metric instant vectors (keyed by metric name, or IDLE_PEAK) into device records."""
-    devices: dict[SeriesKey, FleetGpu] = {}
-    extra: dict[SeriesKey, dict[str, float]] = {}
+_BY_METRIC: Final = {metric: (name, factor) for name, (metric, factor) in FIELD_METRICS.items()}
 
-    def device(labels: Mapping[str, str]) -> FleetGpu | None:
+
+class FleetAssembler:
+    """Joins per-metric instant vectors into device records, one vector at a time.
+
+    Fed as each query answers, so only one parsed answer needs to be alive at a time (the
+    app's memory high-water mark). Any order works: a device first seen in a key-only answer
+    gets its UUID, model, MIG profile, Kubernetes labels when the identity metric's answer comes.
+    """
+
+    def __init__(self) -> None:
+        self._devices: dict[SeriesKey, FleetGpu] = {}
+        self._extra: dict[SeriesKey, dict[str, float]] = {}
+
+    def _device(self, labels: Mapping[str, str]) -> FleetGpu | None:
         key = series_key(labels)
         if key is None:
             return None
-        rec = devices.get(key)
+        rec = self._devices.get(key)
         if rec is None:
-            rec = devices[key] = FleetGpu(
-                host=key.host, gpu=key.gpu, uuid=labels.get("UUID") or None,
-                model=labels.get("modelName") or None, gi=key.gi,
-                mig_profile=labels.get("GPU_I_PROFILE") or None, pci_bus_id=labels.get("pci_bus_id") or None,
-                instance=labels.get("instance") or None,
-                kube={k: labels[k] for k in KUBE_LABELS if labels.get(k)},
-                simulated=labels.get("simulated") == "true",
-            )
+            rec = self._devices[key] = FleetGpu(host=key.host, gpu=key.gpu, uuid=None, model=None, gi=key.gi)
+        if rec.uuid is None and labels.get("UUID"):
+            rec.uuid = labels["UUID"]
+            rec.model = labels.get("modelName") or None
+            rec.mig_profile = labels.get("GPU_I_PROFILE") or None
+            rec.pci_bus_id = labels.get("pci_bus_id") or None
+            rec.kube = {k: labels[k] for k in KUBE_LABELS if labels.get(k)}
+            rec.simulated = labels.get("simulated") == "true"
+        if rec.instance is None and labels.get("instance"):
+            rec.instance = labels["instance"]
         return rec
 
-    by_metric = {metric: (name, factor) for name, (metric, factor) in FIELD_METRICS.items()}
-    for metric, vector in vectors.items():
+    def add(self, metric: str, vector: Vector) -> None:
+        """Take in one metric's vector (a metric name, or IDLE_PEAK)."""
         for item in vector:
-            labels = item.get("metric") or {}
-            rec = device(labels)
+            rec = self._device(item.get("metric") or {})
             value = item.get("value")
             if rec is None or not isinstance(value, list | tuple) or len(value) != 2:
                 continue
             number = _number(value[1])
-            if metric in by_metric:
-                name, factor = by_metric[metric]
+            if metric in _BY_METRIC:
+                name, factor = _BY_METRIC[metric]
                 rec.values[name] = None if number is None else number * factor
             elif metric == THROTTLE:
                 if number is not None and number >= 0:
@@ -231,14 +246,26 @@ def assemble(vectors: Mapping[str, Vector]) -> list[FleetGpu]:
             elif metric == IDLE_PEAK:
                 rec.values["util_gpu_peak_pct"] = number
             elif number is not None:
-                extra.setdefault(rec.key, {})[metric] = number
-    for key, rec in devices.items():
-        used = rec.values.get("mem_used_mib")
-        more = extra.get(key, {})
-        free = more.get(FB_FREE)
-        # nvidia-smi's total is used + free + reserved; older exporters have no FB_RESERVED.
-        rec.values["mem_total_mib"] = None if used is None or free is None else used + free + more.get(FB_RESERVED, 0.0)
-    return sorted(devices.values(), key=lambda d: (d.host, d.gpu, -1 if d.gi is None else d.gi))
+                self._extra.setdefault(rec.key, {})[metric] = number
+
+    def result(self) -> list[FleetGpu]:
+        """The devices, sorted by host, GPU and GPU instance; derived fields filled in."""
+        for key, rec in self._devices.items():
+            used = rec.values.get("mem_used_mib")
+            more = self._extra.get(key, {})
+            free = more.get(FB_FREE)
+            # nvidia-smi's total is used + free + reserved; older exporters have no FB_RESERVED.
+            rec.values["mem_total_mib"] = (None if used is None or free is None
+                                           else used + free + more.get(FB_RESERVED, 0.0))
+        return sorted(self._devices.values(), key=lambda d: (d.host, d.gpu, -1 if d.gi is None else d.gi))
+
+
+def assemble(vectors: Mapping[str, Vector]) -> list[FleetGpu]:
+    """Join per-metric instant vectors (keyed by metric name, or IDLE_PEAK) into device records."""
+    assembler = FleetAssembler()
+    for metric, vector in vectors.items():
+        assembler.add(metric, vector)
+    return assembler.result()
 
 
 # --- attention and summary ------------------------------------------------------------------

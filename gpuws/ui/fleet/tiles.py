@@ -9,11 +9,11 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 from PySide6.QtCore import QPointF, QRect, QRectF, QSize, Qt, Signal
-from PySide6.QtGui import QColor, QMouseEvent, QPainter, QPaintEvent, QPen, QPolygonF, QResizeEvent
+from PySide6.QtGui import QColor, QMouseEvent, QPainter, QPaintEvent, QPen, QPolygonF, QResizeEvent, QStaticText
 from PySide6.QtWidgets import QSizePolicy, QWidget
 
 from gpuws.core.fleet.model import Attention, FleetGpu
@@ -26,11 +26,17 @@ GAP = 6
 
 @dataclass
 class FleetTile:
-    """One tile: a device, its attention, and its utilisation history (may be empty)."""
+    """One tile: a device, its attention, and its utilisation history (may be empty).
+
+    What a frame needs (elided texts, the sparkline in tile coordinates) is computed the first
+    time the tile is painted and kept: a tile is rebuilt only when a new snapshot arrives.
+    """
 
     gpu: FleetGpu
     attention: Attention
     history: np.ndarray | None = None  # float32 utilisation %, NaN gaps
+    _texts: tuple[QStaticText, QStaticText] | None = field(default=None, repr=False)
+    _lines: list[QPolygonF] | None = field(default=None, repr=False)
 
 
 class FleetTileGrid(QWidget):
@@ -125,51 +131,72 @@ class FleetTileGrid(QWidget):
     def _paint_tile(p: QPainter, r: QRect, tile: FleetTile, card: QColor, accent: QColor, text: QColor,
                     muted: QColor, util_colour: QColor) -> None:
         g = tile.gpu
+        fm = p.fontMetrics()
+        line_h = fm.height()
+        if tile._texts is None:
+            util = g.values.get("util_gpu_pct")
+            mem = g.mem_used_pct
+            status = tile.attention.label if tile.attention is not Attention.NONE else (g.model or "")
+            line2 = (f"{'-' if util is None else f'{util:.0f}%'} util  "
+                     f"{'-' if mem is None else f'{mem:.0f}%'} mem  {status}")
+            # QStaticText keeps the laid-out glyphs: drawing it again costs a fraction of drawText.
+            tile._texts = (
+                _static(fm.elidedText(f"{g.host}  {g.device_key}", Qt.TextElideMode.ElideMiddle, r.width() - 12)),
+                _static(fm.elidedText(line2, Qt.TextElideMode.ElideRight, r.width() - 12)))
+        spark = QRectF(8, 2 * line_h + 6, r.width() - 16, r.height() - 10 - (2 * line_h + 6))
+        if tile._lines is None:
+            tile._lines = (_sparkline(spark, tile.history)
+                           if tile.history is not None and len(tile.history) > 1 and spark.height() > 4 else [])
         p.fillRect(r, card)
         p.fillRect(QRect(r.left(), r.top(), 4, r.height()), accent)
         p.setPen(QPen(accent if tile.attention is not Attention.NONE else card.darker(115)))
         p.drawRect(r.adjusted(0, 0, -1, -1))
         p.setPen(text)
-        fm = p.fontMetrics()
-        title = fm.elidedText(f"{g.host}  {g.device_key}", Qt.TextElideMode.ElideMiddle, r.width() - 12)
-        p.drawText(r.left() + 8, r.top() + fm.ascent() + 3, title)
+        p.drawStaticText(r.left() + 8, r.top() + 3, tile._texts[0])
         p.setPen(muted)
-        util = g.values.get("util_gpu_pct")
-        mem = g.mem_used_pct
-        status = tile.attention.label if tile.attention is not Attention.NONE else (g.model or "")
-        line2 = f"{'-' if util is None else f'{util:.0f}%'} util  {'-' if mem is None else f'{mem:.0f}%'} mem  {status}"
-        p.drawText(r.left() + 8, r.top() + 2 * fm.height() + 2,
-                   fm.elidedText(line2, Qt.TextElideMode.ElideRight, r.width() - 12))
-        # Memory bar along the bottom, utilisation sparkline above it.
+        p.drawStaticText(r.left() + 8, r.top() + line_h + 2, tile._texts[1])
+        # Memory bar along the bottom, utilisation sparkline (or, without history, a bar) above it.
         bar = QRect(r.left() + 8, r.bottom() - 7, r.width() - 16, 4)
         p.fillRect(bar, card.darker(125))
+        mem = g.mem_used_pct
         if mem is not None:
-            p.fillRect(QRect(bar.left(), bar.top(), int(bar.width() * min(mem, 100.0) / 100.0), bar.height()), accent
-                       if tile.attention is Attention.OOM_RISK else muted)
-        spark = QRectF(r.left() + 8, r.top() + 2 * fm.height() + 6, r.width() - 16, r.bottom() - 10 -
-                       (r.top() + 2 * fm.height() + 6))
-        if tile.history is not None and len(tile.history) > 1 and spark.height() > 4:
-            _sparkline(p, spark, tile.history, util_colour)
-        elif util is not None and spark.height() > 4:
-            p.fillRect(QRectF(spark.left(), spark.bottom() - 3, spark.width() * min(util, 100.0) / 100.0, 3),
-                       util_colour)
+            p.fillRect(QRect(bar.left(), bar.top(), int(bar.width() * min(mem, 100.0) / 100.0), bar.height()),
+                       accent if tile.attention is Attention.OOM_RISK else muted)
+        if tile._lines:
+            p.translate(r.left(), r.top())
+            p.setPen(QPen(util_colour, 1.0))
+            for line in tile._lines:
+                p.drawPolyline(line)
+            p.translate(-r.left(), -r.top())
+        else:
+            util = g.values.get("util_gpu_pct")
+            if util is not None and spark.height() > 4:
+                p.fillRect(QRectF(r.left() + spark.left(), r.top() + spark.bottom() - 3,
+                                  spark.width() * min(util, 100.0) / 100.0, 3), util_colour)
 
 
-def _sparkline(p: QPainter, rect: QRectF, values: np.ndarray, colour: QColor) -> None:
-    """A 0-100 % line across `rect`, broken at gaps (NaN); at most one point per pixel column."""
+def _static(text: str) -> QStaticText:
+    static = QStaticText(text)
+    static.setTextFormat(Qt.TextFormat.PlainText)  # host names are remote strings: never markup
+    return static
+
+
+def _sparkline(rect: QRectF, values: np.ndarray) -> list[QPolygonF]:
+    """A 0-100 % line across `rect` as polylines broken at gaps (NaN); at most a point per pixel."""
     n = len(values)
     stride = max(1, math.ceil(n / max(1.0, rect.width())))
-    sampled = values[::stride]
+    sampled = values[::stride].astype(np.float64)
     xs = rect.left() + np.arange(len(sampled), dtype=np.float64) * (rect.width() / max(1, len(sampled) - 1))
-    ys = rect.bottom() - np.clip(sampled.astype(np.float64), 0, 100) / 100.0 * rect.height()
-    p.setPen(QPen(colour, 1.0))
+    ys = rect.bottom() - np.clip(sampled, 0, 100) / 100.0 * rect.height()
+    lines: list[QPolygonF] = []
     run: list[QPointF] = []
-    for x, y, v in zip(xs, ys, sampled, strict=True):
-        if math.isnan(float(v)):
+    for x, y, v in zip(xs.tolist(), ys.tolist(), sampled.tolist(), strict=True):
+        if math.isnan(v):
             if len(run) > 1:
-                p.drawPolyline(QPolygonF(run))
+                lines.append(QPolygonF(run))
             run = []
         else:
-            run.append(QPointF(float(x), float(y)))
+            run.append(QPointF(x, y))
     if len(run) > 1:
-        p.drawPolyline(QPolygonF(run))
+        lines.append(QPolygonF(run))
+    return lines

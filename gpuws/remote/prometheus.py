@@ -78,6 +78,9 @@ class PrometheusClient:
         self._client = httpx.AsyncClient(
             base_url=self.base_url, headers=headers, timeout=timeout,
             auth=httpx.BasicAuth(*basic) if basic else None, transport=transport,
+            # Plain http never uses TLS: skip loading the CA bundle (megabytes) for nothing.
+            # Redirects are not followed, so an http client never ends up on an https URL.
+            verify=self.base_url.startswith("https://"),
             limits=httpx.Limits(max_connections=16, max_keepalive_connections=16),
         )
 

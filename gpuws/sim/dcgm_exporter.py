@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import math
 import random
+import sys
 import threading
 import time
 from collections.abc import Sequence
@@ -282,6 +283,12 @@ class _ExporterServer(ThreadingHTTPServer):
     def __init__(self, host: SimExporterHost, port: int) -> None:
         self.host = host
         super().__init__(("127.0.0.1", port), _Handler)
+
+    def handle_error(self, request: object, client_address: object) -> None:
+        exc = sys.exc_info()[1]
+        if isinstance(exc, ConnectionError):
+            return  # the scraper gave up (scrape timeout on a busy machine): nothing to report
+        super().handle_error(request, client_address)  # type: ignore[arg-type]
 
 
 class SimFleet:

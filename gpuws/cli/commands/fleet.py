@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import asyncio
 import getpass
 import sys
 from typing import Any, TextIO
@@ -182,6 +181,8 @@ def _recovery_note(store: Any) -> None:
 
 
 def cmd_snapshot(args: argparse.Namespace) -> int:
+    import asyncio
+
     return asyncio.run(_stream(args, count=1, interval=0.0, out=sys.stdout, document=True))
 
 
@@ -190,11 +191,15 @@ def cmd_watch(args: argparse.Namespace) -> int:
         return fail(f"--interval must be between {MIN_INTERVAL_S:g} and {MAX_INTERVAL_S:g} seconds", 2)
     if args.count is not None and args.count < 1:
         return fail("--count must be at least 1", 2)
+    import asyncio
+
     return asyncio.run(_stream(args, count=args.count, interval=args.interval, out=sys.stdout, document=False))
 
 
 async def _stream(args: argparse.Namespace, *, count: int | None, interval: float, out: TextIO,
                   document: bool) -> int:
+    import asyncio
+
     from gpuws.core.fleet.profiles import FleetStore
     from gpuws.remote.prometheus import open_fleet
 

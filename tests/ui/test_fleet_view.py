@@ -115,6 +115,11 @@ def test_sidebar_lists_fleets_and_a_click_opens_the_matching_host(make_window: A
     assert window.stack.currentWidget() is window.detail
     view.host_requested.emit("node-000", "GPU-x")  # no profile: said, nothing else happens
     assert "No host profile matches node-000" in view.status.text()
+    from PySide6.QtCore import Qt
+
+    # Host names and Prometheus' errors are remote strings: never rendered as markup.
+    for label in (view.status, view.summary, view.alerts_label):
+        assert label.textFormat() == Qt.TextFormat.PlainText
 
 
 def test_series_key_of_tiles_is_the_history_key() -> None:

@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 import pyqtgraph as pg
-from PySide6.QtCore import QTimer, Signal
+from PySide6.QtCore import Qt, QTimer, Signal
 from PySide6.QtWidgets import (
     QComboBox,
     QFrame,
@@ -90,11 +90,12 @@ class FleetView(QWidget):
         top.addWidget(self.refresh_button)
 
         self.summary = QLabel("", self)
-        self.summary.setTextFormat(self.summary.textFormat().PlainText)
+        self.summary.setTextFormat(Qt.TextFormat.PlainText)
         self.alerts_label = QLabel("", self)
-        self.alerts_label.setTextFormat(self.alerts_label.textFormat().PlainText)
+        self.alerts_label.setTextFormat(Qt.TextFormat.PlainText)
         self.alerts_label.setWordWrap(True)
         self.status = muted_label("", self)
+        self.status.setTextFormat(Qt.TextFormat.PlainText)  # Prometheus' error text is a remote string
         self.status.setWordWrap(True)
 
         self.plot = owned_plot_widget(self, axisItems={"bottom": pg.DateAxisItem()})

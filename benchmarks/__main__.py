@@ -13,7 +13,7 @@ import time
 
 BENCHMARKS = (
     "bench_cli", "bench_telemetry", "bench_ssh_client", "bench_latency", "bench_dashboard", "bench_connect",
-    "bench_gui_responsiveness",
+    "bench_gui_responsiveness", "bench_fleet", "bench_advice",
 )
 
 

@@ -64,3 +64,22 @@ def pytest_pyfunc_call(pyfuncitem: pytest.Function) -> bool | None:
     kwargs = {name: pyfuncitem.funcargs[name] for name in names}
     asyncio.run(pyfuncitem.obj(**kwargs))
     return True
+
+
+@pytest.fixture(scope="module")
+def sim_prometheus(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[object, object]]:
+    """4 simulated dcgm-exporters (4 GPUs each, one MIG GPU) scraped every 1 s by a real Prometheus.
+
+    Yields (PrometheusServer, SimFleet). Module-scoped: starting Prometheus takes seconds.
+    """
+    from gpuws.sim.dcgm_exporter import SimFleet, make_hosts
+    from tests.support.prometheus import start_prometheus
+
+    fleet = SimFleet(make_hosts(4, 4, mig_every=3)).start()
+    server = start_prometheus(tmp_path_factory.mktemp("prometheus"), fleet.targets)
+    try:
+        server.wait_scraped(targets=4, series_min=16 + 2)
+        yield server, fleet
+    finally:
+        server.stop()
+        fleet.stop()

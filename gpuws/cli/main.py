@@ -28,6 +28,7 @@ COMMAND_MODULES = (
     "resize",
     "session",
     "advise",
+    "fleet",
 )
 
 # command -> (its module in COMMAND_MODULES, its one-line help), so that `gpuws X` imports only X's
@@ -51,6 +52,8 @@ LAZY_COMMANDS: dict[str, tuple[str, str]] = {
     "cp": ("session", "copy a file to or from a host over SFTP (resumes partial copies)"),
     "start": ("session", "start the host's instance through its cloud provider"),
     "stop": ("session", "stop the host's instance through its cloud provider"),
+    "fleet": ("fleet", "fleets of GPUs read from Prometheus (dcgm-exporter metrics)"),
+    "demo-fleet": ("fleet", "run SIMULATED dcgm-exporters on loopback for a Prometheus to scrape"),
     "advise": (
         "advise",
         "right-size advice per GPU from measured use: keep, smaller, larger or stop, with the price change",

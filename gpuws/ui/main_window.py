@@ -190,6 +190,9 @@ class MainWindow(QMainWindow):
         self._restore_state()
         self._show_empty_or_detail()
         self.reload_profiles()
+        from gpuws.ui.fleet.sidebar import install_fleets  # fleets beside hosts (issue 15)
+
+        self.fleet_view = install_fleets(self)
 
     # -- telemetry-driven chores: idle stop and the tray ----------------------------------------
 
@@ -746,6 +749,8 @@ class MainWindow(QMainWindow):
         self.telemetry.notifier.set_tray(None)
         self.save_state()
         futures = [f for f in (s.close() for s in self.sessions.values()) if f is not None]
+        if (fleet_close := self.fleet_view.close_fleet()) is not None:
+            futures.append(fleet_close)
         if (demo_stop := self._stop_demo()) is not None:
             futures.append(demo_stop)
         elif (starting := self._demo_starting) is not None:

@@ -1,0 +1,274 @@
+"""`gpuws fleet ...` (many GPUs through Prometheus + dcgm-exporter) and `gpuws demo-fleet`."""
+
+from __future__ import annotations
+
+import argparse
+import getpass
+import sys
+from typing import Any, TextIO
+
+from gpuws.cli.commands.hosts import json_flag, profile_store
+from gpuws.cli.output import fail, print_json
+from gpuws.core.errors import GpuwsError
+
+EXIT_AUTH = 3
+EXIT_UNREACHABLE = 5
+MIN_INTERVAL_S = 1.0
+MAX_INTERVAL_S = 3600.0
+MAX_DEMO_HOSTS = 256
+
+_EPILOG = """JSON output: {"fleet": NAME, "t": ISO, "gpus": [...]}, one object per GPU and per MIG instance with
+host, gpu, uuid, model and the fields of `gpuws watch --json` (a metric the exporter does not publish is null).
+exit status: 0 ok, 1 other error, 3 Prometheus refused the credentials, 5 Prometheus unreachable"""
+
+
+def register(sub: argparse._SubParsersAction[Any]) -> None:
+    """Register `gpuws fleet` and `gpuws demo-fleet`."""
+    fleet = sub.add_parser("fleet", help="fleets of GPUs read from Prometheus (dcgm-exporter metrics)")
+    actions = fleet.add_subparsers(dest="fleet_action", metavar="ACTION")
+    common = [json_flag()]
+
+    add = actions.add_parser("add", parents=common, help="add a fleet: a Prometheus that scrapes dcgm-exporter")
+    add.add_argument("name", help="fleet name (letters, digits, '.', '_', '-')")
+    add.add_argument("--prometheus", required=True, metavar="URL", help="Prometheus base URL, e.g. http://prom:9090")
+    add.add_argument("--via", metavar="HOST", help="reach Prometheus through an SSH tunnel over this host profile")
+    add.add_argument("--selector", metavar="LABELS",
+                     help='PromQL label matchers picking the fleet\'s series, e.g. \'cluster="a",namespace="ml"\'')
+    add.add_argument("--token-stdin", action="store_true", help="read a bearer token from stdin (kept in the keyring)")
+    add.add_argument("--user", help="basic-auth user (the password is read with --password-stdin)")
+    add.add_argument("--password-stdin", action="store_true",
+                     help="read the basic-auth password from stdin (kept in the keyring)")
+    add.add_argument("--price-per-gpu-hour", type=float, metavar="PRICE",
+                     help="what one GPU costs per hour, for the idle-GPU alert")
+    add.set_defaults(handler=_guard(cmd_add))
+
+    lst = actions.add_parser("list", parents=common, help="list fleets")
+    lst.set_defaults(handler=_guard(cmd_list))
+
+    rm = actions.add_parser("remove", parents=common, help="delete a fleet (and its credentials in the keyring)")
+    rm.add_argument("name")
+    rm.set_defaults(handler=_guard(cmd_remove))
+
+    snap = actions.add_parser("snapshot", parents=common, help="every GPU of the fleet now", epilog=_EPILOG)
+    snap.add_argument("name")
+    snap.add_argument("--accept-new", action="store_true", help="trust the --via host's key if none is recorded yet")
+    snap.set_defaults(handler=_guard(cmd_snapshot))
+
+    watch = actions.add_parser("watch", parents=common, help="stream the fleet's GPUs", epilog=_EPILOG)
+    watch.add_argument("name")
+    watch.add_argument("--interval", type=float, default=5.0, metavar="S",
+                       help=f"seconds between snapshots ({MIN_INTERVAL_S:g}-{MAX_INTERVAL_S:g}, default 5)")
+    watch.add_argument("--count", type=int, metavar="N", help="stop after N snapshots")
+    watch.add_argument("--accept-new", action="store_true", help="trust the --via host's key if none is recorded yet")
+    watch.set_defaults(handler=_guard(cmd_watch))
+
+    demo = sub.add_parser("demo-fleet", help="run SIMULATED dcgm-exporters on loopback for a Prometheus to scrape")
+    demo.add_argument("--hosts", type=int, required=True, metavar="N", help=f"simulated hosts (1-{MAX_DEMO_HOSTS})")
+    demo.add_argument("--gpus-per-host", type=int, default=8, metavar="M", help="GPUs per host (1-16, default 8)")
+    demo.set_defaults(handler=run_demo_fleet)
+
+
+def _guard(handler: Any) -> Any:
+    """Errors as one line; Prometheus' auth and reachability get the SSH commands' exit statuses."""
+
+    def run(args: argparse.Namespace) -> int:
+        from gpuws.remote.prometheus import PrometheusAuthFailed, PrometheusUnreachable
+
+        try:
+            return int(handler(args))
+        except PrometheusAuthFailed as exc:
+            return fail(str(exc), EXIT_AUTH)
+        except PrometheusUnreachable as exc:
+            return fail(str(exc), EXIT_UNREACHABLE)
+        except GpuwsError as exc:
+            from gpuws.cli.connecting import exit_code_for
+
+            return fail(str(exc), exit_code_for(exc))
+
+    return run
+
+
+def _read_secret(what: str) -> str:
+    if sys.stdin is None or sys.stdin.closed:
+        raise GpuwsError(f"fleet: no input for the {what}; pipe it on stdin")
+    if sys.stdin.isatty():
+        value = getpass.getpass(f"{what} (input hidden): ")
+    else:
+        value = sys.stdin.read().removesuffix("\n").removesuffix("\r")
+    if not value:
+        raise GpuwsError(f"fleet: the {what} is empty; nothing was stored")
+    return value
+
+
+def cmd_add(args: argparse.Namespace) -> int:
+    from gpuws.core.errors import ValidationError
+    from gpuws.core.fleet.profiles import (
+        SECRET_SERVICE,
+        FleetAuth,
+        FleetExists,
+        FleetProfile,
+        FleetStore,
+        validate_fleet,
+    )
+    from gpuws.core.models import SecretKind
+    from gpuws.core.secrets import SecretStore
+
+    if args.token_stdin and (args.user or args.password_stdin):
+        raise ValidationError("auth", "give either --token-stdin or --user with --password-stdin, not both")
+    if bool(args.user) != bool(args.password_stdin):
+        raise ValidationError("auth", "basic auth needs both --user and --password-stdin")
+    auth = FleetAuth.BEARER if args.token_stdin else FleetAuth.BASIC if args.user else FleetAuth.NONE
+    profile = validate_fleet(FleetProfile(
+        name=args.name, prometheus=args.prometheus, via=args.via, selector=args.selector, auth=auth,
+        user=args.user, price_per_gpu_hour=args.price_per_gpu_hour))
+    if profile.via is not None:
+        with profile_store() as hosts:
+            hosts.get(profile.via)  # the tunnel host must be a profile already
+    store = FleetStore()
+    if any(f.name.casefold() == profile.name.casefold() for f in store.load()):
+        raise FleetExists(profile.name)
+    if auth is not FleetAuth.NONE:
+        secrets = SecretStore(service=SECRET_SERVICE)
+        secrets.ensure_usable()  # before reading the secret, not after
+        kind = SecretKind.TOKEN if auth is FleetAuth.BEARER else SecretKind.PASSWORD
+        secrets.set(profile.name, kind, _read_secret("bearer token" if kind is SecretKind.TOKEN else "password"))
+    store.add(profile)
+    _recovery_note(store)
+    if args.json:
+        print_json(profile.to_dict())
+    else:
+        print(f"Added fleet {profile.name!r}: {profile.prometheus}" + (f" via {profile.via}" if profile.via else ""))
+    return 0
+
+
+def cmd_list(args: argparse.Namespace) -> int:
+    from gpuws.core.fleet.profiles import FleetStore
+
+    store = FleetStore()
+    fleets = store.load()
+    _recovery_note(store)
+    if args.json:
+        print_json([f.to_dict() for f in fleets])
+        return 0
+    if not fleets:
+        print("No fleets. Add one with `gpuws fleet add NAME --prometheus URL`.")
+    for f in fleets:
+        extra = "".join([f" via {f.via}" if f.via else "", f" {{{f.selector}}}" if f.selector else "",
+                         f" ({f.auth} auth)" if f.auth != "none" else ""])
+        print(f"{f.name}  {f.prometheus}{extra}")
+    return 0
+
+
+def cmd_remove(args: argparse.Namespace) -> int:
+    from gpuws.core.fleet.profiles import SECRET_SERVICE, FleetAuth, FleetStore
+    from gpuws.core.secrets import SecretStore
+
+    store = FleetStore()
+    profile = store.get(args.name)
+    store.remove(args.name)
+    if profile.auth is not FleetAuth.NONE:
+        SecretStore(service=SECRET_SERVICE).clear_all(profile.name)
+    if args.json:
+        print_json({"name": args.name, "removed": True})
+    else:
+        print(f"Removed fleet {args.name!r}.")
+    return 0
+
+
+def _recovery_note(store: Any) -> None:
+    if store.last_recovery is not None:
+        print(f"gpuws: warning: {store.last_recovery.message}", file=sys.stderr, flush=True)
+
+
+def cmd_snapshot(args: argparse.Namespace) -> int:
+    import asyncio
+
+    return asyncio.run(_stream(args, count=1, interval=0.0, out=sys.stdout, document=True))
+
+
+def cmd_watch(args: argparse.Namespace) -> int:
+    if not MIN_INTERVAL_S <= args.interval <= MAX_INTERVAL_S:
+        return fail(f"--interval must be between {MIN_INTERVAL_S:g} and {MAX_INTERVAL_S:g} seconds", 2)
+    if args.count is not None and args.count < 1:
+        return fail("--count must be at least 1", 2)
+    import asyncio
+
+    return asyncio.run(_stream(args, count=args.count, interval=args.interval, out=sys.stdout, document=False))
+
+
+async def _stream(args: argparse.Namespace, *, count: int | None, interval: float, out: TextIO,
+                  document: bool) -> int:
+    import asyncio
+
+    from gpuws.core.fleet.profiles import FleetStore
+    from gpuws.remote.prometheus import open_fleet
+
+    profile = FleetStore().get(args.name)
+    async with open_fleet(profile, accept_new=args.accept_new) as source:
+        seen = 0
+        loop = asyncio.get_running_loop()
+        while True:
+            started = loop.time()
+            snap = await source.snapshot()
+            if args.json and document:
+                print_json(snap.to_dict())
+            elif args.json:
+                for gpu in snap.gpus:  # one object per line, as `gpuws watch --json`
+                    print_json({"fleet": snap.fleet, **gpu.to_dict(snap.t)})
+            else:
+                out.write(format_snapshot(snap) + "\n")
+                out.flush()
+            seen += 1
+            if count is not None and seen >= count:
+                return 0
+            await asyncio.sleep(max(0.0, interval - (loop.time() - started)))
+
+
+def format_snapshot(snap: Any) -> str:
+    """A table: one line per GPU, most urgent first, under a fleet-wide summary."""
+    from gpuws.core.fleet.model import rank, summarize
+    from gpuws.core.telemetry.sample import iso8601
+
+    def v(value: float | None, unit: str = "") -> str:
+        return "-" if value is None else f"{value:.0f}{unit}"
+
+    s = summarize(snap.gpus, price_per_gpu_hour=None)
+    sim = "[SIMULATED] " if any(g.simulated for g in snap.gpus) else ""
+    lines = [f"{sim}fleet {snap.fleet}  {iso8601(snap.t)}  {s.gpus} GPUs on {s.hosts} hosts  "
+             f"util {v(s.util_avg_pct, '%')}  mem {v(s.mem_used_mib)}/{v(s.mem_total_mib)} MiB  "
+             f"power {v(s.power_w, ' W')}"]
+    rows = [("HOST", "GPU", "MODEL", "UTIL", "MEMORY MiB", "TEMP", "POWER W", "ATTENTION")]
+    for attention, g in rank(snap.gpus):
+        rows.append((g.host, g.device_key, g.model or "-", v(g.value("util_gpu_pct"), "%"),
+                     f"{v(g.value('mem_used_mib'))}/{v(g.value('mem_total_mib'))}", v(g.value("temp_c"), "C"),
+                     v(g.value("power_w")), attention.label))
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+    lines += ["  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip() for r in rows]
+    return "\n".join(lines)
+
+
+def run_demo_fleet(args: argparse.Namespace) -> int:
+    import signal
+    import threading
+
+    from gpuws.sim.dcgm_exporter import SimFleet, make_hosts
+
+    if not 1 <= args.hosts <= MAX_DEMO_HOSTS:
+        return fail(f"--hosts must be between 1 and {MAX_DEMO_HOSTS}", 2)
+    if not 1 <= args.gpus_per_host <= 16:
+        return fail("--gpus-per-host must be between 1 and 16", 2)
+    stop = threading.Event()
+    signal.signal(signal.SIGTERM, lambda *_: stop.set())
+    try:
+        fleet = SimFleet(make_hosts(args.hosts, args.gpus_per_host, dynamic=True)).start()
+    except OSError as exc:
+        return fail(f"cannot start the simulated exporters: {exc.strerror or exc}")
+    try:
+        print_json({"targets": fleet.targets, "simulated": True})
+        while not stop.wait(0.5):
+            pass
+    except KeyboardInterrupt:
+        pass
+    finally:
+        fleet.stop()
+    return 0

@@ -1,0 +1,50 @@
+"""Alerts on fleet data: the host alert engine, fed with fleet snapshots, per node.
+
+Same rules and thresholds as a host's (`gpuws.core.telemetry.alerts`): OOM risk above the memory
+threshold, thermal/power throttling, an idle GPU for `idle_minutes` with the money it burns. A
+fleet has one price per GPU-hour; the engine divides a host's price by its GPU count, so each
+node is configured with price x GPUs.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Sequence
+
+from gpuws.core.fleet.model import FleetGpu
+from gpuws.core.models import AlertThresholds
+from gpuws.core.telemetry.alerts import Alert, AlertEngine, AlertEvent, AlertLog
+
+
+class FleetAlerts:
+    """Evaluates each snapshot of one fleet; the log holds what fired and cleared."""
+
+    def __init__(self, fleet: str, thresholds: AlertThresholds | None = None,
+                 price_per_gpu_hour: float | None = None, log: AlertLog | None = None) -> None:
+        self.fleet = fleet
+        self.thresholds = thresholds or AlertThresholds()
+        self.price_per_gpu_hour = price_per_gpu_hour
+        self.engine = AlertEngine(log)
+        self._configured: dict[str, int] = {}
+
+    def host_key(self, host: str) -> str:
+        """The alert engine's host name for a node of this fleet (fleet/node, apart from host profiles)."""
+        return f"{self.fleet}/{host}"
+
+    def evaluate(self, t: float, gpus: Sequence[FleetGpu]) -> list[AlertEvent]:
+        by_host: dict[str, list[FleetGpu]] = defaultdict(list)
+        for gpu in gpus:
+            by_host[gpu.host].append(gpu)
+        events: list[AlertEvent] = []
+        for host, devices in by_host.items():
+            key = self.host_key(host)
+            whole = max(1, sum(1 for d in devices if d.gi is None))
+            if self._configured.get(key) != whole:
+                price = None if self.price_per_gpu_hour is None else self.price_per_gpu_hour * whole
+                self.engine.configure(key, self.thresholds, price)
+                self._configured[key] = whole
+            events += self.engine.evaluate(key, [d.to_sample(t) for d in devices])
+        return events
+
+    def active(self) -> list[Alert]:
+        return self.engine.log.active()

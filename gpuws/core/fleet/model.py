@@ -1,0 +1,398 @@
+"""From dcgm-exporter series in Prometheus to one record per GPU (and per MIG instance).
+
+Prometheus answers one instant query per metric for the whole fleet; `assemble` joins those
+vectors on (host, gpu, GPU instance) into `FleetGpu` records whose field names are those of
+`gpuws watch --json`. A metric the exporter does not publish stays `None` (JSON null), never 0.
+
+dcgm-exporter labels (see tests/fixtures/dcgm_exporter/): `gpu`, `UUID`, `pci_bus_id`, `device`,
+`modelName`, `Hostname` (`hostname` since dcgm-exporter 4.5), `GPU_I_PROFILE`/`GPU_I_ID` on MIG
+instances (which keep their parent's `UUID`), `DCGM_FI_DRIVER_VERSION`, and `pod`/`namespace`/
+`container` on Kubernetes. Prometheus adds `instance` and `job`.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from enum import IntEnum
+from typing import Any, Final
+
+from gpuws.core.models import AlertThresholds
+from gpuws.core.telemetry.sample import GpuSample, MigRef, gpu_key, iso8601
+from gpuws.core.telemetry.throttle import POWER_REASONS, THERMAL_REASONS, decode_mask
+
+SOURCE_PROMETHEUS: Final = "prometheus"
+
+#: Prometheus refuses a range query with more than this many points per series.
+MAX_POINTS_PER_SERIES: Final = 11_000
+MAX_WINDOW_S: Final = 30 * 86_400.0
+
+# Field of `gpuws watch --json` <- dcgm-exporter metric, with the factor that converts its unit.
+FIELD_METRICS: Final[dict[str, tuple[str, float]]] = {
+    "util_gpu_pct": ("DCGM_FI_DEV_GPU_UTIL", 1.0),
+    "util_mem_pct": ("DCGM_FI_DEV_MEM_COPY_UTIL", 1.0),
+    "mem_used_mib": ("DCGM_FI_DEV_FB_USED", 1.0),
+    "temp_c": ("DCGM_FI_DEV_GPU_TEMP", 1.0),
+    "power_w": ("DCGM_FI_DEV_POWER_USAGE", 1.0),
+    "power_limit_w": ("DCGM_FI_DEV_POWER_MGMT_LIMIT", 1.0),
+    "sm_clock_mhz": ("DCGM_FI_DEV_SM_CLOCK", 1.0),
+    "mem_clock_mhz": ("DCGM_FI_DEV_MEM_CLOCK", 1.0),
+    "pcie_rx_kib_s": ("DCGM_FI_PROF_PCIE_RX_BYTES", 1 / 1024),  # bytes/s -> KiB/s
+    "pcie_tx_kib_s": ("DCGM_FI_PROF_PCIE_TX_BYTES", 1 / 1024),
+    "fan_pct": ("DCGM_FI_DEV_FAN_SPEED", 1.0),
+    "enc_util_pct": ("DCGM_FI_DEV_ENC_UTIL", 1.0),
+    "dec_util_pct": ("DCGM_FI_DEV_DEC_UTIL", 1.0),
+    # Fleet-only fields (DCGM's profiling ratios as percentages, the last XID).
+    "gr_engine_active_pct": ("DCGM_FI_PROF_GR_ENGINE_ACTIVE", 100.0),
+    "tensor_active_pct": ("DCGM_FI_PROF_PIPE_TENSOR_ACTIVE", 100.0),
+    "xid_errors": ("DCGM_FI_DEV_XID_ERRORS", 1.0),
+}
+FB_FREE: Final = "DCGM_FI_DEV_FB_FREE"
+FB_RESERVED: Final = "DCGM_FI_DEV_FB_RESERVED"
+THROTTLE: Final = "DCGM_FI_DEV_CLOCK_THROTTLE_REASONS"
+#: Every metric a snapshot reads: one instant query each, for the whole fleet.
+SNAPSHOT_METRICS: Final = (*(m for m, _ in FIELD_METRICS.values()), FB_FREE, FB_RESERVED, THROTTLE)
+#: The metric whose series carry every label of a device (the others are read by `KEY_LABELS` only).
+IDENTITY_METRIC: Final = "DCGM_FI_DEV_FB_USED"
+#: Labels that identify a device across metrics (see `series_key`).
+KEY_LABELS: Final = ("Hostname", "hostname", "instance", "gpu", "GPU_I_ID")
+#: The peak utilisation over the idle window (a derived query: the idle rule needs a duration).
+IDLE_PEAK: Final = "idle_peak"
+
+# Field order of a fleet record (the `watch --json` fields first, then the fleet-only ones).
+WATCH_FIELDS: Final = ("util_gpu_pct", "util_mem_pct", "mem_used_mib", "mem_total_mib", "temp_c", "power_w",
+                       "power_limit_w", "sm_clock_mhz", "mem_clock_mhz", "pcie_rx_kib_s", "pcie_tx_kib_s",
+                       "fan_pct", "enc_util_pct", "dec_util_pct")
+FLEET_FIELDS: Final = ("gr_engine_active_pct", "tensor_active_pct", "xid_errors", "util_gpu_peak_pct")
+INT_VALUED: Final = frozenset({"xid_errors"})
+KUBE_LABELS: Final = ("pod", "namespace", "container")
+
+
+class Attention(IntEnum):
+    """What a GPU needs a look for, most urgent first (the order of the fleet overview)."""
+
+    OOM_RISK = 0
+    XID = 1
+    THROTTLING = 2
+    IDLE = 3
+    NONE = 9
+
+    @property
+    def label(self) -> str:
+        return {0: "OOM risk", 1: "XID error", 2: "throttling", 3: "idle", 9: "ok"}[int(self)]
+
+
+@dataclass(frozen=True, slots=True)
+class SeriesKey:
+    """Identifies one device across metrics: host, GPU index, MIG GPU-instance id (None: whole GPU)."""
+
+    host: str
+    gpu: int
+    gi: int | None = None
+
+
+@dataclass(slots=True)
+class FleetGpu:
+    """One GPU or MIG instance of a fleet, at one instant."""
+
+    host: str
+    gpu: int
+    uuid: str | None
+    model: str | None
+    gi: int | None = None
+    mig_profile: str | None = None
+    pci_bus_id: str | None = None
+    instance: str | None = None  # Prometheus' scrape target, host:port
+    values: dict[str, float | None] = field(default_factory=dict)
+    throttle_reasons: list[str] | None = None
+    idle: bool | None = None
+    kube: dict[str, str] = field(default_factory=dict)
+    simulated: bool = False
+
+    @property
+    def key(self) -> SeriesKey:
+        return SeriesKey(self.host, self.gpu, self.gi)
+
+    @property
+    def device_key(self) -> str:
+        """`gpuws watch`'s device key within the host: "0", or "0/mig7" for GPU instance 7."""
+        return gpu_key(self.gpu, self.gi)
+
+    def value(self, name: str) -> float | None:
+        return self.values.get(name)
+
+    @property
+    def mem_used_pct(self) -> float | None:
+        used, total = self.values.get("mem_used_mib"), self.values.get("mem_total_mib")
+        if used is None or not total:
+            return None
+        return 100.0 * used / total
+
+    def to_dict(self, t: float) -> dict[str, Any]:
+        """The JSON object of `gpuws fleet snapshot/watch --json`."""
+        out: dict[str, Any] = {"t": iso8601(t), "host": self.host, "gpu": self.gpu, "uuid": self.uuid,
+                               "model": self.model}
+        for name in (*WATCH_FIELDS, *FLEET_FIELDS):
+            value = self.values.get(name)
+            out[name] = int(value) if value is not None and name in INT_VALUED else value
+        out["throttle_reasons"] = None if self.throttle_reasons is None else list(self.throttle_reasons)
+        out["idle"] = self.idle
+        out["mig"] = None if self.gi is None else {"parent_gpu": self.gpu, "gi": self.gi, "profile": self.mig_profile}
+        out["pci_bus_id"] = self.pci_bus_id
+        out["instance"] = self.instance
+        for label in KUBE_LABELS:
+            out[label] = self.kube.get(label)
+        out["source"] = SOURCE_PROMETHEUS
+        out["simulated"] = self.simulated
+        return out
+
+    def to_sample(self, t: float) -> GpuSample:
+        """A `GpuSample` of this device, so the host alert engine applies to fleet data unchanged."""
+        v = self.values
+        return GpuSample(
+            t=t, gpu=self.gpu, uuid=self.uuid, util_gpu_pct=v.get("util_gpu_pct"),
+            util_mem_pct=v.get("util_mem_pct"), mem_used_mib=v.get("mem_used_mib"),
+            mem_total_mib=v.get("mem_total_mib"), temp_c=v.get("temp_c"), power_w=v.get("power_w"),
+            power_limit_w=v.get("power_limit_w"), sm_clock_mhz=v.get("sm_clock_mhz"),
+            mem_clock_mhz=v.get("mem_clock_mhz"), throttle_reasons=self.throttle_reasons, idle=self.idle,
+            mig=None if self.gi is None else MigRef(parent_gpu=self.gpu, device=self.gi, gi=self.gi, ci=None),
+            source=SOURCE_PROMETHEUS, simulated=self.simulated,
+        )
+
+
+def host_of(labels: Mapping[str, str]) -> str:
+    """The node a series is from: dcgm-exporter's Hostname/hostname label, else Prometheus' instance."""
+    return labels.get("Hostname") or labels.get("hostname") or labels.get("instance") or "?"
+
+
+def series_key(labels: Mapping[str, str]) -> SeriesKey | None:
+    """The device a series belongs to; None for a series without a usable `gpu` label."""
+    try:
+        gpu = int(labels.get("gpu", ""))
+    except ValueError:
+        return None
+    gi_text = labels.get("GPU_I_ID")
+    gi: int | None = None
+    if gi_text:
+        try:
+            gi = int(gi_text)
+        except ValueError:
+            return None
+    return SeriesKey(host_of(labels), gpu, gi)
+
+
+def _number(value: Any) -> float | None:
+    """A Prometheus sample value ("123.4", "NaN", "+Inf") as a float; None when not finite."""
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        return None
+    return number if math.isfinite(number) else None
+
+
+# One vector as the HTTP API returns it: [{"metric": {labels}, "value": [t, "v"]}, ...].
+Vector = Sequence[Mapping[str, Any]]
+
+
+_BY_METRIC: Final = {metric: (name, factor) for name, (metric, factor) in FIELD_METRICS.items()}
+
+
+class FleetAssembler:
+    """Joins per-metric instant vectors into device records, one vector at a time.
+
+    Fed as each query answers, so only one parsed answer needs to be alive at a time (the
+    app's memory high-water mark). Any order works: a device first seen in a key-only answer
+    gets its UUID, model, MIG profile, Kubernetes labels when the identity metric's answer comes.
+    """
+
+    def __init__(self) -> None:
+        self._devices: dict[SeriesKey, FleetGpu] = {}
+        self._extra: dict[SeriesKey, dict[str, float]] = {}
+
+    def _device(self, labels: Mapping[str, str]) -> FleetGpu | None:
+        key = series_key(labels)
+        if key is None:
+            return None
+        rec = self._devices.get(key)
+        if rec is None:
+            rec = self._devices[key] = FleetGpu(host=key.host, gpu=key.gpu, uuid=None, model=None, gi=key.gi)
+        if rec.uuid is None and labels.get("UUID"):
+            rec.uuid = labels["UUID"]
+            rec.model = labels.get("modelName") or None
+            rec.mig_profile = labels.get("GPU_I_PROFILE") or None
+            rec.pci_bus_id = labels.get("pci_bus_id") or None
+            rec.kube = {k: labels[k] for k in KUBE_LABELS if labels.get(k)}
+            rec.simulated = labels.get("simulated") == "true"
+        if rec.instance is None and labels.get("instance"):
+            rec.instance = labels["instance"]
+        return rec
+
+    def add(self, metric: str, vector: Vector) -> None:
+        """Take in one metric's vector (a metric name, or IDLE_PEAK)."""
+        for item in vector:
+            rec = self._device(item.get("metric") or {})
+            value = item.get("value")
+            if rec is None or not isinstance(value, list | tuple) or len(value) != 2:
+                continue
+            number = _number(value[1])
+            if metric in _BY_METRIC:
+                name, factor = _BY_METRIC[metric]
+                rec.values[name] = None if number is None else number * factor
+            elif metric == THROTTLE:
+                if number is not None and number >= 0:
+                    decoded = decode_mask(int(number))
+                    rec.throttle_reasons, rec.idle = list(decoded.reasons), decoded.idle
+            elif metric == IDLE_PEAK:
+                rec.values["util_gpu_peak_pct"] = number
+            elif number is not None:
+                self._extra.setdefault(rec.key, {})[metric] = number
+
+    def result(self) -> list[FleetGpu]:
+        """The devices, sorted by host, GPU and GPU instance; derived fields filled in."""
+        for key, rec in self._devices.items():
+            used = rec.values.get("mem_used_mib")
+            more = self._extra.get(key, {})
+            free = more.get(FB_FREE)
+            # nvidia-smi's total is used + free + reserved; older exporters have no FB_RESERVED.
+            rec.values["mem_total_mib"] = (None if used is None or free is None
+                                           else used + free + more.get(FB_RESERVED, 0.0))
+        return sorted(self._devices.values(), key=lambda d: (d.host, d.gpu, -1 if d.gi is None else d.gi))
+
+
+def assemble(vectors: Mapping[str, Vector]) -> list[FleetGpu]:
+    """Join per-metric instant vectors (keyed by metric name, or IDLE_PEAK) into device records."""
+    assembler = FleetAssembler()
+    for metric, vector in vectors.items():
+        assembler.add(metric, vector)
+    return assembler.result()
+
+
+# --- attention and summary ------------------------------------------------------------------
+
+
+def attention_of(gpu: FleetGpu, thresholds: AlertThresholds | None = None) -> Attention:
+    """The most urgent thing about this GPU, with the host alerts' thresholds."""
+    th = thresholds or AlertThresholds()
+    pct = gpu.mem_used_pct
+    if pct is not None and pct > th.mem_used_pct:
+        return Attention.OOM_RISK
+    xid = gpu.values.get("xid_errors")
+    if xid is not None and xid > 0:
+        return Attention.XID
+    if gpu.throttle_reasons and set(gpu.throttle_reasons) & (THERMAL_REASONS | POWER_REASONS):
+        return Attention.THROTTLING
+    if th.temp_c is not None:
+        temp = gpu.values.get("temp_c")
+        if temp is not None and temp >= th.temp_c:
+            return Attention.THROTTLING
+    if is_idle(gpu, th):
+        return Attention.IDLE
+    return Attention.NONE
+
+
+def is_idle(gpu: FleetGpu, thresholds: AlertThresholds | None = None) -> bool:
+    """Busy under the idle threshold for the whole idle window (its peak, read from Prometheus)."""
+    th = thresholds or AlertThresholds()
+    peak = gpu.values.get("util_gpu_peak_pct")
+    if peak is None:
+        peak = gpu.values.get("util_gpu_pct")  # no history yet: the instant value
+    return peak is not None and peak < th.idle_util_pct
+
+
+def rank(gpus: Iterable[FleetGpu], thresholds: AlertThresholds | None = None) -> list[tuple[Attention, FleetGpu]]:
+    """GPUs with their attention, most urgent first (then fullest memory, then host and index)."""
+    ranked = [(attention_of(g, thresholds), g) for g in gpus]
+    ranked.sort(key=lambda ag: (ag[0], -(ag[1].mem_used_pct or 0.0), ag[1].host, ag[1].gpu, ag[1].gi or -1))
+    return ranked
+
+
+@dataclass(frozen=True)
+class FleetSummary:
+    """Fleet-wide totals of one snapshot (None where no GPU publishes the metric)."""
+
+    gpus: int
+    hosts: int
+    util_avg_pct: float | None
+    mem_used_mib: float | None
+    mem_total_mib: float | None
+    power_w: float | None
+    attention: dict[str, int]
+    idle_cost_per_hour: float | None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"gpus": self.gpus, "hosts": self.hosts, "util_avg_pct": self.util_avg_pct,
+                "mem_used_mib": self.mem_used_mib, "mem_total_mib": self.mem_total_mib, "power_w": self.power_w,
+                "attention": dict(self.attention), "idle_cost_per_hour": self.idle_cost_per_hour}
+
+
+def _total(values: Iterable[float | None]) -> float | None:
+    present = [v for v in values if v is not None]
+    return sum(present) if present else None
+
+
+def summarize(gpus: Sequence[FleetGpu], thresholds: AlertThresholds | None = None,
+              price_per_gpu_hour: float | None = None) -> FleetSummary:
+    """Totals over whole GPUs (MIG instances are part of their GPU's memory and power)."""
+    whole = [g for g in gpus if g.gi is None]
+    utils = [u for g in whole if (u := g.values.get("util_gpu_pct")) is not None]
+    counts: dict[str, int] = {}
+    idle_whole = 0
+    for g in gpus:
+        kind = attention_of(g, thresholds)
+        if kind is not Attention.NONE:
+            counts[kind.name.lower()] = counts.get(kind.name.lower(), 0) + 1
+        if kind is Attention.IDLE and g.gi is None:
+            idle_whole += 1
+    return FleetSummary(
+        gpus=len(gpus), hosts=len({g.host for g in gpus}),
+        util_avg_pct=sum(utils) / len(utils) if utils else None,
+        mem_used_mib=_total(g.values.get("mem_used_mib") for g in whole),
+        mem_total_mib=_total(g.values.get("mem_total_mib") for g in whole),
+        power_w=_total(g.values.get("power_w") for g in whole),
+        attention=counts,
+        idle_cost_per_hour=None if price_per_gpu_hour is None else idle_whole * price_per_gpu_hour,
+    )
+
+
+# --- time windows ---------------------------------------------------------------------------
+
+
+def range_step(window_s: float, points: int = 600) -> float:
+    """The step (s) of a range query over `window_s` giving about `points` points per series.
+
+    Never under 1 s, and always under Prometheus' 11,000 points per series (window/step + 1).
+    """
+    if not 0 < window_s <= MAX_WINDOW_S:
+        raise ValueError(f"window must be from 1 s to 30 days, not {window_s:g} s")
+    points = max(2, min(points, MAX_POINTS_PER_SERIES - 2))
+    step = max(1.0, math.ceil(window_s / points))
+    while window_s / step + 1 >= MAX_POINTS_PER_SERIES:
+        step += 1.0
+    return step
+
+
+def promql_duration(seconds: float) -> str:
+    """`[90s]`-style PromQL duration of whole seconds."""
+    return f"{max(1, round(seconds))}s"
+
+
+def match_profile(profiles: Iterable[Any], host: str, uuid: str | None,
+                  uuids: Mapping[str, Iterable[str]] | None = None) -> str | None:
+    """The host profile a fleet GPU belongs to: by GPU UUID (known from its inventory), else by name.
+
+    `profiles` are `HostProfile`s; `uuids` maps profile names to the GPU UUIDs seen on them. A
+    name matches the profile's name or address, whole or as the short host name (before the first dot).
+    """
+    listed = list(profiles)
+    if uuid and uuids:
+        for name, known in uuids.items():
+            if uuid in set(known):
+                return name
+    wanted = host.casefold()
+    short = wanted.split(".", 1)[0]
+    for profile in listed:
+        for candidate in (profile.name.casefold(), str(profile.host).casefold()):
+            if candidate in (wanted, short) or candidate.split(".", 1)[0] == short:
+                return str(profile.name)
+    return None

@@ -1,0 +1,358 @@
+"""A fleet's GPUs read from Prometheus (which scrapes dcgm-exporter), over its HTTP API with httpx.
+
+Queries are fleet-wide: one instant query per metric for all GPUs (`/api/v1/query`), server-side
+downsampled ranges for history (`/api/v1/query_range`, a step keeping every series under
+Prometheus' 11,000 points), and `/api/v1/series` to list what exists. Never one query per GPU.
+The same API is served by Thanos, Mimir and VictoriaMetrics, so the same code reads them.
+
+A fleet with `via` reaches a Prometheus that only listens inside the cluster through an SSH port
+forward over an existing host profile. Credentials come from the keyring (bearer token or basic
+auth) and never reach logs, errors or output.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import time
+import urllib.parse
+from collections.abc import AsyncIterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import httpx
+import numpy as np
+
+from gpuws.core.errors import GpuwsError
+from gpuws.core.fleet.model import (
+    IDENTITY_METRIC,
+    IDLE_PEAK,
+    KEY_LABELS,
+    SNAPSHOT_METRICS,
+    FleetAssembler,
+    FleetGpu,
+    SeriesKey,
+    promql_duration,
+    range_step,
+    series_key,
+)
+from gpuws.core.fleet.profiles import SECRET_SERVICE, FleetAuth, FleetProfile
+from gpuws.core.models import AlertThresholds, SecretKind
+
+DEFAULT_TIMEOUT_S = 15.0
+QUERY_CONCURRENCY = 4
+_MAX_ERROR_CHARS = 200
+
+
+class PrometheusError(GpuwsError):
+    """Prometheus answered with an error (bad query, overload); the message is its own, as text."""
+
+
+class PrometheusUnreachable(PrometheusError):
+    """No answer from Prometheus (refused, timed out, DNS)."""
+
+
+class PrometheusAuthFailed(PrometheusError):
+    """Prometheus (or its proxy) refused our credentials (HTTP 401/403)."""
+
+
+def _clip(text: str) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= _MAX_ERROR_CHARS else text[:_MAX_ERROR_CHARS] + "..."
+
+
+class PrometheusClient:
+    """The three endpoints gpuws uses, on one keep-alive httpx connection pool."""
+
+    def __init__(self, base_url: str, *, name: str = "prometheus", token: str | None = None,
+                 basic: tuple[str, str] | None = None, timeout: float = DEFAULT_TIMEOUT_S,
+                 host_header: str | None = None, transport: httpx.AsyncBaseTransport | None = None) -> None:
+        headers = {"Accept": "application/json"}
+        if token:
+            headers["Authorization"] = f"Bearer {token}"
+        if host_header:
+            headers["Host"] = host_header  # through an SSH tunnel: the name the server knows itself by
+        self.name = name
+        self.base_url = base_url.rstrip("/")
+        self._sni = host_header.split(":")[0] if host_header else None
+        self._client = httpx.AsyncClient(
+            base_url=self.base_url, headers=headers, timeout=timeout,
+            auth=httpx.BasicAuth(*basic) if basic else None, transport=transport,
+            # Plain http never uses TLS: skip loading the CA bundle (megabytes) for nothing.
+            # Redirects are not followed, so an http client never ends up on an https URL.
+            verify=self.base_url.startswith("https://"),
+            limits=httpx.Limits(max_connections=16, max_keepalive_connections=16),
+        )
+
+    async def aclose(self) -> None:
+        await self._client.aclose()
+
+    async def __aenter__(self) -> PrometheusClient:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
+
+    async def _call(self, path: str, data: Sequence[tuple[str, str]]) -> Any:
+        # POST with a form body: long selectors never hit URL length limits (the API accepts both).
+        extensions = {"sni_hostname": self._sni} if self._sni else None
+        try:
+            response = await self._client.post(
+                path, content=urllib.parse.urlencode(list(data)),
+                headers={"Content-Type": "application/x-www-form-urlencoded"}, extensions=extensions)
+        except httpx.TimeoutException:
+            raise PrometheusUnreachable(f"{self.name}: Prometheus at {self.base_url} did not answer in time") from None
+        except httpx.HTTPError as exc:
+            raise PrometheusUnreachable(f"{self.name}: cannot reach Prometheus at {self.base_url}: "
+                                        f"{_clip(str(exc)) or type(exc).__name__}") from None
+        if response.status_code in (401, 403):
+            raise PrometheusAuthFailed(f"{self.name}: Prometheus at {self.base_url} refused the credentials "
+                                       f"(HTTP {response.status_code}); set them with `gpuws fleet add`")
+        try:
+            body = response.json()
+        except ValueError:
+            raise PrometheusError(f"{self.name}: {self.base_url}{path} answered HTTP {response.status_code} "
+                                  "without Prometheus JSON; is this a Prometheus URL?") from None
+        if not isinstance(body, dict) or body.get("status") != "success":
+            detail = body.get("error") if isinstance(body, dict) else None
+            raise PrometheusError(f"{self.name}: Prometheus refused the query: "
+                                  f"{_clip(str(detail or response.status_code))}")
+        return body.get("data")
+
+    async def query(self, promql: str, at: float | None = None) -> list[dict[str, Any]]:
+        """An instant vector: [{"metric": {labels}, "value": [t, "v"]}, ...]."""
+        params = [("query", promql)] + ([("time", f"{at:.3f}")] if at is not None else [])
+        data = await self._call("/api/v1/query", params)
+        if not isinstance(data, dict) or data.get("resultType") != "vector":
+            raise PrometheusError(f"{self.name}: expected an instant vector for {_clip(promql)}")
+        result = data.get("result")
+        return result if isinstance(result, list) else []
+
+    async def query_range(self, promql: str, start: float, end: float, step: float) -> list[dict[str, Any]]:
+        """A range matrix: [{"metric": {labels}, "values": [[t, "v"], ...]}, ...]."""
+        data = await self._call("/api/v1/query_range", [("query", promql), ("start", f"{start:.3f}"),
+                                                        ("end", f"{end:.3f}"), ("step", f"{step:g}")])
+        if not isinstance(data, dict) or data.get("resultType") != "matrix":
+            raise PrometheusError(f"{self.name}: expected a range matrix for {_clip(promql)}")
+        result = data.get("result")
+        return result if isinstance(result, list) else []
+
+    async def series(self, matchers: Sequence[str], start: float | None = None,
+                     end: float | None = None) -> list[dict[str, str]]:
+        """The label sets of the series matching any of `matchers`."""
+        params = [("match[]", m) for m in matchers]
+        if start is not None:
+            params.append(("start", f"{start:.3f}"))
+        if end is not None:
+            params.append(("end", f"{end:.3f}"))
+        data = await self._call("/api/v1/series", params)
+        return [d for d in data if isinstance(d, dict)] if isinstance(data, list) else []
+
+
+def selector(profile_selector: str | None, *extra: str) -> str:
+    """`{fleet matchers,extra}` (or empty braces' worth of nothing when there are none)."""
+    parts = [p for p in (profile_selector, *extra) if p]
+    return "{" + ",".join(parts) + "}" if parts else ""
+
+
+@dataclass
+class Snapshot:
+    """Every GPU of a fleet at one instant."""
+
+    fleet: str
+    t: float
+    gpus: list[FleetGpu]
+
+    def to_dict(self) -> dict[str, Any]:
+        from gpuws.core.telemetry.sample import iso8601
+
+        return {"fleet": self.fleet, "t": iso8601(self.t), "gpus": [g.to_dict(self.t) for g in self.gpus]}
+
+
+@dataclass
+class FleetHistory:
+    """A fleet's recent past, downsampled by Prometheus: fleet-wide sums and per-GPU utilisation."""
+
+    start: float
+    end: float
+    step: float
+    times: np.ndarray  # float64 unix seconds, shared by every series
+    util_avg_pct: np.ndarray  # float32, NaN where nothing was scraped
+    mem_used_mib: np.ndarray
+    power_w: np.ndarray
+    per_gpu_util: dict[SeriesKey, np.ndarray] = field(default_factory=dict)
+
+    @property
+    def nbytes(self) -> int:
+        return int(self.times.nbytes + self.util_avg_pct.nbytes + self.mem_used_mib.nbytes + self.power_w.nbytes
+                   + sum(a.nbytes for a in self.per_gpu_util.values()))
+
+
+class FleetSource:
+    """Reads one fleet from its Prometheus (client already pointing through any tunnel)."""
+
+    def __init__(self, profile: FleetProfile, client: PrometheusClient,
+                 thresholds: AlertThresholds | None = None) -> None:
+        self.profile = profile
+        self.client = client
+        self.thresholds = thresholds or AlertThresholds()
+
+    async def snapshot(self, at: float | None = None) -> Snapshot:
+        """One instant query per metric (all at the same evaluation time), joined per device."""
+        t = time.time() if at is None else at
+        sel = selector(self.profile.selector)
+        # One metric brings every label (UUID, model, pod...); the others only the device key, so
+        # Prometheus sends (and we parse) a fifth of the bytes. `max by` also merges the duplicates
+        # a shared GPU has (one series per pod, same value).
+        by = f"max by ({','.join(KEY_LABELS)})"
+        queries = {metric: f"{metric}{sel}" if metric == IDENTITY_METRIC else f"{by} ({metric}{sel})"
+                   for metric in SNAPSHOT_METRICS}
+        idle_window = promql_duration(self.thresholds.idle_minutes * 60)
+        queries[IDLE_PEAK] = f"{by} (max_over_time(DCGM_FI_DEV_GPU_UTIL{sel}[{idle_window}]))"
+        # A few at a time: Prometheus runs them side by side anyway, and the app's memory high-water
+        # mark stays at a few parsed answers rather than all of them at once.
+        gate = asyncio.Semaphore(QUERY_CONCURRENCY)
+        assembler = FleetAssembler()
+
+        async def one(name: str, promql: str) -> None:
+            async with gate:
+                vector = await self.client.query(promql, t)
+            assembler.add(name, vector)  # taken in (and dropped) as soon as it arrives
+
+        await asyncio.gather(*(one(name, q) for name, q in queries.items()))
+        return Snapshot(self.profile.name, t, assembler.result())
+
+    async def history(self, window_s: float, points: int = 600, *, end: float | None = None,
+                      per_gpu: bool = True) -> FleetHistory:
+        """Fleet totals and per-GPU utilisation over `window_s`, averaged per step by Prometheus."""
+        stop = time.time() if end is None else end
+        step = range_step(window_s, points)
+        start = stop - window_s
+        rng = promql_duration(step)
+        whole = selector(self.profile.selector, 'GPU_I_ID=""')  # MIG instances are inside their GPU
+        queries = [
+            f"avg(avg_over_time(DCGM_FI_DEV_GPU_UTIL{whole}[{rng}]))",
+            f"sum(avg_over_time(DCGM_FI_DEV_FB_USED{whole}[{rng}]))",
+            f"sum(avg_over_time(DCGM_FI_DEV_POWER_USAGE{whole}[{rng}]))",
+        ]
+        if per_gpu:
+            queries.append(f"avg_over_time(DCGM_FI_DEV_GPU_UTIL{selector(self.profile.selector)}[{rng}])")
+        results = await asyncio.gather(*(self.client.query_range(q, start, stop, step) for q in queries))
+        times = np.arange(start, stop + step / 2, step, dtype=np.float64)
+        totals = [_series_array(r[0] if r else None, times) for r in results[:3]]
+        per: dict[SeriesKey, np.ndarray] = {}
+        if per_gpu:
+            for item in results[3]:
+                key = series_key(item.get("metric") or {})
+                if key is not None:
+                    per[key] = _series_array(item, times)
+        return FleetHistory(start, stop, step, times, totals[0], totals[1], totals[2], per)
+
+    async def series_count(self) -> int:
+        """How many dcgm-exporter GPU series the fleet has now (a cheap check that it is there)."""
+        found = await self.client.series([f"DCGM_FI_DEV_FB_USED{selector(self.profile.selector)}"],
+                                         start=time.time() - 300)
+        return len(found)
+
+
+def _series_array(item: Mapping[str, Any] | None, times: np.ndarray) -> np.ndarray:
+    """A matrix row's values on the common time grid (NaN where Prometheus has no point)."""
+    out = np.full(times.shape, np.nan, dtype=np.float32)
+    if not item:
+        return out
+    values = item.get("values") or []
+    if not values:
+        return out
+    start, step = float(times[0]), float(times[1] - times[0]) if len(times) > 1 else 1.0
+    for t, v in values:
+        index = round((float(t) - start) / step)
+        if 0 <= index < len(out):
+            try:
+                out[index] = float(v)
+            except (TypeError, ValueError):
+                continue
+    return out
+
+
+# --- opening a fleet (credentials, tunnel) ----------------------------------------------------
+
+
+def _credentials(profile: FleetProfile, secrets: Any) -> dict[str, Any]:
+    if profile.auth is FleetAuth.NONE:
+        return {}
+    if secrets is None:
+        from gpuws.core.secrets import SecretStore
+
+        secrets = SecretStore(service=SECRET_SERVICE)
+    if profile.auth is FleetAuth.BEARER:
+        token = secrets.get(profile.name, SecretKind.TOKEN)
+        if not token:
+            raise PrometheusAuthFailed(f"{profile.name}: no bearer token in the keyring; "
+                                       "add the fleet again with --token-stdin")
+        return {"token": token}
+    password = secrets.get(profile.name, SecretKind.PASSWORD)
+    if password is None or profile.user is None:
+        raise PrometheusAuthFailed(f"{profile.name}: no basic-auth password in the keyring; "
+                                   "add the fleet again with --password-stdin")
+    return {"basic": (profile.user, password)}
+
+
+@contextlib.asynccontextmanager
+async def open_fleet(profile: FleetProfile, *, secrets: Any = None, accept_new: bool = False,
+                     thresholds: AlertThresholds | None = None,
+                     timeout: float = DEFAULT_TIMEOUT_S) -> AsyncIterator[FleetSource]:
+    """A `FleetSource` for the profile, through an SSH tunnel over `via` when it has one."""
+    credentials = _credentials(profile, secrets)
+    if profile.via is None:
+        async with PrometheusClient(profile.prometheus, name=profile.name, timeout=timeout, **credentials) as client:
+            yield FleetSource(profile, client, thresholds)
+        return
+    from gpuws.core.tunnels import TunnelSpec
+    from gpuws.remote.targets import open_target
+    from gpuws.remote.tunnels import Tunnel
+
+    url = urllib.parse.urlsplit(profile.prometheus)
+    port = url.port or (443 if url.scheme == "https" else 80)
+    assert url.hostname is not None  # validate_url guarantees a host
+    async with open_target(profile.via, accept_new=accept_new) as connection:
+        tunnel = Tunnel(connection, TunnelSpec(remote_port=port, remote_host=url.hostname))
+        async with tunnel:
+            local = f"{url.scheme}://127.0.0.1:{tunnel.local_port}{url.path}"
+            async with PrometheusClient(local, name=profile.name, timeout=timeout, host_header=url.netloc,
+                                        **credentials) as client:
+                yield FleetSource(profile, client, thresholds)
+
+
+class FleetConnection:
+    """A long-lived `FleetSource` for the window: opened, read and closed on the asyncio loop thread."""
+
+    def __init__(self, profile: FleetProfile, *, secrets: Any = None,
+                 thresholds: AlertThresholds | None = None) -> None:
+        self.profile = profile
+        self._secrets = secrets
+        self._thresholds = thresholds
+        self._stack: contextlib.AsyncExitStack | None = None
+        self.source: FleetSource | None = None
+
+    async def open(self) -> FleetSource:
+        if self.source is None:
+            stack = contextlib.AsyncExitStack()
+            try:
+                self.source = await stack.enter_async_context(
+                    open_fleet(self.profile, secrets=self._secrets, thresholds=self._thresholds))
+            except BaseException:
+                await stack.aclose()
+                raise
+            self._stack = stack
+        return self.source
+
+    async def snapshot(self) -> Snapshot:
+        return await (await self.open()).snapshot()
+
+    async def history(self, window_s: float, points: int = 600) -> FleetHistory:
+        return await (await self.open()).history(window_s, points)
+
+    async def close(self) -> None:
+        stack, self._stack, self.source = self._stack, None, None
+        if stack is not None:
+            await stack.aclose()

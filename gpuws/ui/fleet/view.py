@@ -1,0 +1,241 @@
+"""The fleet view: a fleet-wide summary, its recent past, and every GPU as a tile, most urgent first.
+
+Data comes from Prometheus on the asyncio loop thread (`gpuws.remote.prometheus.FleetConnection`):
+a snapshot every few seconds, the history for the chosen window (up to 30 days, downsampled by
+Prometheus) when the window changes and once a minute. Nothing of the history is kept here beyond
+what is drawn. Clicking a GPU asks for its host profile (`host_requested(host, uuid)`).
+"""
+
+from __future__ import annotations
+
+import concurrent.futures
+import time
+from typing import Any
+
+import numpy as np
+import pyqtgraph as pg
+from PySide6.QtCore import Qt, QTimer, Signal
+from PySide6.QtWidgets import (
+    QComboBox,
+    QFrame,
+    QHBoxLayout,
+    QLabel,
+    QScrollArea,
+    QToolButton,
+    QVBoxLayout,
+    QWidget,
+)
+
+from gpuws.core.fleet.alerts import FleetAlerts
+from gpuws.core.fleet.model import FleetGpu, SeriesKey, rank, summarize
+from gpuws.core.fleet.profiles import FleetProfile
+from gpuws.core.models import AlertThresholds
+from gpuws.core.simulation import SIM_LABEL
+from gpuws.core.telemetry.alerts import AlertKind
+from gpuws.ui.bridge import AsyncBridge
+from gpuws.ui.fleet.tiles import FleetTile, FleetTileGrid
+from gpuws.ui.telemetry.metric_plot import owned_plot_widget
+from gpuws.ui.widgets import heading, muted_label
+
+#: (label, seconds) of the time windows offered; the longest is Prometheus' 30 days.
+WINDOWS: tuple[tuple[str, int], ...] = (("1 h", 3600), ("6 h", 6 * 3600), ("24 h", 86_400), ("7 days", 7 * 86_400),
+                                        ("30 days", 30 * 86_400))
+SNAPSHOT_MS = 5000
+HISTORY_MS = 60_000
+TILE_POINTS = 120  # per-GPU history points: a tile's sparkline is about this wide
+
+
+def _num(value: float | None, unit: str = "", scale: float = 1.0, digits: int = 0) -> str:
+    return "-" if value is None else f"{value * scale:,.{digits}f}{unit}"
+
+
+class FleetView(QWidget):
+    """One fleet at a time. `host_requested(host, uuid)` when the user clicks a GPU."""
+
+    host_requested = Signal(str, str)
+    snapshot_applied = Signal()
+    history_applied = Signal()
+
+    def __init__(self, bridge: AsyncBridge | None, parent: QWidget | None = None,
+                 thresholds: AlertThresholds | None = None) -> None:
+        super().__init__(parent)
+        self.bridge = bridge
+        self.thresholds = thresholds or AlertThresholds()
+        self.profile: FleetProfile | None = None
+        self._connection: Any = None
+        self._alerts: FleetAlerts | None = None
+        self._gpus: list[FleetGpu] = []
+        self._per_gpu: dict[SeriesKey, np.ndarray] = {}
+        self._pending: dict[str, concurrent.futures.Future[Any]] = {}
+
+        self.title = heading("Fleet", parent=self)
+        self.sim_badge = QLabel(f"{SIM_LABEL}", self)
+        self.sim_badge.setVisible(False)
+        self.window_box = QComboBox(self)
+        for label, seconds in WINDOWS:
+            self.window_box.addItem(label, seconds)
+        self.window_box.setCurrentIndex(2)
+        self.window_box.setAccessibleName("Time window")
+        self.window_box.currentIndexChanged.connect(lambda _i: self.refresh_history())
+        self.refresh_button = QToolButton(self)
+        self.refresh_button.setText("↻")
+        self.refresh_button.setToolTip("Read the fleet again")
+        self.refresh_button.clicked.connect(self.refresh)
+        top = QHBoxLayout()
+        top.addWidget(self.title)
+        top.addWidget(self.sim_badge)
+        top.addStretch(1)
+        top.addWidget(muted_label("Window", self))
+        top.addWidget(self.window_box)
+        top.addWidget(self.refresh_button)
+
+        self.summary = QLabel("", self)
+        self.summary.setTextFormat(Qt.TextFormat.PlainText)
+        self.alerts_label = QLabel("", self)
+        self.alerts_label.setTextFormat(Qt.TextFormat.PlainText)
+        self.alerts_label.setWordWrap(True)
+        self.status = muted_label("", self)
+        self.status.setTextFormat(Qt.TextFormat.PlainText)  # Prometheus' error text is a remote string
+        self.status.setWordWrap(True)
+
+        self.plot = owned_plot_widget(self, axisItems={"bottom": pg.DateAxisItem()})
+        self.plot.getPlotItem().setMenuEnabled(False)
+        self.plot.setMaximumHeight(140)
+        self.plot.setMouseEnabled(x=False, y=False)
+        self.plot.hideButtons()
+        self.plot.setYRange(0, 100)
+        self.plot.getPlotItem().setLabel("left", "util %")
+        self.util_curve = self.plot.plot([], [], pen=pg.mkPen(width=1.5), connect="finite")
+
+        self.grid = FleetTileGrid(self)
+        self.grid.gpu_clicked.connect(self._on_gpu_clicked)
+        self.scroll_area = QScrollArea(self)
+        self.scroll_area.setWidgetResizable(True)
+        self.scroll_area.setFrameShape(QFrame.Shape.NoFrame)
+        self.scroll_area.setWidget(self.grid)
+
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(16, 12, 16, 8)
+        layout.addLayout(top)
+        layout.addWidget(self.summary)
+        layout.addWidget(self.alerts_label)
+        layout.addWidget(self.plot)
+        layout.addWidget(self.status)
+        layout.addWidget(self.scroll_area, 1)
+
+        self._snapshot_timer = QTimer(self)
+        self._snapshot_timer.setInterval(SNAPSHOT_MS)
+        self._snapshot_timer.timeout.connect(self.refresh_snapshot)
+        self._history_timer = QTimer(self)
+        self._history_timer.setInterval(HISTORY_MS)
+        self._history_timer.timeout.connect(self.refresh_history)
+
+    # -- opening and polling ----------------------------------------------------------------------
+
+    @property
+    def window_s(self) -> int:
+        return int(self.window_box.currentData())
+
+    def open_profile(self, profile: FleetProfile) -> None:
+        """Show this fleet (closing the one shown before) and start polling it."""
+        from gpuws.remote.prometheus import FleetConnection
+
+        if self.profile is not None and profile == self.profile and self._connection is not None:
+            return
+        self.close_fleet()
+        self.profile = profile
+        self.title.setText(f"Fleet {profile.name}")
+        self.status.setText(f"Reading {profile.prometheus}" + (f" via {profile.via}" if profile.via else "") + " …")
+        self._alerts = FleetAlerts(profile.name, self.thresholds, profile.price_per_gpu_hour)
+        self._connection = FleetConnection(profile, thresholds=self.thresholds)
+        self._gpus, self._per_gpu = [], {}
+        self.grid.set_tiles([])
+        self.refresh()
+        self._snapshot_timer.start()
+        self._history_timer.start()
+
+    def close_fleet(self) -> concurrent.futures.Future[Any] | None:
+        """Stop polling and close the connection (on the loop thread); returns that closing."""
+        self._snapshot_timer.stop()
+        self._history_timer.stop()
+        for future in self._pending.values():
+            future.cancel()
+        self._pending.clear()
+        connection, self._connection = self._connection, None
+        if connection is not None and self.bridge is not None and self.bridge.running:
+            return self.bridge.run_async(connection.close(), owner=self)
+        return None
+
+    def refresh(self) -> None:
+        self.refresh_snapshot()
+        self.refresh_history()
+
+    def refresh_snapshot(self) -> None:
+        self._request("snapshot", lambda c: c.snapshot(), self.apply_snapshot)
+
+    def refresh_history(self) -> None:
+        window = self.window_s
+        self._request("history", lambda c: c.history(window, TILE_POINTS), self.apply_history)
+
+    def _request(self, what: str, call: Any, done: Any) -> None:
+        connection = self._connection
+        if connection is None or self.bridge is None or not self.bridge.running:
+            return
+        if what in self._pending and not self._pending[what].done():
+            return  # one of each in flight: a slow Prometheus is not asked twice
+
+        def ok(result: Any) -> None:
+            if connection is self._connection:
+                done(result)
+
+        def failed(exc: BaseException) -> None:
+            if connection is self._connection:
+                self.status.setText(str(exc))  # one line, and never a secret (the errors say so)
+
+        self._pending[what] = self.bridge.run_async(call(connection), ok, failed, owner=self)
+
+    # -- results ------------------------------------------------------------------------------
+
+    def apply_snapshot(self, snapshot: Any) -> None:
+        """Show a `Snapshot`: rank, sum up, evaluate alerts, lay out tiles."""
+        self._gpus = list(snapshot.gpus)
+        ranked = rank(self._gpus, self.thresholds)
+        self.grid.set_tiles([FleetTile(g, a, self._per_gpu.get(g.key)) for a, g in ranked])
+        price = self.profile.price_per_gpu_hour if self.profile else None
+        s = summarize(self._gpus, self.thresholds, price)
+        simulated = any(g.simulated for g in self._gpus)
+        self.sim_badge.setVisible(simulated)
+        attention = ", ".join(f"{n} {k.replace('_', ' ')}" for k, n in sorted(s.attention.items())) or "nothing"
+        money = "" if s.idle_cost_per_hour is None else f"  ·  idle GPUs burn {s.idle_cost_per_hour:,.2f}/h"
+        self.summary.setText(
+            f"{s.gpus} GPUs on {s.hosts} hosts  ·  util {_num(s.util_avg_pct, ' %')}  ·  memory "
+            f"{_num(s.mem_used_mib, ' GiB', 1 / 1024)} of {_num(s.mem_total_mib, ' GiB', 1 / 1024)}  ·  power "
+            f"{_num(s.power_w, ' kW', 1 / 1000, 1)}  ·  needs attention: {attention}{money}")
+        if self._alerts is not None:
+            self._alerts.evaluate(snapshot.t, self._gpus)
+            active = self._alerts.active()
+            shown = [a for a in active if a.kind in (AlertKind.OOM_RISK, AlertKind.IDLE_GPU)] + \
+                    [a for a in active if a.kind not in (AlertKind.OOM_RISK, AlertKind.IDLE_GPU)]
+            lines = [a.message for a in shown[:3]] + ([f"… and {len(shown) - 3} more"] if len(shown) > 3 else [])
+            self.alerts_label.setText("\n".join(lines))
+        self.status.setText(f"Read {len(self._gpus)} devices from {snapshot.fleet} at "
+                            f"{time.strftime('%H:%M:%S', time.localtime(snapshot.t))}")
+        self.snapshot_applied.emit()
+
+    def apply_history(self, history: Any) -> None:
+        """Show a `FleetHistory`: the fleet's utilisation line and each tile's sparkline."""
+        self.util_curve.setData(history.times, history.util_avg_pct.astype(np.float64))
+        self.plot.setXRange(history.start, history.end, padding=0)
+        self._per_gpu = dict(history.per_gpu_util)
+        tiles = [FleetTile(t.gpu, t.attention, self._per_gpu.get(t.gpu.key)) for t in self.grid.tiles()]
+        self.grid.set_tiles(tiles)
+        self.history_applied.emit()
+
+    def gpus(self) -> list[FleetGpu]:
+        return list(self._gpus)
+
+    def _on_gpu_clicked(self, gpu: FleetGpu) -> None:
+        self.host_requested.emit(gpu.host, gpu.uuid or "")
+
+    def show_message(self, text: str) -> None:
+        self.status.setText(text)

@@ -1,0 +1,82 @@
+"""Fleet profiles in fleets.toml: validation, atomic saves, recovery of a damaged file."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from gpuws.core.errors import ValidationError
+from gpuws.core.fleet.profiles import (
+    FleetAuth,
+    FleetExists,
+    FleetNotFound,
+    FleetProfile,
+    FleetStore,
+    normalize_selector,
+    parse_selector,
+    validate_url,
+)
+
+
+def test_add_list_get_remove(tmp_path: Path) -> None:
+    store = FleetStore(tmp_path / "fleets.toml")
+    store.add(FleetProfile("b", "http://prom:9090/", selector='{cluster="x"}'))
+    store.add(FleetProfile("a", "https://thanos.example/prom", via="bastion", auth=FleetAuth.BASIC, user="me"))
+    assert [f.name for f in FleetStore(tmp_path / "fleets.toml").load()] == ["a", "b"]
+    b = store.get("b")
+    assert b.prometheus == "http://prom:9090" and b.selector == 'cluster="x"'
+    with pytest.raises(FleetExists):
+        store.add(FleetProfile("B", "http://other:9090"))
+    store.remove("b")
+    with pytest.raises(FleetNotFound):
+        store.get("b")
+    assert "password" not in (tmp_path / "fleets.toml").read_text()
+
+
+def test_fleets_live_next_to_profiles(tmp_path: Path) -> None:
+    from gpuws.core.profiles import ProfileStore
+
+    assert FleetStore().path.parent == ProfileStore().path.parent
+    assert FleetStore().path.name == "fleets.toml"
+
+
+@pytest.mark.parametrize("url", ["prom:9090", "ftp://prom", "http://user:pw@prom:9090", "http://prom:9090/?x=1",
+                                 "http://prom:99999"])
+def test_bad_urls_are_refused_in_one_line(url: str) -> None:
+    with pytest.raises(ValidationError) as info:
+        validate_url(url)
+    assert "\n" not in str(info.value) and "pw" not in str(info.value)
+
+
+def test_selectors() -> None:
+    assert parse_selector('cluster="a", Hostname=~"gpu-.*"') == [("cluster", "=", "a"), ("Hostname", "=~", "gpu-.*")]
+    assert normalize_selector('{ns!="kube-system"}') == 'ns!="kube-system"'
+    assert normalize_selector("  ") is None
+    for bad in ['cluster=a', 'cluster="a" x="b"', '"a"', 'up{a="b"}) or vector(1']:
+        with pytest.raises(ValidationError):
+            parse_selector(bad)
+
+
+def test_basic_auth_needs_a_user(tmp_path: Path) -> None:
+    with pytest.raises(ValidationError):
+        FleetStore(tmp_path / "f.toml").add(FleetProfile("a", "http://p:9090", auth=FleetAuth.BASIC))
+
+
+def test_a_damaged_entry_is_set_aside_and_the_rest_kept(tmp_path: Path) -> None:
+    path = tmp_path / "fleets.toml"
+    path.write_text('schema_version = 1\n[[fleets]]\nname = "ok"\nprometheus = "http://p:9090"\n'
+                    '[[fleets]]\nname = "bad"\nprometheus = "gopher://x"\n')
+    store = FleetStore(path)
+    assert [f.name for f in store.load()] == ["ok"]
+    assert store.last_recovery is not None and "fleet #2" in store.last_recovery.message
+    assert store.last_recovery.backup_path.read_text().count("[[fleets]]") == 2
+    assert [f.name for f in FleetStore(path).load()] == ["ok"]
+
+
+def test_a_file_that_is_not_toml_starts_empty(tmp_path: Path) -> None:
+    path = tmp_path / "fleets.toml"
+    path.write_text("this is [not toml")
+    store = FleetStore(path)
+    assert store.load() == []
+    assert store.last_recovery is not None and not path.exists()

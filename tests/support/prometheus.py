@@ -1,0 +1,93 @@
+"""A real Prometheus (Debian's `prometheus`) on a loopback port, scraping simulated dcgm-exporters.
+
+Writes a prometheus.yml with a 1 s scrape interval, starts /usr/bin/prometheus with its own data
+dir, waits until every target is up and has been scraped, and stops it on exit.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import time
+import urllib.request
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from tests.support.sshd import free_port
+
+PROMETHEUS = shutil.which("prometheus") or "/usr/bin/prometheus"
+
+
+def prometheus_yml(targets: Sequence[str], interval_s: int = 1) -> str:
+    """The scrape config a user would write for dcgm-exporters (README shows the same)."""
+    listed = ", ".join(f'"{t}"' for t in targets)
+    return (
+        "global:\n"
+        f"  scrape_interval: {interval_s}s\n"
+        f"  evaluation_interval: {interval_s}s\n"
+        "scrape_configs:\n"
+        "  - job_name: dcgm-exporter\n"
+        f"    static_configs:\n      - targets: [{listed}]\n"
+    )
+
+
+@dataclass
+class PrometheusServer:
+    """One running Prometheus."""
+
+    url: str
+    process: subprocess.Popen[bytes]
+    workdir: Path
+
+    def stop(self) -> None:
+        if self.process.poll() is None:
+            self.process.terminate()
+            try:
+                self.process.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait(timeout=10)
+
+    def get(self, path: str) -> object:
+        with urllib.request.urlopen(self.url + path, timeout=10) as response:
+            return json.loads(response.read())
+
+    def wait_scraped(self, targets: int, series_min: int = 1, timeout: float = 90.0) -> None:
+        """Until all `targets` are up and GPU series are queryable."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.process.poll() is not None:
+                raise RuntimeError(f"prometheus exited: see {self.workdir / 'prometheus.log'}")
+            try:
+                data = self.get("/api/v1/targets?state=active")
+                active = data["data"]["activeTargets"]  # type: ignore[index]
+                up = [t for t in active if t["health"] == "up"]
+                count = self.get("/api/v1/query?query=count(DCGM_FI_DEV_FB_USED)")
+                result = count["data"]["result"]  # type: ignore[index]
+                n = int(float(result[0]["value"][1])) if result else 0
+                if len(up) >= targets and n >= series_min:
+                    return
+            except (OSError, KeyError, ValueError):
+                pass
+            time.sleep(0.5)
+        raise TimeoutError(f"prometheus did not scrape {targets} targets in {timeout:.0f} s")
+
+
+def start_prometheus(workdir: Path, targets: Sequence[str], interval_s: int = 1,
+                     retention: str = "2h") -> PrometheusServer:
+    """Start Prometheus scraping `targets`; the caller stops it."""
+    workdir.mkdir(parents=True, exist_ok=True)
+    config = workdir / "prometheus.yml"
+    config.write_text(prometheus_yml(targets, interval_s))
+    port = free_port()
+    log = (workdir / "prometheus.log").open("wb")
+    process = subprocess.Popen(
+        [PROMETHEUS, f"--config.file={config}", f"--storage.tsdb.path={workdir / 'data'}",
+         f"--web.listen-address=127.0.0.1:{port}", f"--storage.tsdb.retention.time={retention}",
+         "--log.level=warn"],
+        stdout=log, stderr=subprocess.STDOUT, cwd=workdir,
+    )
+    log.close()
+    return PrometheusServer(f"http://127.0.0.1:{port}", process, workdir)

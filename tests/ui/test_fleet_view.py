@@ -1,0 +1,127 @@
+"""The fleet view offscreen: a real Prometheus behind it, tiles most urgent first, click to a host."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from gpuws.core.fleet.model import Attention, FleetGpu, SeriesKey
+from gpuws.core.fleet.profiles import FleetProfile, FleetStore
+from gpuws.core.models import HostProfile
+from gpuws.core.profiles import ProfileStore
+from gpuws.remote.prometheus import Snapshot
+from gpuws.ui.fleet.tiles import TILE_H, FleetTileGrid
+from gpuws.ui.fleet.view import FleetView
+
+pytestmark = pytest.mark.gui
+
+
+def _fleet(n: int) -> Snapshot:
+    gpus = []
+    for i in range(n):
+        g = FleetGpu(host=f"node-{i // 16:03d}", gpu=i % 16, uuid=f"GPU-{i:08d}", model="NVIDIA H100 80GB HBM3")
+        g.values = {"util_gpu_pct": float(i % 100), "mem_used_mib": 1000.0 + (75000 if i % 97 == 5 else 0),
+                    "mem_total_mib": 81559.0, "power_w": 400.0}
+        gpus.append(g)
+    return Snapshot("big", 1.0, gpus)
+
+
+@pytest.mark.slow
+def test_a_fleet_from_prometheus(qtbot: Any, bridge: Any, sim_prometheus: Any) -> None:
+    server, _ = sim_prometheus
+    view = FleetView(bridge)
+    qtbot.addWidget(view)
+    view.resize(1000, 800)
+    view.show()
+    try:
+        with qtbot.waitSignals([view.snapshot_applied, view.history_applied], timeout=20_000):
+            view.open_profile(FleetProfile("lab", server.url, price_per_gpu_hour=3.0))
+        tiles = view.grid.tiles()
+        assert len(tiles) == 20
+        assert tiles[0].attention is Attention.OOM_RISK
+        order = [t.attention for t in tiles]
+        assert order == sorted(order)
+        assert "20 GPUs on 4 hosts" in view.summary.text() and "needs attention" in view.summary.text()
+        assert view.sim_badge.isVisibleTo(view)
+        assert any("GPU" in line and "memory" in line.lower() for line in view.alerts_label.text().splitlines())
+        assert any(t.history is not None for t in tiles)  # per-GPU history from query_range
+        with qtbot.waitSignal(view.history_applied, timeout=20_000):
+            view.window_box.setCurrentIndex(4)  # 30 days, downsampled by Prometheus
+    finally:
+        future = view.close_fleet()
+        if future is not None:
+            qtbot.waitUntil(future.done, timeout=10_000)
+
+
+def _frame(qtbot: Any, grid: FleetTileGrid) -> None:
+    frames = grid.frames
+    grid.update()
+    qtbot.waitUntil(lambda: grid.frames > frames, timeout=5000)
+
+
+def test_only_visible_tiles_are_painted(qtbot: Any) -> None:
+    view = FleetView(None)
+    qtbot.addWidget(view)
+    view.resize(1000, 700)
+    view.show()
+    qtbot.waitExposed(view)
+    view.apply_snapshot(_fleet(1024))
+    qtbot.waitUntil(lambda: view.grid.width() > 500 and view.grid.height() > 1000)
+    assert len(view.grid.tiles()) == 1024
+    assert view.grid.tiles()[0].attention is Attention.OOM_RISK
+    _frame(qtbot, view.grid)
+    assert 0 < view.grid.painted_last_frame < 100
+    bar = view.scroll_area.verticalScrollBar()
+    bar.setValue(bar.maximum())
+    _frame(qtbot, view.grid)
+    assert 0 < view.grid.painted_last_frame < 100
+
+
+def test_tile_geometry_and_click(qtbot: Any) -> None:
+    grid = FleetTileGrid()
+    qtbot.addWidget(grid)
+    grid.resize(600, 400)
+    view_snapshot = _fleet(10)
+    from gpuws.ui.fleet.tiles import FleetTile
+
+    grid.set_tiles([FleetTile(g, Attention.NONE) for g in view_snapshot.gpus])
+    rect = grid.tile_rect(4)
+    assert grid.index_at(rect.center().x(), rect.center().y()) == 4
+    assert grid.index_at(rect.right() + 3, rect.center().y()) is None  # the gap between tiles
+    with qtbot.waitSignal(grid.gpu_clicked) as blocker:
+        from PySide6.QtCore import Qt
+
+        qtbot.mouseClick(grid, Qt.MouseButton.LeftButton, pos=rect.center())
+    assert blocker.args[0].uuid == "GPU-00000004"
+    assert grid.minimumHeight() >= 2 * TILE_H
+
+
+def test_sidebar_lists_fleets_and_a_click_opens_the_matching_host(make_window: Any, qtbot: Any) -> None:
+    ProfileStore().add(HostProfile(name="node-001", host="node-001.gpu.example"))
+    FleetStore().add(FleetProfile("lab", "http://127.0.0.1:9"))
+    window = make_window()
+    fleets = window.fleet_list
+    qtbot.waitUntil(lambda: fleets.list.count() == 1, timeout=5000)
+    assert fleets.isVisibleTo(window)
+    view = window.fleet_view
+    fleets.list.setCurrentRow(0)
+    assert window.stack.currentWidget() is view
+    qtbot.waitUntil(lambda: "cannot reach Prometheus" in view.status.text(), timeout=10_000)
+    view.apply_snapshot(_fleet(32))  # as if read: node-000 and node-001, 16 GPUs each
+    gpu = next(g for g in view.gpus() if g.host == "node-001")
+    view.host_requested.emit(gpu.host, gpu.uuid or "")
+    assert window.sidebar.current_name() == "node-001"
+    assert window.stack.currentWidget() is window.detail
+    view.host_requested.emit("node-000", "GPU-x")  # no profile: said, nothing else happens
+    assert "No host profile matches node-000" in view.status.text()
+    from PySide6.QtCore import Qt
+
+    # Host names and Prometheus' errors are remote strings: never rendered as markup.
+    for label in (view.status, view.summary, view.alerts_label):
+        assert label.textFormat() == Qt.TextFormat.PlainText
+
+
+def test_series_key_of_tiles_is_the_history_key() -> None:
+    g = FleetGpu(host="h", gpu=3, uuid=None, model=None, gi=7)
+    assert g.key == SeriesKey("h", 3, 7) and g.device_key == "3/mig7"

@@ -991,7 +991,7 @@ class Harness:
                 fig = self.figure(times, nbytes, 1e9, buffer_bytes=nbytes, src=src, dst=dst, peer_access=peer)
                 return fig
 
-            self.guarded("p2p", src, "GB/s", lambda body=body, dst=dst: {**body(), "peer": dst})
+            self.guarded("p2p", src, "GB/s", lambda body=body, dst=dst: {**body(), "peer": dst})  # type: ignore[misc]
 
     def scaling(self, devs: list[int]) -> None:
         if len(devs) < 2:

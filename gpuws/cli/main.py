@@ -17,6 +17,20 @@ from gpuws.cli.output import fail
 from gpuws.core.errors import GpuwsError
 from gpuws.core.runner import CommandTimeout
 
+# The one table (gpuws.cli.connecting.ExitStatus), applied below to every error a command lets through.
+EXIT_STATUS_TABLE = """exit status (every command):
+  0  ok
+  1  other error
+  2  usage or refused input
+  3  authentication failed
+  4  host key unknown, changed or revoked
+  5  host unreachable, or the connection was lost past the reconnect timeout
+  6  no NVIDIA driver on the host
+  7  timed out
+  8  resize refused by preflight (nothing changed)
+  9  resize rolled back to the verified previous layout
+  10 resize rollback failed (the host needs attention)"""
+
 # One module per concern; each registers its own subcommands.
 COMMAND_MODULES = (
     "hosts",
@@ -34,6 +48,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="gpuws",
         description="Workstation manager for cloud GPU sessions. Run without a command to open the window.",
+        epilog=EXIT_STATUS_TABLE,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("--version", action="version", version=f"gpuws {__version__}")
     parser.add_argument(
@@ -60,9 +76,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     try:
         return int(handler(args))
-    except (GpuwsError, CommandTimeout) as exc:  # every user-facing error is one clear line, never a traceback
+    except (GpuwsError, CommandTimeout, TimeoutError) as exc:  # one clear line, never a traceback
         from gpuws.cli.connecting import exit_code_for
 
-        return fail(str(exc), exit_code_for(exc))
+        return fail(str(exc) or "timed out", int(exit_code_for(exc)))
     except KeyboardInterrupt:
         return 130

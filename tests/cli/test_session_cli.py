@@ -74,7 +74,7 @@ def test_cost_json_and_csv(capsys: pytest.CaptureFixture[str], tmp_path: Path) -
     code, out, _ = run(capsys, "cost", "rig")
     assert code == 0 and "rig" in out and "1.80" in out and "idle-box" not in out
     code, _, err = run(capsys, "cost", "nope")
-    assert code == 1 and "no host profile named 'nope'" in err
+    assert code == 2 and "no host profile named 'nope'" in err
     SessionLedger().end("rig", time.time())
     code, out, _ = run(capsys, "cost", "--csv", "-")
     assert code == 0 and out.splitlines()[0] == "host,start,stop,slice_profile,price_per_hour,cost"

@@ -28,7 +28,6 @@ def register(sub: argparse._SubParsersAction[Any]) -> None:
 def run_demo_host(args: argparse.Namespace) -> int:
     import asyncio
 
-    from gpuws.core.errors import GpuwsError
     from gpuws.sim.models import DEFAULT_GPU_SPEC
     from gpuws.sim.server import serve_forever
 
@@ -36,7 +35,5 @@ def run_demo_host(args: argparse.Namespace) -> int:
         return fail("--port: must be between 0 and 65535", 2)
     try:
         return asyncio.run(serve_forever(args.gpus or DEFAULT_GPU_SPEC, args.port, args.state_dir))
-    except GpuwsError as exc:
-        return fail(str(exc), 2)
     except OSError as exc:
         return fail(f"cannot start the demo host: {exc.strerror or exc}")

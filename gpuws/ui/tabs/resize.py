@@ -29,12 +29,11 @@ from PySide6.QtWidgets import (
 from gpuws.core.errors import GpuwsError
 from gpuws.core.resize.audit import AuditLog
 from gpuws.core.resize.layout import LayoutError
-from gpuws.core.resize.plan import ALREADY_AT_TARGET
 from gpuws.core.resize.pricing import PriceBook, price_book
 from gpuws.core.resize.provider import ProviderPlan, plan_provider_resize
 from gpuws.core.resize.state import GpuMigState
 from gpuws.core.simulation import SIM_LABEL
-from gpuws.remote.resize import TARGET_VERIFIED, ProviderResult, ResizeRefused, ResizeResult
+from gpuws.remote.resize import ProviderResult, ResizeOutcome, ResizeRefused, ResizeResult
 from gpuws.ui.resize import operations
 from gpuws.ui.resize.audit_view import AuditView
 from gpuws.ui.resize.comparison import ComparisonCard
@@ -387,7 +386,7 @@ class ResizeTab(QWidget):
         if self._finished_elsewhere():
             return
         self._set_applying(False)
-        kind = outcome_kind(result.outcome, result.ok)
+        kind = outcome_kind(result.kind)
         if isinstance(result, ResizeResult):
             title, detail = mig_outcome_text(result)
         else:
@@ -453,13 +452,13 @@ def mig_outcome_text(result: ResizeResult) -> tuple[str, str]:
     notes = list(result.warnings)
     if result.stopped_processes:
         notes.append("stopped pid(s) " + ", ".join(map(str, result.stopped_processes)))
-    if result.outcome == TARGET_VERIFIED:
+    if result.kind is ResizeOutcome.VERIFIED:
         return (f"Target verified: GPU {gpu} is now {after}",
                 "\n".join(["Read back with nvidia-smi mig -lgi / -lci and nvidia-smi -L.", *notes]))
-    if result.outcome == ALREADY_AT_TARGET:
+    if result.kind is ResizeOutcome.NOTHING_TO_DO:
         return f"GPU {gpu} is already {after}: nothing was changed", ""
     error = f"Error: {result.error}" if result.error else ""
-    if result.outcome.startswith("rolled back"):
+    if result.kind is ResizeOutcome.ROLLED_BACK:
         return (f"Resize failed \u2014 rolled back to the previous layout ({result.before.describe()}), verified",
                 "\n".join([error, *notes]).strip())
     return (f"Rollback failed: GPU {gpu} is now {after}",
@@ -471,7 +470,7 @@ def provider_outcome_text(result: ProviderResult) -> tuple[str, str]:
     error = f"Error: {result.error}" if result.error else ""
     if result.ok:
         return "Instance type changed; the host answered over SSH again", "\n".join(result.log[-1:])
-    if result.outcome.startswith("rolled back"):
+    if result.kind is ResizeOutcome.ROLLED_BACK:
         return "Instance type change failed \u2014 restarted with the previous type", error
     return f"Provider change failed: {result.outcome}", error
 

@@ -582,15 +582,6 @@ class SessionTab(QWidget):
 
 async def _provider_token(name: str) -> str | None:
     """The provider token from the keyring, or None (the provider CLI then uses its own login)."""
-    import asyncio
+    from gpuws.app.providers import provider_token_async
 
-    from gpuws.core.models import SecretKind
-    from gpuws.core.secrets import SecretStore
-
-    def read() -> str | None:
-        try:
-            return SecretStore().get(name, SecretKind.TOKEN)
-        except GpuwsError:
-            return None
-
-    return await asyncio.to_thread(read)
+    return await provider_token_async(name)

@@ -188,20 +188,21 @@ class HostSession(QObject):
 
 
 def _state_for_error(exc: BaseException, connection: Any) -> str:
-    kind = type(exc).__name__
-    if kind == "UnknownHostKey":
+    """The state a failed connect leaves the host in, by error class (never by name or message)."""
+    from gpuws.core.errors import NoNvidiaDriver
+    from gpuws.remote.auth import AuthFailed
+    from gpuws.remote.hostkeys import HostKeyChanged, HostKeyRevoked, UnknownHostKey
+
+    if isinstance(exc, UnknownHostKey):
         return "host_key_unknown"
-    if kind == "HostKeyChanged":
+    if isinstance(exc, HostKeyChanged | HostKeyRevoked):
         return "host_key_changed"
-    state = str(getattr(getattr(connection, "state", None), "value", ""))
-    if state in FAILED_STATES:
-        return state
-    lowered = kind.lower()
-    if "auth" in lowered or "permission" in lowered:
+    if isinstance(exc, AuthFailed):
         return "auth_failed"
-    if "driver" in lowered:
+    if isinstance(exc, NoNvidiaDriver):
         return "no_driver"
-    return "unreachable"
+    state = str(getattr(getattr(connection, "state", None), "value", ""))
+    return state if state in FAILED_STATES else "unreachable"
 
 
 def _default_connection_factory() -> ConnectionFactory:

@@ -38,6 +38,7 @@ class TelemetryHub(QObject):
         self.notifier = AlertNotifier(self)
         self._tasks: dict[str, concurrent.futures.Future[None]] = {}
         self._sessions: dict[str, Any] = {}
+        self._streaming_on: dict[str, Any] = {}  # host -> the connection its task streams over
         self.service.alert_log.subscribe(self._on_alert_event)  # called on the loop thread
         self.alert_changed.connect(self.notifier.notify)
 
@@ -86,6 +87,9 @@ class TelemetryHub(QObject):
             return
         connection: Any = session.connection
         if state == "connected" and connection is not None:
+            if self._streaming_on.get(name) is not connection:
+                # Reconnect replaced the connection: the old task streams over a closed one.
+                self.unwatch(name)
             self.watch(session.profile, connection)
         elif state == "disconnected":  # closed by the user or replaced: stop; drops keep streaming
             self.unwatch(name)
@@ -99,10 +103,12 @@ class TelemetryHub(QObject):
         def failed(exc: BaseException) -> None:
             log.warning("telemetry of %s stopped: %s", name, exc)
 
+        self._streaming_on[name] = connection
         self._tasks[name] = self.bridge.run_async(self.service.watch(profile, runner_of(connection)), None, failed)
 
     def unwatch(self, host: str) -> None:
         task = self._tasks.pop(host, None)
+        self._streaming_on.pop(host, None)
         if task is not None:
             task.cancel()
 

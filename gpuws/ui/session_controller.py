@@ -100,6 +100,26 @@ class HostSession(QObject):
             owner=self,
         )
 
+    def reprobe(self) -> None:
+        """Probe the connected host again (its GPU layout changed): views follow `inventory_changed`."""
+        connection = self.connection
+        if connection is None:
+            return
+        attempt = self._attempt
+
+        async def probe_again() -> Inventory:
+            from gpuws.remote.probe import probe
+
+            inventory: Inventory = await probe(connection.runner)
+            return inventory
+
+        def done(inventory: Inventory) -> None:
+            if attempt == self._attempt and self._connection is connection:
+                self.inventory = inventory
+                self.inventory_changed.emit(inventory)
+
+        self._bridge.run_async(probe_again(), done, lambda exc: log.info("re-probe failed: %s", exc), owner=self)
+
     def close(self) -> Any:
         """Close the connection (returns the close future, or None when there was nothing to close)."""
         self._attempt += 1

@@ -389,6 +389,8 @@ class ResizeTab(QWidget):
         kind = outcome_kind(result.kind)
         if isinstance(result, ResizeResult):
             title, detail = mig_outcome_text(result)
+            if self.context is not None and result.kind is not ResizeOutcome.NOTHING_TO_DO:
+                self.context.session.reprobe()  # Overview and Telemetry show the verified layout now
         else:
             title, detail = provider_outcome_text(result)
             if self.context is not None and kind is not OutcomeKind.ERROR:

@@ -70,6 +70,7 @@ class TelemetryHub(QObject):
             self.unwatch(name)
         self._sessions[name] = session
         session.state_changed.connect(lambda state, _detail, s=session: self._on_state(s, state))
+        session.inventory_changed.connect(lambda _inv, s=session: self._on_inventory(s))
         session.destroyed.connect(lambda _=None, n=name, s=session: self._forget(n, s))
         self._on_state(session, session.state)
 
@@ -93,6 +94,17 @@ class TelemetryHub(QObject):
             self.watch(session.profile, connection)
         elif state == "disconnected":  # closed by the user or replaced: stop; drops keep streaming
             self.unwatch(name)
+
+    def _on_inventory(self, session: Any) -> None:
+        """A re-probe (after a resize) found the devices anew: restart the stream so the agent
+        enumerates them again (MIG cards appear and disappear with the layout)."""
+        name: str = session.name
+        connection = session.connection
+        if not self._is_current(name, session) or connection is None:
+            return
+        if self.watching(name) and self._streaming_on.get(name) is connection:
+            self.unwatch(name)
+            self.watch(session.profile, connection)
 
     def watch(self, profile: Any, connection: Any) -> None:
         """Stream `profile`'s host over `connection` (restarting after drops) until `unwatch`."""

@@ -1,0 +1,84 @@
+"""A verified resize is reflected at once: the session re-probes, telemetry restarts, MIG cards
+appear with the MIG layout and go again with the full card (simulated host, local runner)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from gpuws.app.resize import apply_mig
+from gpuws.core.inventory import Inventory
+from gpuws.core.models import HostProfile
+from gpuws.core.runner import LocalRunner
+from gpuws.remote.resize import MigResizer, ResizeOutcome
+from gpuws.ui.bridge import AsyncBridge
+from gpuws.ui.session_controller import HostSession
+from gpuws.ui.telemetry.hub import TelemetryHub
+from tests.ui.test_telemetry_service import sim_host
+
+pytestmark = [pytest.mark.gui, pytest.mark.slow]
+
+A100 = 1  # GPU 1 of the default simulated host
+
+
+class LocalConnection:
+    """A connection whose runner runs commands here (the simulated host's tools first on PATH)."""
+
+    def __init__(self, runner: LocalRunner) -> None:
+        self.runner = runner
+
+    async def connect(self) -> None:
+        return None
+
+    async def close(self) -> None:
+        return None
+
+
+def _mig_keys(hub: TelemetryHub) -> list[str]:
+    return [k for k in hub.store.device_keys("lab") if k.startswith(f"{A100}/")]
+
+
+def _mig_devices(session: HostSession) -> int:
+    inventory: Inventory | None = session.inventory
+    return 0 if inventory is None else len(inventory.gpus[A100].mig_devices)
+
+
+def _resize(bridge: AsyncBridge, runner: LocalRunner, profile: HostProfile, target: str) -> ResizeOutcome:
+    async def go() -> ResizeOutcome:
+        _, _, plan = await MigResizer(runner).plan(A100, target)
+        applied = await apply_mig(runner, profile, plan, stop_processes=True)
+        return applied.outcome
+
+    outcome: ResizeOutcome = bridge.run_async(go()).result(timeout=60)
+    return outcome
+
+
+def test_mig_cards_follow_the_layout(qtbot: Any, bridge: AsyncBridge, tmp_path: Path) -> None:
+    runner = sim_host(tmp_path)
+    profile = HostProfile(name="lab", host="127.0.0.1", user="me", simulated=True)
+    session = HostSession(profile, bridge, connection_factory=lambda _p, **_kw: LocalConnection(runner))
+    hub = TelemetryHub(bridge)  # the window's own hub, not a module-level one
+    try:
+        hub.watch_session(session)
+        session.connect_host()
+        qtbot.waitUntil(lambda: session.state == "connected", timeout=15000)
+        qtbot.waitUntil(lambda: str(A100) in hub.store.device_keys("lab"), timeout=30000)
+        assert _mig_keys(hub) == [] and _mig_devices(session) == 0
+
+        assert _resize(bridge, runner, profile, "3g.40gb,3g.40gb") is ResizeOutcome.VERIFIED
+        session.reprobe()  # what the Resize tab does after a verified resize
+        qtbot.waitUntil(lambda: _mig_devices(session) == 2, timeout=30000)
+        qtbot.waitUntil(lambda: len(_mig_keys(hub)) == 2, timeout=30000)
+
+        assert _resize(bridge, runner, profile, "full") is ResizeOutcome.VERIFIED
+        session.reprobe()
+        qtbot.waitUntil(lambda: _mig_devices(session) == 0, timeout=30000)
+        qtbot.waitUntil(lambda: _mig_keys(hub) == [], timeout=30000)
+    finally:
+        hub.shutdown()
+        session.close()
+        qtbot.waitUntil(lambda: bridge.pending_count == 0, timeout=15000)
+        session.deleteLater()
+        hub.deleteLater()

@@ -293,8 +293,12 @@ class SessionTab(QWidget):
         elif state in ("disconnected", "unreachable", "auth_failed", "host_key_changed"):
             def write() -> None:
                 self.ledger.end(profile.name, now)
+        connection = session.connection
         for tunnel in self.tunnels.get(profile.name, []):
-            tunnel.sync_state()
+            if connection is not None and tunnel.connection is not connection:
+                tunnel.rebind(connection)  # Reconnect made a new connection: the tunnel follows it
+            else:
+                tunnel.sync_state()
         bridge = getattr(session, "bridge", None)
         if write is not None and bridge is not None and bridge.running:
             # The ledger is a locked file: write it off the GUI thread, in the order states came.

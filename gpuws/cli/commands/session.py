@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import shlex
 import signal
 import subprocess
 import sys
@@ -12,7 +11,7 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from gpuws.cli.connecting import ExitStatus, tty_prompts
+from gpuws.cli.connecting import tty_prompts
 from gpuws.cli.output import fail, print_json
 from gpuws.core.errors import ValidationError
 
@@ -286,15 +285,12 @@ class _Progress:
 
 
 def run_power_cli(args: argparse.Namespace) -> int:
+    from gpuws.app.power import parse_pre_stop, power, power_plan
     from gpuws.core.profiles import ProfileStore
-    from gpuws.remote.provider_ops import plan_power, run_power
 
-    try:
-        profile = ProfileStore().get(args.name)
-        plan = plan_power(profile.provider, args.action)
-        pre_stop = shlex.split(args.pre_stop) if getattr(args, "pre_stop", None) else None
-    except ValueError as exc:
-        return fail(str(exc), ExitStatus.USAGE)
+    profile = ProfileStore().get(args.name)
+    plan = power_plan(profile, args.action)
+    pre_stop = parse_pre_stop(getattr(args, "pre_stop", None) or "")
     if args.dry_run:
         doc = {**plan.to_dict(), "pre_stop": pre_stop, "outcome": "dry run: nothing changed"}
         if args.json:
@@ -303,10 +299,6 @@ def run_power_cli(args: argparse.Namespace) -> int:
             for step in doc["steps"]:
                 print(step["command"])
         return 0
-    from gpuws.app.providers import provider_token
-
-    token = provider_token(args.name)
-
     def report(line: str) -> None:
         if not args.json:
             print(f"$ {line}" if not line.startswith("running") else line, file=sys.stderr, flush=True)
@@ -317,9 +309,9 @@ def run_power_cli(args: argparse.Namespace) -> int:
 
             async with open_target(args.name, accept_new=getattr(args, "accept_new", False),
                                    **tty_prompts()) as conn:
-                return await run_power(plan, token=token, pre_stop=pre_stop, host_runner=conn.runner,
-                                       progress=report)
-        return await run_power(plan, token=token, progress=report)
+                return await power(profile, args.action, pre_stop=pre_stop, host_runner=conn.runner,
+                                   progress=report)
+        return await power(profile, args.action, progress=report)
 
     result = asyncio.run(go())
     if args.json:

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
-import shlex
 import subprocess
 import time
 from collections.abc import Callable
@@ -529,30 +528,29 @@ class SessionTab(QWidget):
             if self.context is None:
                 return
             session = self.context.session
-        from gpuws.remote.provider_ops import plan_power, run_power
+        from gpuws.app.power import parse_pre_stop, power, power_plan
 
         profile = session.profile
         bridge = getattr(session, "bridge", None) or (self.context.bridge if self.context else None)
         if bridge is None:
             return
         try:
-            plan = plan_power(profile.provider, action)
+            power_plan(profile, action)  # refuse at once what has no provider command
         except GpuwsError as exc:
             self.instance_status.setText(str(exc))
             return
         try:
             shown = self.profile is not None and self.profile.name == profile.name
             text = (self.pre_stop_edit.text() if shown else self.auto_stop.get(profile.name, "")).strip()
-            pre_stop = shlex.split(text) if action == "stop" and text else None
-        except ValueError as exc:
-            self.instance_status.setText(f"pre-stop command: {exc}")
+            pre_stop = parse_pre_stop(text) if action == "stop" else None
+        except GpuwsError as exc:
+            self.instance_status.setText(str(exc))
             return
         connection = session.connection
         host_runner = connection.runner if connection is not None else None
 
         async def go() -> Any:
-            token = await _provider_token(profile.name)
-            return await run_power(plan, token=token, pre_stop=pre_stop, host_runner=host_runner)
+            return await power(profile, action, pre_stop=pre_stop, host_runner=host_runner)
 
         self.instance_status.setText(f"{action.capitalize()}ing {profile.name}…")
         bridge.run_async(
@@ -582,10 +580,3 @@ class SessionTab(QWidget):
             if host.name in self.auto_stop and session is not None:
                 self.power("stop", session)
         return event
-
-
-async def _provider_token(name: str) -> str | None:
-    """The provider token from the keyring, or None (the provider CLI then uses its own login)."""
-    from gpuws.app.providers import provider_token_async
-
-    return await provider_token_async(name)

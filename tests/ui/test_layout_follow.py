@@ -1,5 +1,6 @@
-"""A verified resize is reflected at once: the session re-probes, telemetry restarts, MIG cards
-appear with the MIG layout and go again with the full card (simulated host, local runner)."""
+"""What the window shows follows the truth: a verified resize is reflected at once (re-probe,
+telemetry restarts, MIG cards appear and go with the layout), and the header never says
+"Connected" while the host's telemetry feed is dead (simulated host, local runner)."""
 
 from __future__ import annotations
 
@@ -13,8 +14,12 @@ from gpuws.core.inventory import Inventory
 from gpuws.core.models import HostProfile
 from gpuws.core.runner import LocalRunner
 from gpuws.remote.resize import MigResizer, ResizeOutcome
+from gpuws.remote.telemetry import TelemetryStreamEnded
+from gpuws.remote.telemetry_service import TelemetryService
 from gpuws.ui.bridge import AsyncBridge
+from gpuws.ui.host_detail import HostDetail
 from gpuws.ui.session_controller import HostSession
+from gpuws.ui.tabs import HostContext
 from gpuws.ui.telemetry.hub import TelemetryHub
 from tests.ui.test_telemetry_service import sim_host
 
@@ -77,6 +82,49 @@ def test_mig_cards_follow_the_layout(qtbot: Any, bridge: AsyncBridge, tmp_path: 
         qtbot.waitUntil(lambda: _mig_devices(session) == 0, timeout=30000)
         qtbot.waitUntil(lambda: _mig_keys(hub) == [], timeout=30000)
     finally:
+        hub.shutdown()
+        session.close()
+        qtbot.waitUntil(lambda: bridge.pending_count == 0, timeout=15000)
+        session.deleteLater()
+        hub.deleteLater()
+
+
+class _DeadStream:
+    """A telemetry stream whose sampler dies at once (the connection itself stays fine)."""
+
+    def __init__(self, *_args: Any, **_kwargs: Any) -> None:
+        self.source = None
+
+    async def __aenter__(self) -> _DeadStream:
+        return self
+
+    async def __aexit__(self, *_exc: object) -> None:
+        return None
+
+    def __aiter__(self) -> _DeadStream:
+        return self
+
+    async def __anext__(self) -> Any:
+        raise TelemetryStreamEnded("the telemetry agent on the host stopped")
+
+
+def test_the_header_never_says_connected_while_the_feed_is_dead(qtbot: Any, bridge: AsyncBridge,
+                                                               tmp_path: Path) -> None:
+    runner = sim_host(tmp_path)
+    profile = HostProfile(name="lab", host="127.0.0.1", user="me", simulated=True)
+    session = HostSession(profile, bridge, connection_factory=lambda _p, **_kw: LocalConnection(runner))
+    hub = TelemetryHub(bridge, TelemetryService(stream_factory=_DeadStream))
+    detail = HostDetail()
+    qtbot.addWidget(detail)
+    try:
+        hub.watch_session(session)
+        detail.set_host(HostContext(profile, session, bridge, hub))
+        session.connect_host()
+        qtbot.waitUntil(lambda: session.state == "connected", timeout=15000)
+        qtbot.waitUntil(lambda: detail.status.label.text() == "Connected \u2014 telemetry interrupted", timeout=15000)
+        assert "agent on the host stopped" in detail.status.toolTip()
+    finally:
+        detail.set_host(None)
         hub.shutdown()
         session.close()
         qtbot.waitUntil(lambda: bridge.pending_count == 0, timeout=15000)

@@ -91,7 +91,7 @@ class _Progress:
 def run_bench(args: argparse.Namespace) -> int:
 
     if args.timeout is not None and args.timeout <= 0:
-        return fail("--timeout must be positive")
+        return fail("--timeout must be positive", 2)
     progress = _Progress(enabled=not args.json)
     run = asyncio.run(_bench(args, progress))
 

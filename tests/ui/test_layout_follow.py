@@ -83,6 +83,8 @@ def test_mig_cards_follow_the_layout(qtbot: Any, bridge: AsyncBridge, tmp_path: 
         qtbot.waitUntil(lambda: _mig_keys(hub) == [], timeout=30000)
     finally:
         hub.shutdown()
+        # The stream's task has ended (its host processes reaped) once its feed is gone.
+        qtbot.waitUntil(lambda: hub.feed("lab") is None, timeout=15000)
         session.close()
         qtbot.waitUntil(lambda: bridge.pending_count == 0, timeout=15000)
         session.deleteLater()
@@ -126,6 +128,8 @@ def test_the_header_never_says_connected_while_the_feed_is_dead(qtbot: Any, brid
     finally:
         detail.set_host(None)
         hub.shutdown()
+        # The stream's task has ended (its host processes reaped) once its feed is gone.
+        qtbot.waitUntil(lambda: hub.feed("lab") is None, timeout=15000)
         session.close()
         qtbot.waitUntil(lambda: bridge.pending_count == 0, timeout=15000)
         session.deleteLater()

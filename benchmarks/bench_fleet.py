@@ -75,8 +75,9 @@ def _measure(url: str) -> None:
     from PySide6.QtGui import QImage, QPainter, QRegion
     from PySide6.QtWidgets import QApplication
 
+    from gpuws.app.fleet import open_fleet
     from gpuws.core.fleet.profiles import FleetProfile
-    from gpuws.remote.prometheus import FleetHistory, Snapshot, open_fleet
+    from gpuws.remote.prometheus import FleetHistory, Snapshot
     from gpuws.ui.fleet.view import FleetView
 
     app = QApplication.instance() or QApplication([])

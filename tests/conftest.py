@@ -66,6 +66,50 @@ def pytest_pyfunc_call(pyfuncitem: pytest.Function) -> bool | None:
     return True
 
 
+# -- markers applied by what a test uses, and skips outside the test command -------------------
+
+# Set by scripts/_test-in-session.sh: there a missing service is a failure, never a skip.
+IN_TEST_COMMAND = os.environ.get("GPUWS_TEST_SESSION") == "1"
+_FIXTURE_MARKERS = {"sshd": "sshd", "qtbot": "gui", "make_window": "gui"}
+
+
+def _sshd_missing() -> str | None:
+    from tests.support.sshd import SSHD
+
+    return None if os.access(SSHD, os.X_OK) else f"no OpenSSH sshd at {SSHD} (install openssh-server)"
+
+
+def _keyring_missing() -> str | None:
+    if not os.environ.get("DBUS_SESSION_BUS_ADDRESS"):
+        return "no D-Bus session with a Secret Service (run under scripts/test.sh)"
+    import keyring
+
+    from gpuws.core.secrets import unusable_reason
+
+    return unusable_reason(keyring.get_keyring())
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Mark tests by the fixtures they use (sshd, gui), and outside the test command skip those
+    whose service is missing, with the reason, instead of failing (as qutebrowser's conftest does)."""
+    missing: dict[str, str | None] = {}
+    checks = {"sshd": _sshd_missing, "keyring": _keyring_missing}
+    for item in items:
+        for fixture, marker in _FIXTURE_MARKERS.items():
+            if fixture in getattr(item, "fixturenames", ()) and item.get_closest_marker(marker) is None:
+                item.add_marker(getattr(pytest.mark, marker))
+        if IN_TEST_COMMAND:
+            continue
+        for marker, check in checks.items():
+            if item.get_closest_marker(marker) is None:
+                continue
+            if marker not in missing:
+                missing[marker] = check()
+            reason = missing[marker]
+            if reason is not None:
+                item.add_marker(pytest.mark.skip(reason=f"{marker} test outside the test command: {reason}"))
+
+
 @pytest.fixture(scope="module")
 def sim_prometheus(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[object, object]]:
     """4 simulated dcgm-exporters (4 GPUs each, one MIG GPU) scraped every 1 s by a real Prometheus.

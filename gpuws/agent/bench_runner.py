@@ -1315,7 +1315,7 @@ class Harness:
                                   peer_access=peer)
                 return self.verified(fig, checked, wrong)
 
-            self.guarded("p2p", src, "GB/s", lambda body=body, dst=dst: {**body(), "peer": dst})
+            self.guarded("p2p", src, "GB/s", lambda body=body, dst=dst: {**body(), "peer": dst})  # type: ignore[misc]
 
     def scaling(self, devs: list[int]) -> None:
         if len(devs) < 2:

@@ -254,7 +254,7 @@ class NvmlReader:
         samples = self._try(self.proc_util, h, self.proc_util_seen.get(position, 0))
         if not samples:
             return {}
-        out = {}
+        out: dict = {}  # pid -> SM utilisation %
         newest = 0
         for sample in samples:
             pid = getattr(sample, "pid", None)
@@ -339,7 +339,7 @@ class HostReader:
         return sum(fields[:8]), idle
 
     def read(self):
-        rec = {"cpu_pct": None, "ram_used_mib": None, "ram_total_mib": None, "load": None}
+        rec: dict = {"cpu_pct": None, "ram_used_mib": None, "ram_total_mib": None, "load": None}
         now = self._cpu_times()
         if now is not None and self.last is not None and now[0] > self.last[0]:
             busy = (now[0] - self.last[0]) - (now[1] - self.last[1])
@@ -396,7 +396,7 @@ class Streamer:
         if slow:
             self.next_slow = now + SLOW_EVERY_S
         started = wall()
-        line = [0.0]
+        line: list = [0.0]
         for position, (h, _index, _mig) in enumerate(reader.handles):
             previous = self.previous[position]
             values = reader.values(h, None if slow else previous)

@@ -1,51 +1,91 @@
-"""What every host-connecting command shares: exit statuses by failure kind, and TTY prompts.
+"""What every host-connecting command shares: the exit-status table, `--accept-new`, TTY prompts.
 
-Scripts tell failures apart by exit status; `exit_code_for` is the one mapping, applied by
-`gpuws.cli.main` to any error a command lets through.
+Scripts tell failures apart by exit status; `exit_code_for` is the one mapping from error class
+to status, applied only by `gpuws.cli.main` to any error a command lets through. Commands never
+catch `GpuwsError` to pick a status themselves.
 """
 
 from __future__ import annotations
 
+import argparse
 import asyncio
 import getpass
 import sys
 from collections.abc import Sequence
-from typing import Any
+from enum import IntEnum
+from typing import TYPE_CHECKING, Any
 
-EXIT_ERROR = 1
-EXIT_AUTH = 3
-EXIT_HOST_KEY = 4
-EXIT_UNREACHABLE = 5
-EXIT_NO_DRIVER = 6
-EXIT_TIMEOUT = 7
+if TYPE_CHECKING:
+    from gpuws.remote.resize import ResizeOutcome
+
+class ExitStatus(IntEnum):
+    """The one exit-status table of every `gpuws` command (documented in `gpuws --help`)."""
+
+    OK = 0
+    ERROR = 1  # any other error
+    USAGE = 2  # usage or refused input (a bad value, an unknown profile, a refused confirmation)
+    AUTH = 3  # authentication failed
+    HOST_KEY = 4  # host key unknown, changed or revoked
+    UNREACHABLE = 5  # unreachable, or the connection was lost past the reconnect timeout
+    NO_DRIVER = 6  # no NVIDIA driver on the host
+    TIMEOUT = 7  # a command on the host (or the connection) timed out
+    RESIZE_REFUSED = 8  # resize refused by preflight: nothing changed
+    RESIZE_ROLLED_BACK = 9  # resize failed and the verified previous layout is back
+    RESIZE_ROLLBACK_FAILED = 10  # the rollback failed too: the host needs attention
+
+
+# Kept for the commands that name them (the values are the table's).
+EXIT_ERROR = ExitStatus.ERROR
+EXIT_USAGE = ExitStatus.USAGE
+EXIT_AUTH = ExitStatus.AUTH
+EXIT_HOST_KEY = ExitStatus.HOST_KEY
+EXIT_UNREACHABLE = ExitStatus.UNREACHABLE
+EXIT_NO_DRIVER = ExitStatus.NO_DRIVER
+EXIT_TIMEOUT = ExitStatus.TIMEOUT
 
 EXIT_STATUS_HELP = (
-    "exit status: 0 ok, 1 other error, 3 authentication failed, 4 unknown or changed host key, "
-    "5 host unreachable, 6 no NVIDIA driver on the host, 7 timed out"
+    "exit status: 0 ok, 1 other error, 2 usage or refused input, 3 authentication failed, "
+    "4 host key unknown/changed/revoked, 5 unreachable or connection lost past the reconnect timeout, "
+    "6 no NVIDIA driver on the host, 7 timed out, 8 resize refused by preflight, "
+    "9 resize rolled back to the verified previous layout, 10 resize rollback failed (host needs attention)"
 )
 
 
-def exit_code_for(exc: BaseException) -> int:
-    """The exit status for an error that ended a command."""
+def exit_code_for(exc: BaseException) -> ExitStatus:
+    """The exit status for an error that ended a command (by class, never by message)."""
     # Imported here: a command that never connects should not pay for asyncssh.
+    from gpuws.core.errors import ConnectionLost, NoNvidiaDriver, RefusedInput
+    from gpuws.core.resize.layout import LayoutError
     from gpuws.core.runner import CommandTimeout
     from gpuws.remote.auth import AuthFailed
-    from gpuws.remote.connection import HostUnreachable, NotConnected
+    from gpuws.remote.connection import HostUnreachable, JumpHostError, NotConnected
     from gpuws.remote.hostkeys import HostKeyChanged, HostKeyRevoked, UnknownHostKey
-    from gpuws.remote.probe import NoDriverFound
-    from gpuws.remote.telemetry import TelemetryStreamEnded
+    from gpuws.remote.resize import ResizeRefused
 
-    kinds: tuple[tuple[tuple[type[BaseException], ...], int], ...] = (
-        ((AuthFailed,), EXIT_AUTH),
-        ((UnknownHostKey, HostKeyChanged, HostKeyRevoked), EXIT_HOST_KEY),
-        ((HostUnreachable, NotConnected, TelemetryStreamEnded), EXIT_UNREACHABLE),
-        ((NoDriverFound,), EXIT_NO_DRIVER),
-        ((CommandTimeout, TimeoutError), EXIT_TIMEOUT),
+    kinds: tuple[tuple[tuple[type[BaseException], ...], ExitStatus], ...] = (
+        ((AuthFailed,), ExitStatus.AUTH),
+        ((UnknownHostKey, HostKeyChanged, HostKeyRevoked), ExitStatus.HOST_KEY),
+        ((HostUnreachable, NotConnected, ConnectionLost), ExitStatus.UNREACHABLE),
+        ((NoNvidiaDriver,), ExitStatus.NO_DRIVER),
+        ((CommandTimeout, TimeoutError), ExitStatus.TIMEOUT),
+        ((ResizeRefused,), ExitStatus.RESIZE_REFUSED),
+        ((RefusedInput, LayoutError, JumpHostError), ExitStatus.USAGE),
     )
     for classes, code in kinds:
         if isinstance(exc, classes):
             return code
-    return EXIT_ERROR
+    return ExitStatus.ERROR
+
+
+def resize_exit_status(outcome: ResizeOutcome) -> ExitStatus:
+    """The exit status of a resize that ran: verified or nothing to do 0, rolled back 9, else 10."""
+    from gpuws.remote.resize import ResizeOutcome
+
+    return {
+        ResizeOutcome.VERIFIED: ExitStatus.OK,
+        ResizeOutcome.NOTHING_TO_DO: ExitStatus.OK,
+        ResizeOutcome.ROLLED_BACK: ExitStatus.RESIZE_ROLLED_BACK,
+    }.get(outcome, ExitStatus.RESIZE_ROLLBACK_FAILED)
 
 
 def tty_prompts() -> dict[str, Any]:
@@ -76,3 +116,9 @@ async def ask_kbdint(title: str, instructions: str, prompts: Sequence[tuple[str,
         return [input(text) if echo else getpass.getpass(text) for text, echo in prompts]
 
     return await asyncio.to_thread(ask)
+
+
+def add_accept_new(parser: argparse.ArgumentParser) -> None:
+    """The same `--accept-new` on every command that connects."""
+    parser.add_argument("--accept-new", action="store_true",
+                        help="trust the host key if this host has none recorded yet (never a changed key)")

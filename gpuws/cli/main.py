@@ -17,6 +17,20 @@ from gpuws import __version__
 from gpuws.cli.output import fail, undecodable_argument
 from gpuws.core.errors import GpuwsError
 
+# The one table (gpuws.cli.connecting.ExitStatus), applied below to every error a command lets through.
+EXIT_STATUS_TABLE = """exit status (every command):
+  0  ok
+  1  other error
+  2  usage or refused input
+  3  authentication failed
+  4  host key unknown, changed or revoked
+  5  host unreachable, or the connection was lost past the reconnect timeout
+  6  no NVIDIA driver on the host
+  7  timed out
+  8  resize refused by preflight (nothing changed)
+  9  resize rolled back to the verified previous layout
+  10 resize rollback failed (the host needs attention)"""
+
 # One module per concern; each registers its own subcommands.
 COMMAND_MODULES = (
     "hosts",
@@ -82,6 +96,8 @@ def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="gpuws",
         description="Workstation manager for cloud GPU sessions. Run without a command to open the window.",
+        epilog=EXIT_STATUS_TABLE,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("--version", action="version", version=f"gpuws {__version__}")
     parser.add_argument(
@@ -124,12 +140,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         return int(handler(args))
     except Exception as exc:
-        if not isinstance(exc, GpuwsError) and not _is_timeout(exc):
+        if not isinstance(exc, GpuwsError | TimeoutError) and not _is_timeout(exc):
             raise
         # Every user-facing error is one clear line, never a traceback.
         from gpuws.cli.connecting import exit_code_for
 
-        return fail(str(exc), exit_code_for(exc))
+        return fail(str(exc) or "timed out", int(exit_code_for(exc)))
     except KeyboardInterrupt:
         print("gpuws: interrupted", file=sys.stderr, flush=True)
         return 130

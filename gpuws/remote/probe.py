@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 
-from gpuws.core.errors import GpuwsError, ParseError
+from gpuws.core.errors import NoNvidiaDriver, ParseError
 from gpuws.core.inventory import GpuInfo, HostFacts, Inventory
 from gpuws.core.nvsmi.xml_inventory import is_simulated_xml, parse_nvidia_smi_xml
 from gpuws.core.runner import CommandRunner
@@ -52,7 +52,7 @@ fi
 """
 
 
-class NoDriverFound(GpuwsError):
+class NoDriverFound(NoNvidiaDriver):
     """The host answers, but has no working NVIDIA driver (nvidia-smi missing or failing)."""
 
 

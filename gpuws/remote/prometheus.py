@@ -13,10 +13,9 @@ auth) and never reach logs, errors or output.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import time
 import urllib.parse
-from collections.abc import AsyncIterator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -277,7 +276,7 @@ def _series_array(item: Mapping[str, Any] | None, times: np.ndarray) -> np.ndarr
 # --- opening a fleet (credentials, tunnel) ----------------------------------------------------
 
 
-def _credentials(profile: FleetProfile, secrets: Any) -> dict[str, Any]:
+def fleet_credentials(profile: FleetProfile, secrets: Any) -> dict[str, Any]:
     if profile.auth is FleetAuth.NONE:
         return {}
     if secrets is None:
@@ -295,64 +294,3 @@ def _credentials(profile: FleetProfile, secrets: Any) -> dict[str, Any]:
         raise PrometheusAuthFailed(f"{profile.name}: no basic-auth password in the keyring; "
                                    "add the fleet again with --password-stdin")
     return {"basic": (profile.user, password)}
-
-
-@contextlib.asynccontextmanager
-async def open_fleet(profile: FleetProfile, *, secrets: Any = None, accept_new: bool = False,
-                     thresholds: AlertThresholds | None = None,
-                     timeout: float = DEFAULT_TIMEOUT_S) -> AsyncIterator[FleetSource]:
-    """A `FleetSource` for the profile, through an SSH tunnel over `via` when it has one."""
-    credentials = _credentials(profile, secrets)
-    if profile.via is None:
-        async with PrometheusClient(profile.prometheus, name=profile.name, timeout=timeout, **credentials) as client:
-            yield FleetSource(profile, client, thresholds)
-        return
-    from gpuws.core.tunnels import TunnelSpec
-    from gpuws.remote.targets import open_target
-    from gpuws.remote.tunnels import Tunnel
-
-    url = urllib.parse.urlsplit(profile.prometheus)
-    port = url.port or (443 if url.scheme == "https" else 80)
-    assert url.hostname is not None  # validate_url guarantees a host
-    async with open_target(profile.via, accept_new=accept_new) as connection:
-        tunnel = Tunnel(connection, TunnelSpec(remote_port=port, remote_host=url.hostname))
-        async with tunnel:
-            local = f"{url.scheme}://127.0.0.1:{tunnel.local_port}{url.path}"
-            async with PrometheusClient(local, name=profile.name, timeout=timeout, host_header=url.netloc,
-                                        **credentials) as client:
-                yield FleetSource(profile, client, thresholds)
-
-
-class FleetConnection:
-    """A long-lived `FleetSource` for the window: opened, read and closed on the asyncio loop thread."""
-
-    def __init__(self, profile: FleetProfile, *, secrets: Any = None,
-                 thresholds: AlertThresholds | None = None) -> None:
-        self.profile = profile
-        self._secrets = secrets
-        self._thresholds = thresholds
-        self._stack: contextlib.AsyncExitStack | None = None
-        self.source: FleetSource | None = None
-
-    async def open(self) -> FleetSource:
-        if self.source is None:
-            stack = contextlib.AsyncExitStack()
-            try:
-                self.source = await stack.enter_async_context(
-                    open_fleet(self.profile, secrets=self._secrets, thresholds=self._thresholds))
-            except BaseException:
-                await stack.aclose()
-                raise
-            self._stack = stack
-        return self.source
-
-    async def snapshot(self) -> Snapshot:
-        return await (await self.open()).snapshot()
-
-    async def history(self, window_s: float, points: int = 600) -> FleetHistory:
-        return await (await self.open()).history(window_s, points)
-
-    async def close(self) -> None:
-        stack, self._stack, self.source = self._stack, None, None
-        if stack is not None:
-            await stack.aclose()

@@ -15,6 +15,7 @@ import time
 from collections import Counter
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
+from enum import StrEnum
 from typing import Any
 
 from gpuws.core.errors import GpuwsError
@@ -28,6 +29,16 @@ from gpuws.core.resize.plan import ALREADY_AT_TARGET, Plan, Step, build_mig_plan
 from gpuws.core.resize.provider import ProviderPlan, redact, token_environment
 from gpuws.core.resize.state import GpuMigState
 from gpuws.core.runner import CommandResult, CommandRunner, CommandTimeout, LocalRunner
+
+
+class ResizeOutcome(StrEnum):
+    """What state a resize left the host in (decisions use this, never the outcome text)."""
+
+    NOTHING_TO_DO = "nothing to do"
+    VERIFIED = "verified"  # the target layout (or instance type) was applied and read back
+    ROLLED_BACK = "rolled back"  # the previous layout was restored and verified
+    ROLLBACK_FAILED = "rollback failed"  # the host needs attention
+
 
 TARGET_VERIFIED = "target verified"
 ROLLED_BACK = "rolled back to previous layout (verified)"
@@ -81,6 +92,7 @@ class ResizeResult:
     after: Layout | None  # the layout read back at the end (None when it could not be read)
     plan: Plan
     error: str | None = None
+    kind: ResizeOutcome = ResizeOutcome.VERIFIED
     log: list[str] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
     stopped_processes: list[int] = field(default_factory=list)
@@ -288,7 +300,8 @@ class MigResizer:
         """
         report = progress or (lambda _p: None)
         state, model, plan = await self.plan(gpu_index, target)
-        result = ResizeResult(ALREADY_AT_TARGET, True, plan.before, plan.before, plan)
+        result = ResizeResult(ALREADY_AT_TARGET, True, plan.before, plan.before, plan,
+                              kind=ResizeOutcome.NOTHING_TO_DO)
         if plan.empty:
             return result
         result.warnings, result.stopped_processes = await self.preflight(
@@ -297,7 +310,7 @@ class MigResizer:
         try:
             await self._execute(plan, model, result, report, phase="apply")
             result.after = await self._verify(gpu_index, plan.after, report)
-            result.outcome = TARGET_VERIFIED
+            result.outcome, result.kind = TARGET_VERIFIED, ResizeOutcome.VERIFIED
             return result
         except GpuwsError as exc:
             result.ok = False
@@ -358,12 +371,12 @@ class MigResizer:
             result.log.append(f"rollback: {plan.summary()}")
             await self._execute(plan, model, result, report, phase="rollback")
             result.after = await self._verify(gpu_index, previous, report)
-            result.outcome = ROLLED_BACK
+            result.outcome, result.kind = ROLLED_BACK, ResizeOutcome.ROLLED_BACK
         except GpuwsError as exc:
             result.log.append(f"ROLLBACK FAILED: {exc}")
             result.after = await self._describe_now(gpu_index)
             where = result.after.describe() if result.after else "unknown (it could not be read)"
-            result.outcome = ROLLBACK_FAILED.format(state=where)
+            result.outcome, result.kind = ROLLBACK_FAILED.format(state=where), ResizeOutcome.ROLLBACK_FAILED
             result.error = f"{result.error}; rollback: {exc}"
 
     async def _describe_now(self, gpu_index: int) -> Layout | None:
@@ -382,6 +395,7 @@ class ProviderResult:
     ok: bool
     error: str | None = None
     log: list[str] = field(default_factory=list)
+    kind: ResizeOutcome = ResizeOutcome.VERIFIED
 
     def to_dict(self) -> dict[str, Any]:
         return {"outcome": self.outcome, "ok": self.ok, "error": self.error, "log": self.log}
@@ -436,6 +450,7 @@ async def run_provider_resize(
         result.error = redact(str(exc), secrets)
     if not stopped:
         result.outcome = ROLLBACK_FAILED.format(state="unknown (the instance did not come back)")
+        result.kind = ResizeOutcome.ROLLBACK_FAILED
         return result
     try:  # the instance is stopped with its old type: start it again
         for command in plan.commands:
@@ -443,8 +458,9 @@ async def run_provider_resize(
                 await run(command.action, command.argv)
         found = await reconnect()
         result.log.append(f"reconnected: {found}")
-        result.outcome = PROVIDER_ROLLED_BACK
+        result.outcome, result.kind = PROVIDER_ROLLED_BACK, ResizeOutcome.ROLLED_BACK
     except GpuwsError as exc:
         result.outcome = ROLLBACK_FAILED.format(state="stopped or unknown")
+        result.kind = ResizeOutcome.ROLLBACK_FAILED
         result.error = f"{result.error}; rollback: {redact(str(exc), secrets)}"
     return result

@@ -22,7 +22,7 @@ from collections.abc import AsyncGenerator, AsyncIterator
 from importlib import resources
 from typing import Any, Final, Literal
 
-from gpuws.core.errors import GpuwsError, ParseError
+from gpuws.core.errors import GpuwsError, NoNvidiaDriver, ParseError
 from gpuws.core.nvsmi.query_csv import parse_query_csv, parse_query_line
 from gpuws.core.nvsmi.xml_inventory import is_simulated_xml
 from gpuws.core.runner import CommandRunner, CommandTimeout
@@ -49,6 +49,10 @@ class TelemetryError(GpuwsError):
 
 class TelemetryStreamEnded(TelemetryError):
     """The remote sampler stopped (connection dropped or the process died)."""
+
+
+class TelemetryNoDriver(TelemetryError, NoNvidiaDriver):
+    """nvidia-smi is missing on the host: retrying will not help."""
 
 
 class AgentUnavailable(TelemetryError):
@@ -260,7 +264,7 @@ class TelemetryStream:
             except CommandTimeout:
                 raise TelemetryError("nvidia-smi on the host did not answer in time") from None
             except FileNotFoundError:  # a LocalRunner; over SSH this is exit status 127
-                raise TelemetryError("no NVIDIA driver found on the host (nvidia-smi is missing)") from None
+                raise TelemetryNoDriver("no NVIDIA driver found on the host (nvidia-smi is missing)") from None
             if result.ok:
                 self._gpu_count = max(1, len(parse_query_csv(result.stdout, fields)))
                 return fields
@@ -270,7 +274,7 @@ class TelemetryStream:
                 fields.remove(bad)
                 continue
             if result.exit_status == 127 or "not found" in output.lower():
-                raise TelemetryError("no NVIDIA driver found on the host (nvidia-smi is missing)")
+                raise TelemetryNoDriver("no NVIDIA driver found on the host (nvidia-smi is missing)")
             first = next((ln.strip() for ln in output.splitlines() if ln.strip()), "no output")
             raise TelemetryError(f"nvidia-smi failed on the host: {first[:200]}")
         raise TelemetryError("nvidia-smi on the host refused every telemetry field")

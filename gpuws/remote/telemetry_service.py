@@ -108,6 +108,10 @@ class TelemetryService:
                     if not got_data:
                         got_data = True
                         self._feeds[host] = HostFeed(stream.source, describe_source(stream), batch.simulated)
+                        # A new stream enumerates the devices afresh: MIG devices of an old layout go.
+                        stale = set(self.store.device_keys(host)) - {s.key for s in batch.samples}
+                        if stale:
+                            self.store.drop_devices(host, stale)
                     self.store.ingest(host, batch)
                     self.alerts.evaluate(host, batch.samples)
             reason = "the telemetry stream ended"

@@ -103,6 +103,12 @@ class Tunnel:
         """True while a client (browser, viewer) has a channel open through the tunnel."""
         return self.active_channels > 0
 
+    def rebind(self, connection: HostConnection) -> None:
+        """Forward through `connection` from now on (the host's connection was replaced, as by
+        Host > Reconnect); the local port stays the same, so open URLs keep working."""
+        self.connection = connection
+        self.sync_state()
+
     def set_token(self, token: str | None) -> None:
         self._token = token
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from gpuws.core.errors import GpuwsError
+from gpuws.core.errors import RefusedInput
 
 DEFAULT_GPU_SPEC = "h100,a100,l40s,vgpu"
 DRIVER_VERSION = "590.48.01"
@@ -16,7 +16,7 @@ CUDA_VERSION = "13.1"
 MAX_SIM_GPUS = 16
 
 
-class SimSpecError(GpuwsError):
+class SimSpecError(RefusedInput):
     """A `--gpus` spec names an unknown model or is malformed."""
 
 

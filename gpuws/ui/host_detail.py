@@ -101,9 +101,14 @@ class HostDetail(QWidget):
     def set_host(self, context: HostContext | None) -> None:
         if self.context is not None:
             self.context.session.state_changed.disconnect(self._on_state)
+            if self.context.hub is not None:
+                self.context.hub.alert_changed.disconnect(self._on_feed_change)
         self.context = context
         if context is not None:
             context.session.state_changed.connect(self._on_state)
+            if context.hub is not None:
+                # A telemetry stream that dies (or comes back) raises (or clears) an alert.
+                context.hub.alert_changed.connect(self._on_feed_change)
             profile = context.profile
             self.title.setText(profile.name)
             self.address.setText(host_address(profile))
@@ -121,8 +126,25 @@ class HostDetail(QWidget):
         self.tabs.setCurrentWidget(resize_tab)
         resize_tab.show_target(gpu, target)
 
+    def _on_feed_change(self, _event: object = None) -> None:
+        if self.context is not None:
+            self._on_state(self.context.session.state, self.context.session.detail)
+
+    def _feed_problem(self) -> str:
+        """Why the host's telemetry stream is down ("" while it runs, or when none is owned)."""
+        if self.context is None or self.context.hub is None:
+            return ""
+        feed = self.context.hub.feed(self.context.profile.name)
+        return feed.problem if feed is not None else ""
+
     def _on_state(self, state: str, detail: str) -> None:
-        self.status.set_state(state)
+        problem = self._feed_problem() if state == "connected" else ""
+        if problem:  # never "Connected" while a feed this host owns is dead
+            self.status.set_state("reconnecting", "Connected \u2014 telemetry interrupted")
+            self.status.setToolTip(problem)
+        else:
+            self.status.set_state(state)
+            self.status.setToolTip("")
         session = self.context.session if self.context else None
         inv = session.inventory if session else None
         self.sim_badge.setVisible(bool(self.context and self.context.profile.simulated) or bool(inv and inv.simulated))

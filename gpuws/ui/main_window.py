@@ -47,7 +47,7 @@ from gpuws.ui.settings import Preferences, open_settings
 from gpuws.ui.settings_dialog import SettingsDialog
 from gpuws.ui.sidebar import HostSidebar
 from gpuws.ui.tabs import HostContext
-from gpuws.ui.telemetry.hub import telemetry_hub
+from gpuws.ui.telemetry.hub import TelemetryHub
 from gpuws.ui.tray import GpuwsTray, TrayHost
 from gpuws.ui.widgets import Banner, BannerKind, heading, muted_label
 
@@ -180,7 +180,9 @@ class MainWindow(QMainWindow):
         self.empty.add_button.clicked.connect(self.open_add_dialog)
         self.empty.import_button.clicked.connect(self.open_import_dialog)
         self.empty.demo_button.clicked.connect(self.open_demo)
-        self.telemetry = telemetry_hub(bridge)
+        # The window's one hub over its Workspace (sessions, feeds, tunnels): every view reads it.
+        self.telemetry = TelemetryHub(bridge, parent=self)
+        self.workspace = self.telemetry.workspace
         self.tray = self._make_tray()
         # Idle-stop and the tray read telemetry and cost on a slow clock, never per sample.
         self._idle_clock = QTimer(self)
@@ -411,7 +413,7 @@ class MainWindow(QMainWindow):
         if session is None:
             self.detail.set_host(None)
         else:
-            self.detail.set_host(HostContext(session.profile, session, self.bridge))
+            self.detail.set_host(HostContext(session.profile, session, self.bridge, self.telemetry))
             self.settings.setValue("ui/selected", name)
         self._show_empty_or_detail()
         self._update_actions()
@@ -496,8 +498,7 @@ class MainWindow(QMainWindow):
         self.bridge.run_blocking(lambda: ledger.reprice(profile, time.time()), lambda _r: tab.refresh_cost(),
                                  owner=self)
         self.telemetry.service.configure(profile)  # idle alerts burn money at the new price
-        if not profile.simulated:
-            self.save_profile(profile, profile.name)
+        # Saved already by the resize service (gpuws.app.resize), as the CLI's resize saves it.
 
     def _select_after_load(self, name: str) -> Any:
         def select() -> None:

@@ -16,12 +16,14 @@ from PySide6.QtCore import QObject, Signal
 from gpuws.core.errors import GpuwsError
 from gpuws.core.inventory import Inventory
 from gpuws.core.models import HostProfile
+from gpuws.remote.connection import ConnectionState
 from gpuws.ui.bridge import AsyncBridge
 
 log = logging.getLogger(__name__)
 
-# ConnectionState values (gpuws.remote.connection) the GUI treats as "stopped, needs the user".
-FAILED_STATES = frozenset({"auth_failed", "host_key_changed", "host_key_unknown", "unreachable", "no_driver"})
+# The states the GUI treats as "stopped, needs the user".
+FAILED_STATES = frozenset({ConnectionState.AUTH_FAILED, ConnectionState.HOST_KEY_CHANGED,
+                           ConnectionState.HOST_KEY_UNKNOWN, ConnectionState.UNREACHABLE, ConnectionState.NO_DRIVER})
 
 ConnectionFactory = Callable[..., Any]
 
@@ -29,7 +31,7 @@ ConnectionFactory = Callable[..., Any]
 class HostSession(QObject):
     """The live state of one host in the window: connection state, inventory, last problem."""
 
-    state_changed = Signal(str, str)  # (ConnectionState value, one-line detail or "")
+    state_changed = Signal(str, str)  # (ConnectionState, a str enum; one-line detail or "")
     inventory_changed = Signal(object)  # Inventory | None
     host_key_unknown = Signal(object)  # the UnknownHostKey error (fingerprint, host, ...)
     host_key_changed = Signal(object)  # the HostKeyChanged error (old/new fingerprints, file:line)
@@ -54,7 +56,7 @@ class HostSession(QObject):
         self._connection: Any = None
         self._attempt = 0  # results of an older connect() are ignored
         self._probing = False
-        self.state = "disconnected"
+        self.state = ConnectionState.DISCONNECTED
         self.detail = ""
         self.inventory: Inventory | None = None
         self.host_key_error: BaseException | None = None
@@ -78,7 +80,7 @@ class HostSession(QObject):
     @property
     def connection(self) -> Any:
         """The connected `HostConnection` (its `.runner` runs commands), or None."""
-        return self._connection if self.state == "connected" else None
+        return self._connection if self.state == ConnectionState.CONNECTED else None
 
     def connect_host(self, *, accept_new: bool = False, known_host_key: str | None = None) -> None:
         """(Re)connect and probe. `accept_new` trusts and remembers an unknown key;
@@ -91,11 +93,11 @@ class HostSession(QObject):
         self._connection = None
         self.host_key_error = None
         self._probing = True
-        self._set_state("connecting", "")
+        self._set_state(ConnectionState.CONNECTING, "")
         try:
             connection = self._make_connection(accept_new, attempt)
         except GpuwsError as exc:
-            self._set_state("unreachable", str(exc))
+            self._set_state(ConnectionState.UNREACHABLE, str(exc))
             return
         self._connection = connection
         self._bridge.run_async(
@@ -105,31 +107,25 @@ class HostSession(QObject):
             owner=self,
         )
 
-    def close(self) -> Any:
-        """Close the connection (returns the close future, or None when there was nothing to close)."""
-        self._attempt += 1
-        connection, self._connection = self._connection, None
-        self._set_state("disconnected", "")
-        if connection is None or not self._bridge.running:
-            return None
-        return self._bridge.run_async(connection.close())
-
     def reprobe(self) -> None:
-        """Read the inventory again on the open connection (after a resize changed the GPUs)."""
+        """Probe the connected host again (its GPU layout changed): views follow `inventory_changed`."""
         connection = self.connection
         if connection is None:
             return
-        from gpuws.remote.probe import probe
-
         attempt = self._attempt
 
+        async def probe_again() -> Inventory:
+            from gpuws.remote.probe import probe
+
+            inventory: Inventory = await probe(connection.runner)
+            return inventory
+
         def done(inventory: Inventory) -> None:
-            if attempt == self._attempt and self.state == "connected":
+            if attempt == self._attempt and self._connection is connection:
                 self.inventory = inventory
                 self.inventory_changed.emit(inventory)
 
-        self._bridge.run_async(probe(connection.runner), done, lambda exc: log.debug("re-probe failed: %s", exc),
-                               owner=self)
+        self._bridge.run_async(probe_again(), done, lambda exc: log.info("re-probe failed: %s", exc), owner=self)
 
     # -- loop thread ----------------------------------------------------------------------------
 
@@ -147,10 +143,19 @@ class HostSession(QObject):
             connection.note_no_driver("no NVIDIA driver found (nvidia-smi is missing)")
         return inventory
 
+    def close(self) -> Any:
+        """Close the connection (returns the close future, or None when there was nothing to close)."""
+        self._attempt += 1
+        connection, self._connection = self._connection, None
+        self._set_state(ConnectionState.DISCONNECTED, "")
+        if connection is None or not self._bridge.running:
+            return None
+        return self._bridge.run_async(connection.close())
+
     def _make_connection(self, accept_new: bool, attempt: int) -> Any:
-        def on_state(state: object, detail: str = "", *_: object) -> None:
+        def on_state(state: ConnectionState | str, detail: str = "", *_: object) -> None:
             # Called on the loop thread: hop to the GUI thread before touching anything.
-            value = str(getattr(state, "value", state))
+            value = ConnectionState(state)  # the connection's enum (or its value, from a stand-in)
             self._bridge.post(lambda: self._on_state(attempt, value, str(detail)), owner=self)
 
         factory = self._factory or _default_connection_factory()
@@ -167,14 +172,14 @@ class HostSession(QObject):
 
     # -- GUI thread -----------------------------------------------------------------------------
 
-    def _on_state(self, attempt: int, state: str, detail: str) -> None:
+    def _on_state(self, attempt: int, state: ConnectionState, detail: str) -> None:
         if attempt != self._attempt:
             return
         # The probe result decides between "connected" and "no_driver": don't flash green early.
-        if state == "connected" and self._probing:
+        if state == ConnectionState.CONNECTED and self._probing:
             return
         # Only failures and retries carry a detail worth showing ("retry 2/10 in 1.4 s").
-        self._set_state(state, detail if state in FAILED_STATES or state == "reconnecting" else "")
+        self._set_state(state, detail if state in FAILED_STATES or state == ConnectionState.RECONNECTING else "")
 
     def _on_probed(self, attempt: int, inventory: Inventory) -> None:
         if attempt != self._attempt:
@@ -183,9 +188,9 @@ class HostSession(QObject):
         self.inventory = inventory
         self.inventory_changed.emit(inventory)
         if not inventory.host.driver_found:
-            self._set_state("no_driver", "No NVIDIA driver found on this host (nvidia-smi is missing).")
+            self._set_state(ConnectionState.NO_DRIVER, "No NVIDIA driver found on this host (nvidia-smi is missing).")
         else:
-            self._set_state("connected", "")
+            self._set_state(ConnectionState.CONNECTED, "")
 
     def _on_failed(self, attempt: int, exc: BaseException) -> None:
         if attempt != self._attempt:
@@ -193,41 +198,41 @@ class HostSession(QObject):
         self._probing = False
         state = _state_for_error(exc, self._connection)
         detail = str(exc) if isinstance(exc, GpuwsError) else f"{type(exc).__name__}: {exc}"
-        if state in ("host_key_unknown", "host_key_changed"):
+        if state in (ConnectionState.HOST_KEY_UNKNOWN, ConnectionState.HOST_KEY_CHANGED):
             self.host_key_error = exc
         # Forced: the connection may have reported this state already, before the error was known.
         self._set_state(state, detail, force=True)
-        if state == "host_key_unknown":
+        if state == ConnectionState.HOST_KEY_UNKNOWN:
             self.host_key_unknown.emit(exc)
-        elif state == "host_key_changed":
+        elif state == ConnectionState.HOST_KEY_CHANGED:
             self.host_key_changed.emit(exc)
 
-    def _set_state(self, state: str, detail: str, *, force: bool = False) -> None:
+    def _set_state(self, state: ConnectionState, detail: str, *, force: bool = False) -> None:
         if (state, detail) == (self.state, self.detail) and not force:
             return
         self.state, self.detail = state, detail
         self.state_changed.emit(state, detail)
 
 
-def _state_for_error(exc: BaseException, connection: Any) -> str:
+def _state_for_error(exc: BaseException, connection: Any) -> ConnectionState:
+    """The state a failed connect leaves the host in, by error class (never by name or message)."""
+    from gpuws.core.errors import NoNvidiaDriver
     from gpuws.core.secrets import KeyringUnavailable
+    from gpuws.remote.auth import AuthFailed
+    from gpuws.remote.hostkeys import HostKeyChanged, HostKeyRevoked, UnknownHostKey
 
     if isinstance(exc, KeyringUnavailable):
-        return "auth_failed"  # the password could not be read: not an address problem (issue 16)
-    kind = type(exc).__name__
-    if kind == "UnknownHostKey":
-        return "host_key_unknown"
-    if kind == "HostKeyChanged":
-        return "host_key_changed"
-    state = str(getattr(getattr(connection, "state", None), "value", ""))
-    if state in FAILED_STATES:
-        return state
-    lowered = kind.lower()
-    if "auth" in lowered or "permission" in lowered:
-        return "auth_failed"
-    if "driver" in lowered:
-        return "no_driver"
-    return "unreachable"
+        return ConnectionState.AUTH_FAILED  # the password could not be read: not an address problem
+    if isinstance(exc, UnknownHostKey):
+        return ConnectionState.HOST_KEY_UNKNOWN
+    if isinstance(exc, HostKeyChanged | HostKeyRevoked):
+        return ConnectionState.HOST_KEY_CHANGED
+    if isinstance(exc, AuthFailed):
+        return ConnectionState.AUTH_FAILED
+    if isinstance(exc, NoNvidiaDriver):
+        return ConnectionState.NO_DRIVER
+    state = getattr(connection, "state", None)
+    return state if isinstance(state, ConnectionState) and state in FAILED_STATES else ConnectionState.UNREACHABLE
 
 
 def _default_connection_factory() -> ConnectionFactory:

@@ -236,9 +236,10 @@ class StatusPill(QWidget):
         layout.setContentsMargins(18, 0, 0, 0)  # room for the dot
         layout.addWidget(self.label)
 
-    def set_state(self, state: str) -> None:
+    def set_state(self, state: str, text: str | None = None) -> None:
+        """Show `state` (its colour) with its label, or with `text` when given."""
         self.state = state
-        self.label.setText(theme.state_label(state))
+        self.label.setText(text if text is not None else theme.state_label(state))
         self.update()
 
     def paintEvent(self, event: QPaintEvent) -> None:

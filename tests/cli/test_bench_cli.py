@@ -45,7 +45,7 @@ def test_bench_demo_human_output_is_labelled(capsys: pytest.CaptureFixture[str])
 
 
 def test_bench_unknown_profile_is_one_clear_line(capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["bench", "no-such-host", "--json"]) == 1
+    assert main(["bench", "no-such-host", "--json"]) == 2  # refused input: no such profile
     captured = capsys.readouterr()
     assert captured.out == ""
     assert captured.err.startswith("gpuws: error:") and "no-such-host" in captured.err
@@ -53,5 +53,5 @@ def test_bench_unknown_profile_is_one_clear_line(capsys: pytest.CaptureFixture[s
 
 
 def test_bench_refuses_a_bad_timeout(capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["bench", "demo", "--timeout", "0"]) == 1
+    assert main(["bench", "demo", "--timeout", "0"]) == 2
     assert "--timeout must be positive" in capsys.readouterr().err

@@ -118,10 +118,10 @@ def test_hostile_values_are_refused_with_the_field_named(
 def test_duplicate_and_unknown_names(capsys: pytest.CaptureFixture[str]) -> None:
     assert run(capsys, "hosts", "add", "box", "--host", "h.example")[0] == 0
     code, _, err = run(capsys, "hosts", "add", "BOX", "--host", "h.example")
-    assert (code, err.strip()) == (1, "gpuws: error: name: a host profile named 'BOX' already exists")
+    assert (code, err.strip()) == (2, "gpuws: error: name: a host profile named 'BOX' already exists")
     for action in ("show", "remove"):
         code, _, err = run(capsys, "hosts", action, "ghost")
-        assert code == 1
+        assert code == 2
         assert err.startswith("gpuws: error: name: no host profile named 'ghost'")
 
 
@@ -173,7 +173,7 @@ def test_import_ssh_config_dry_run_then_import_then_again(
 
 def test_import_of_a_missing_file_is_one_line(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
     code, _, err = run(capsys, "hosts", "import-ssh-config", str(tmp_path / "nope"))
-    assert code == 1
+    assert code == 2
     assert err.startswith("gpuws: error: path: ") and err.count("\n") == 1
 
 
@@ -194,6 +194,6 @@ def test_python_dash_m_gpuws_round_trip(tmp_path: Path) -> None:
         [sys.executable, "-m", "gpuws", "hosts", "add", "x", "--host", "a b"],
         env=env, capture_output=True, text=True, timeout=60,
     )
-    assert refused.returncode == 1
+    assert refused.returncode == 2
     assert refused.stderr.startswith("gpuws: error: host: ")
     assert "Traceback" not in refused.stderr

@@ -76,7 +76,7 @@ def test_probe_failures_are_one_line_with_distinct_codes(gpu_host: SshdServer, i
     save_profile(gpu_host, name="badkey", key_path=str(other_key))
     save_profile(gpu_host, name="down", port=free_port())
     (isolated_home / ".ssh" / "known_hosts").write_text(gpu_host.known_hosts_line())
-    cases = {"badkey": (3, "authentication failed"), "down": (5, "cannot reach"), "nosuch": (1, "nosuch")}
+    cases = {"badkey": (3, "authentication failed"), "down": (5, "cannot reach"), "nosuch": (2, "nosuch")}
     for name, (code, text) in cases.items():
         result = gpuws("probe", name, home=isolated_home)
         assert result.returncode == code, (name, result.stderr)

@@ -115,14 +115,14 @@ def test_a_secret_on_the_command_line_is_refused_without_echoing_it(
 ) -> None:
     code = main(["secret", "set", profile, "hunter2-on-argv", "--kind", "password"])
     out, err = capsys.readouterr()
-    assert code == 1
+    assert code == 2
     assert err.startswith("gpuws: error: secret: refusing a secret given on the command line")
     assert "hunter2-on-argv" not in out + err
 
 
 def test_an_unknown_profile_is_refused(capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
     feed_stdin(monkeypatch, "x")
-    assert main(["secret", "set", "ghost", "--kind", "password"]) == 1
+    assert main(["secret", "set", "ghost", "--kind", "password"]) == 2
     assert capsys.readouterr().err.startswith("gpuws: error: name: no host profile named 'ghost'")
 
 
@@ -150,5 +150,5 @@ def test_an_empty_secret_is_refused(
 ) -> None:
     feed_stdin(monkeypatch, "\n")
     monkeypatch.setattr("gpuws.core.secrets.SecretStore.ensure_usable", lambda self: None)
-    assert main(["secret", "set", profile, "--kind", "token"]) == 1
+    assert main(["secret", "set", profile, "--kind", "token"]) == 2
     assert "empty" in capsys.readouterr().err

@@ -78,7 +78,7 @@ def test_cost_json_and_csv(capsys: pytest.CaptureFixture[str], tmp_path: Path) -
     code, out, _ = run(capsys, "cost", "eu")
     assert code == 0 and "€2.00" in out  # Found: costs without a currency
     code, _, err = run(capsys, "cost", "nope")
-    assert code == 1 and "no host profile named 'nope'" in err
+    assert code == 2 and "no host profile named 'nope'" in err
     SessionLedger().end("rig", time.time())
     code, out, _ = run(capsys, "cost", "--csv", "-")
     assert code == 0 and out.splitlines()[0] == "host,start,stop,slice_profile,price_per_hour,cost"

@@ -87,5 +87,5 @@ def test_watch_demo_host_uses_the_agent_and_is_labelled(capsys: pytest.CaptureFi
 def test_watch_refuses_bad_arguments(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["watch", "demo", "--interval", "10"]) == 2
     assert "--interval" in capsys.readouterr().err
-    assert main(["watch", "no-such-host", "--count", "1"]) == 1
+    assert main(["watch", "no-such-host", "--count", "1"]) == 2  # refused input: no such profile
     assert "no-such-host" in capsys.readouterr().err

@@ -8,13 +8,13 @@ from typing import Any
 
 import pytest
 
+from gpuws.app.fleet import open_fleet
 from gpuws.core.fleet.model import SNAPSHOT_METRICS, range_step
 from gpuws.core.fleet.profiles import FleetProfile
 from gpuws.remote.prometheus import (
     PrometheusClient,
     PrometheusError,
     PrometheusUnreachable,
-    open_fleet,
 )
 from tests.support.exposition import parse
 from tests.support.sshd import free_port

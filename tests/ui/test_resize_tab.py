@@ -22,7 +22,7 @@ from gpuws.core.resize.audit import AuditLog
 from gpuws.core.resize.layout import FULL_LAYOUT, Layout
 from gpuws.core.resize.plan import Plan
 from gpuws.core.runner import LocalRunner
-from gpuws.remote.resize import ROLLBACK_FAILED, ROLLED_BACK, TARGET_VERIFIED, ResizeResult
+from gpuws.remote.resize import ROLLBACK_FAILED, ROLLED_BACK, TARGET_VERIFIED, ResizeOutcome, ResizeResult
 from gpuws.sim.state import SCENARIO_PID_BASE, Fault, SimStateStore
 from gpuws.ui import theme
 from gpuws.ui.bridge import AsyncBridge
@@ -270,14 +270,15 @@ def test_a_plan_made_stale_by_a_change_on_the_host_is_refused(
 def test_outcome_texts_say_which_state_the_gpu_is_in() -> None:
     full, target = FULL_LAYOUT, Layout(True, ("3g.40gb",))
     plan = Plan(1, full, target)
-    failed = ResizeResult(ROLLBACK_FAILED.format(state="mig"), False, full, Layout(True), plan, error="boom")
-    assert outcome_kind(failed.outcome, failed.ok) is OutcomeKind.ERROR
+    failed = ResizeResult(ROLLBACK_FAILED.format(state="mig"), False, full, Layout(True), plan, error="boom",
+                          kind=ResizeOutcome.ROLLBACK_FAILED)
+    assert outcome_kind(failed.kind) is OutcomeKind.ERROR
     title, detail = mig_outcome_text(failed)
     assert title == "Rollback failed: GPU 1 is now mig" and detail.startswith("Error: boom")
-    rolled = ResizeResult(ROLLED_BACK, False, full, full, plan, error="boom")
-    assert outcome_kind(rolled.outcome, rolled.ok) is OutcomeKind.WARNING
+    rolled = ResizeResult(ROLLED_BACK, False, full, full, plan, error="boom", kind=ResizeOutcome.ROLLED_BACK)
+    assert outcome_kind(rolled.kind) is OutcomeKind.WARNING
     verified = ResizeResult(TARGET_VERIFIED, True, full, target, plan)
-    assert outcome_kind(verified.outcome, verified.ok) is OutcomeKind.SUCCESS
+    assert outcome_kind(verified.kind) is OutcomeKind.SUCCESS
     assert mig_outcome_text(verified)[0] == "Target verified: GPU 1 is now 3g.40gb"
 
 

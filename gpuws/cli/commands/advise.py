@@ -77,9 +77,9 @@ def run_advise(args: argparse.Namespace) -> int:
 async def _advise(
     args: argparse.Namespace, window_s: float, policy: AdvicePolicy
 ) -> tuple[dict[str, Any], list[GpuAdvice], bool]:
+    from gpuws.app.targets import open_target
     from gpuws.core.advice import advise_host, host_report, series_from_samples
     from gpuws.remote.resize import MigResizer
-    from gpuws.remote.targets import open_target
     from gpuws.remote.telemetry import TelemetryStream
 
     async with open_target(args.name, accept_new=args.accept_new) as connection:

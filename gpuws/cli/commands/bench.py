@@ -8,12 +8,11 @@ import asyncio
 from pathlib import Path
 from typing import Any
 
-from gpuws.cli.connecting import EXIT_TIMEOUT, exit_code_for, tty_prompts
+from gpuws.cli.connecting import EXIT_TIMEOUT, tty_prompts
 from gpuws.cli.output import fail, print_json, sim_banner
 from gpuws.core.bench.check import check_markdown, check_report, check_screen, write_check_report
 from gpuws.core.bench.report import build_report, text_table, to_json, to_markdown
 from gpuws.core.bench.results import BenchRun, ResultStore, compare
-from gpuws.core.errors import GpuwsError
 
 EXIT_FAIL = 8
 EXIT_INCONCLUSIVE = 9
@@ -101,12 +100,9 @@ class _Progress:
 def run_bench(args: argparse.Namespace) -> int:
 
     if args.timeout is not None and args.timeout <= 0:
-        return fail("--timeout must be positive")
+        return fail("--timeout must be positive", 2)
     progress = _Progress(enabled=not args.json)
-    try:
-        run = asyncio.run(_bench(args, progress))
-    except GpuwsError as exc:
-        return fail(str(exc), exit_code_for(exc))
+    run = asyncio.run(_bench(args, progress))
 
     store = ResultStore()
     report = build_report(run)
@@ -141,8 +137,8 @@ def run_bench(args: argparse.Namespace) -> int:
 
 
 async def _bench(args: argparse.Namespace, progress: _Progress) -> BenchRun:
+    from gpuws.app.targets import open_target
     from gpuws.remote.bench import run_benchmark
-    from gpuws.remote.targets import open_target
 
     async with open_target(args.name, accept_new=args.accept_new, **tty_prompts()) as connection:
         progress.simulated = bool(connection.profile.simulated)

@@ -31,7 +31,6 @@ def register(sub: argparse._SubParsersAction[Any]) -> None:
 def run_demo_host(args: argparse.Namespace) -> int:
     import asyncio
 
-    from gpuws.core.errors import GpuwsError
     from gpuws.sim.models import DEFAULT_GPU_SPEC
     from gpuws.sim.server import serve_forever
 
@@ -42,7 +41,5 @@ def run_demo_host(args: argparse.Namespace) -> int:
     try:
         faults = parse_faults(args.fault) if args.fault else None
         return asyncio.run(serve_forever(args.gpus or DEFAULT_GPU_SPEC, args.port, args.state_dir, faults))
-    except GpuwsError as exc:
-        return fail(str(exc), 2)
     except OSError as exc:
         return fail(f"cannot start the demo host: {exc.strerror or exc}")

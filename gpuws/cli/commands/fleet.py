@@ -200,8 +200,8 @@ async def _stream(args: argparse.Namespace, *, count: int | None, interval: floa
                   document: bool) -> int:
     import asyncio
 
+    from gpuws.app.fleet import open_fleet
     from gpuws.core.fleet.profiles import FleetStore
-    from gpuws.remote.prometheus import open_fleet
 
     profile = FleetStore().get(args.name)
     async with open_fleet(profile, accept_new=args.accept_new) as source:

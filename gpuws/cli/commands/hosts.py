@@ -11,8 +11,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from gpuws.cli.output import fail, print_json
-from gpuws.core.errors import GpuwsError
+from gpuws.cli.output import print_json
 from gpuws.core.models import AuthMethod, HostProfile, ProviderInfo, SecretKind
 from gpuws.core.profiles import ProfileStore, profile_to_dict
 from gpuws.core.terminal import printable
@@ -22,14 +21,12 @@ Handler = Callable[[argparse.Namespace], int]
 
 
 def guarded(handler: Handler) -> Handler:
-    """Turn a GpuwsError into the one-line `gpuws: error: <field>: <reason>` and exit code 1."""
+    """A hosts command; its GpuwsError reaches `gpuws.cli.main`, which maps it to the exit-status table
+    (a refused field value is `gpuws: error: <field>: <reason>` and status 2)."""
 
     @functools.wraps(handler)
     def run(args: argparse.Namespace) -> int:
-        try:
-            return handler(args)
-        except GpuwsError as exc:
-            return fail(str(exc))
+        return handler(args)
 
     return run
 

@@ -6,11 +6,9 @@ import argparse
 import asyncio
 from typing import Any
 
-from gpuws.cli.connecting import EXIT_STATUS_HELP, exit_code_for, tty_prompts
-from gpuws.cli.output import fail, print_json, sim_banner
-from gpuws.core.errors import GpuwsError
+from gpuws.cli.connecting import EXIT_STATUS_HELP, tty_prompts
+from gpuws.cli.output import print_json, sim_banner
 from gpuws.core.inventory import GpuInfo, Inventory
-from gpuws.core.runner import CommandTimeout
 from gpuws.core.terminal import printable
 
 _EPILOG = EXIT_STATUS_HELP
@@ -35,12 +33,7 @@ def register(sub: argparse._SubParsersAction[Any]) -> None:
 
 
 def run_probe(args: argparse.Namespace) -> int:
-    try:
-        inventory = asyncio.run(_probe(args.name, args.accept_new, args.timeout))
-    except CommandTimeout as exc:
-        return fail(f"probe of {args.name}: {exc}", exit_code_for(exc))
-    except GpuwsError as exc:
-        return fail(str(exc), exit_code_for(exc))
+    inventory = asyncio.run(_probe(args.name, args.accept_new, args.timeout))
     if args.json:
         print_json(inventory.to_dict())
     else:
@@ -49,8 +42,8 @@ def run_probe(args: argparse.Namespace) -> int:
 
 
 async def _probe(name: str, accept_new: bool, timeout: float) -> Inventory:
+    from gpuws.app.targets import open_target
     from gpuws.remote.probe import probe
-    from gpuws.remote.targets import open_target
 
     async with open_target(name, accept_new=accept_new, **tty_prompts()) as connection:
         return await probe(connection.runner, timeout=timeout, require_driver=True, host_label=name)

@@ -1,8 +1,10 @@
 """`gpuws slices NAME` and `gpuws resize NAME TARGET`: MIG layouts and provider instance types.
 
-Exit codes of `resize`: 0 target verified, already there, or a dry run; 1 failed but the
-previous layout was restored and verified; 2 refused before anything changed (bad target, busy
-GPU, no confirmation); 3 the rollback failed too (the message says what the host has now).
+Exit statuses of `resize` (the table of `gpuws --help`): 0 target verified, already there, or a
+dry run; 2 refused input (bad target, no confirmation); 8 refused by preflight (busy GPU: nothing
+changed); 9 failed but the previous layout was restored and verified; 10 the rollback failed too
+(the message says what the host has now). The work itself is `gpuws.app.resize`, shared with the
+window's Resize tab.
 """
 
 from __future__ import annotations
@@ -10,21 +12,20 @@ from __future__ import annotations
 import argparse
 import asyncio
 import sys
-import time
 from typing import Any
 
-from gpuws.cli.output import fail, print_json, sim_banner
-from gpuws.core.errors import GpuwsError
-from gpuws.core.models import HostProfile, SecretKind
+from gpuws.cli.connecting import ExitStatus, resize_exit_status, tty_prompts
+from gpuws.cli.output import print_json, sim_banner
+from gpuws.core.models import HostProfile
 from gpuws.core.resize.audit import AuditLog, AuditRecord, now_iso
-from gpuws.core.resize.layout import Layout, LayoutError
+from gpuws.core.resize.layout import Layout
 from gpuws.core.resize.plan import Plan
-from gpuws.core.resize.pricing import PriceBook, price_book, profile_after_resize
+from gpuws.core.resize.pricing import PriceBook, price_book
 from gpuws.core.resize.provider import plan_provider_resize
 from gpuws.core.resize.state import GpuMigState
 from gpuws.core.resize.targets import target_options
 
-EXIT_OK, EXIT_ROLLED_BACK, EXIT_REFUSED, EXIT_ROLLBACK_FAILED = 0, 1, 2, 3
+EXIT_OK, EXIT_REFUSED = ExitStatus.OK, ExitStatus.USAGE
 PROVIDER_PREFIX = "type:"
 
 
@@ -58,10 +59,7 @@ def register(sub: argparse._SubParsersAction[Any]) -> None:
 
 
 def _slices(args: argparse.Namespace) -> int:
-    try:
-        return asyncio.run(_slices_async(args))
-    except GpuwsError as exc:
-        return fail(str(exc))
+    return asyncio.run(_slices_async(args))
 
 
 def slice_rows(state: GpuMigState, prices: PriceBook) -> list[dict[str, Any]]:
@@ -84,13 +82,13 @@ def slice_rows(state: GpuMigState, prices: PriceBook) -> list[dict[str, Any]]:
 
 
 async def _slices_async(args: argparse.Namespace) -> int:
+    from gpuws.app.targets import open_target
     from gpuws.remote.resize import MigResizer
-    from gpuws.remote.targets import open_target
 
-    async with open_target(args.name, accept_new=args.accept_new) as conn:
+    async with open_target(args.name, accept_new=args.accept_new, **tty_prompts()) as conn:
         gpus = await MigResizer(conn.runner).read_gpus()
         profile = conn.profile
-    doc = []
+    doc: list[dict[str, Any]] = []
     for state in gpus:
         prices = price_book(profile, state.model, len(gpus))
         doc.append({"gpu": state.index, "name": state.name, "current": state.layout.describe(),
@@ -117,16 +115,10 @@ def _money(value: float | None) -> str:
 
 
 def _resize(args: argparse.Namespace) -> int:
-    try:
-        if args.target.startswith(PROVIDER_PREFIX):
-            return asyncio.run(_provider_resize(args))
-        return asyncio.run(_mig_resize(args))
-    except LayoutError as exc:
-        return fail(str(exc), EXIT_REFUSED)
-    except GpuwsError as exc:
-        from gpuws.remote.resize import ResizeRefused
-
-        return fail(str(exc), EXIT_REFUSED if isinstance(exc, ResizeRefused) else 1)
+    # LayoutError (2) and ResizeRefused (8) go up to the exit-status table in gpuws.cli.main.
+    if args.target.startswith(PROVIDER_PREFIX):
+        return asyncio.run(_provider_resize(args))
+    return asyncio.run(_mig_resize(args))
 
 
 def _confirm(args: argparse.Namespace, what: str) -> bool:
@@ -137,7 +129,7 @@ def _confirm(args: argparse.Namespace, what: str) -> bool:
         print(f"gpuws: refusing: {what} is destructive; pass --yes (not a terminal, cannot ask)", file=sys.stderr)
         return False
     print(f"{what} is destructive. Type the host name ({args.name}) to continue: ", end="", file=sys.stderr, flush=True)
-    return sys.stdin.readline().strip() == args.name
+    return bool(sys.stdin.readline().strip() == args.name)
 
 
 def _print_plan(banner: str, header: str, prices: tuple[float | None, float | None], plan: Plan) -> None:
@@ -155,10 +147,11 @@ def _print_plan(banner: str, header: str, prices: tuple[float | None, float | No
 
 
 async def _mig_resize(args: argparse.Namespace) -> int:
-    from gpuws.remote.resize import TARGET_VERIFIED, MigResizer, Progress
-    from gpuws.remote.targets import open_target
+    from gpuws.app.resize import apply_mig
+    from gpuws.app.targets import open_target
+    from gpuws.remote.resize import MigResizer, Progress
 
-    async with open_target(args.name, accept_new=args.accept_new) as conn:
+    async with open_target(args.name, accept_new=args.accept_new, **tty_prompts()) as conn:
         profile = conn.profile
         resizer = MigResizer(conn.runner)
         gpus = await resizer.read_gpus()
@@ -188,38 +181,17 @@ async def _mig_resize(args: argparse.Namespace) -> int:
                 count = f"[{p.done}/{p.total}] " if p.total else ""
                 print(f"  {p.phase}: {count}{p.message}", file=sys.stderr, flush=True)
 
-        started = now_iso()
-        result = await resizer.resize(args.gpu, plan.after, stop_processes=args.stop_processes, progress=progress)
-        _audit(profile, state, plan, args.target, result.outcome, result.ok, result.log, started,
-               after=result.after)
+        # Re-plan check, run, verify or roll back, audit, profile slice and price: one service.
+        applied = await apply_mig(conn.runner, profile, plan, stop_processes=args.stop_processes,
+                                  progress=progress, target_text=args.target)
+    result = applied.result
     doc.update(result.to_dict())
     doc["after"] = result.after.describe() if result.after else None
-    doc["price_per_hour"]["after"] = prices.layout_price(result.after, model) if result.after else None
-    if result.ok and result.after is not None and not profile.simulated:
-        try:
-            _save_profile_after(profile, profile_after_resize(
-                profile, gpu=state.index, gpu_count=len(gpus), layout=result.after.describe(),
-                price_before=price_pair[0], price_after=doc["price_per_hour"]["after"],
-                full_card_price=prices.full_card,
-            ))
-        except GpuwsError as exc:  # the GPU was resized and verified all the same: say so, and why
-            doc.setdefault("warnings", []).append(f"the profile was not updated: {exc}")
+    doc["price_per_hour"]["after"] = applied.price_after
+    if applied.warnings:
+        doc["warnings"] = [*doc.get("warnings", []), *applied.warnings]
     _emit(args, doc, lambda: _print_outcome(banner, doc))
-    if result.ok:
-        return EXIT_OK
-    return EXIT_ROLLED_BACK if result.outcome != TARGET_VERIFIED and "rollback failed" not in result.outcome \
-        else EXIT_ROLLBACK_FAILED
-
-
-def _save_profile_after(old: HostProfile, new: HostProfile) -> None:
-    """Record the verified slice and its price in the saved profile (the cost meter follows it)."""
-    from gpuws.core.profiles import ProfileStore
-    from gpuws.core.session import SessionLedger
-
-    if new != old:
-        ProfileStore().update(new, old_name=old.name)
-        # An open cost session continues at the new price from now on.
-        SessionLedger().reprice(new, time.time())
+    return resize_exit_status(result.kind)
 
 
 def _print_outcome(banner: str, doc: dict[str, Any]) -> None:
@@ -253,11 +225,10 @@ def _audit(
 
 
 async def _provider_resize(args: argparse.Namespace) -> int:
+    from gpuws.app.providers import provider_token
+    from gpuws.app.resize import apply_provider
+    from gpuws.app.targets import reconnect_and_probe
     from gpuws.core.profiles import ProfileStore
-    from gpuws.core.secrets import SecretStore
-    from gpuws.remote.probe import probe
-    from gpuws.remote.resize import run_provider_resize
-    from gpuws.remote.targets import open_target
 
     profile = ProfileStore().get(args.name)
     plan = plan_provider_resize(profile.provider, args.target[len(PROVIDER_PREFIX):])
@@ -278,28 +249,14 @@ async def _provider_resize(args: argparse.Namespace) -> int:
         show()
     if not _confirm(args, f"changing the instance type of {args.name} (it will be stopped)"):
         return EXIT_REFUSED
-    try:
-        token = SecretStore().get(args.name, SecretKind.TOKEN)
-    except GpuwsError:
-        token = None
-    if token is None:
+    if provider_token(args.name) is None:
         print("note: no provider token in the keyring; the provider CLI uses its own configuration",
               file=sys.stderr)
 
     async def reconnect() -> str:
-        async with open_target(args.name, accept_new=args.accept_new) as conn:
-            inventory = await probe(conn.runner)
-        return ", ".join(g.name for g in inventory.gpus) or "no GPU"
+        return await reconnect_and_probe(args.name, accept_new=args.accept_new, **tty_prompts())
 
-    started = now_iso()
-    result = await run_provider_resize(plan, token=token, reconnect=reconnect)
-    AuditLog().append(AuditRecord(
-        host=args.name, gpu=None, backend="provider", target=args.target, before=profile.slice_profile,
-        after=plan.instance_type if result.ok else None, outcome=result.outcome, ok=result.ok,
-        plan=plan.to_dict()["steps"], log=result.log, started_at=started, simulated=profile.simulated,
-    ))
+    result = await apply_provider(profile, plan, reconnect=reconnect, target_text=args.target)
     doc.update(result.to_dict())
     _emit(args, doc, lambda: print(f"outcome: {result.outcome}" + (f"\nerror: {result.error}" if result.error else "")))
-    if result.ok:
-        return EXIT_OK
-    return EXIT_ROLLBACK_FAILED if "rollback failed" in result.outcome else EXIT_ROLLED_BACK
+    return resize_exit_status(result.kind)

@@ -13,7 +13,7 @@ from typing import Any
 
 from gpuws.cli.commands.hosts import guarded, json_flag, profile_store
 from gpuws.cli.output import print_json
-from gpuws.core.errors import GpuwsError
+from gpuws.core.errors import GpuwsError, RefusedInput
 from gpuws.core.models import SecretKind
 from gpuws.core.secrets import SecretStore, describe_backend
 from gpuws.core.validation import validate_name
@@ -50,13 +50,13 @@ def _read_secret(name: str, kind: SecretKind) -> str:
         # One line as `echo`/`printf '%s\n'` would send it; the line break is not part of it.
         value = sys.stdin.read().removesuffix("\n").removesuffix("\r")
     if not value:
-        raise GpuwsError("secret: the value is empty; nothing was stored")
+        raise RefusedInput("secret: the value is empty; nothing was stored")
     return value
 
 
 def cmd_set(args: argparse.Namespace) -> int:
     if args.stray:
-        raise GpuwsError(
+        raise RefusedInput(
             "secret: refusing a secret given on the command line (shell history and `ps` would keep it); "
             "pipe it on stdin or type it at the prompt"
         )

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import shlex
 import signal
 import subprocess
 import sys
@@ -12,9 +11,9 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from gpuws.cli.connecting import exit_code_for, tty_prompts
+from gpuws.cli.connecting import tty_prompts
 from gpuws.cli.output import fail, print_json
-from gpuws.core.errors import GpuwsError, ValidationError
+from gpuws.core.errors import ValidationError
 
 if TYPE_CHECKING:
     from gpuws.core.session import HostCost
@@ -81,11 +80,8 @@ def register(sub: argparse._SubParsersAction[Any]) -> None:
 
 
 def _run(coro: Any) -> int:
-    """Run a command's coroutine; a GpuwsError is one line on stderr with its exit status."""
-    try:
-        return int(asyncio.run(coro))
-    except GpuwsError as exc:
-        return fail(str(exc), exit_code_for(exc))
+    """Run a command's coroutine (a GpuwsError goes up to `gpuws.cli.main`'s exit-status table)."""
+    return int(asyncio.run(coro))
 
 
 # -- tunnel ------------------------------------------------------------------------------------
@@ -96,9 +92,9 @@ def run_tunnel(args: argparse.Namespace) -> int:
 
 
 async def _tunnel(args: argparse.Namespace) -> int:
+    from gpuws.app.targets import open_target
     from gpuws.core.tunnels import Preset, RemoteServiceDown, parse_preset, spec_for, vnc_viewer_argv
     from gpuws.remote.jupyter import find_or_start, start_tensorboard
-    from gpuws.remote.targets import open_target
     from gpuws.remote.tunnels import Tunnel, TunnelState
 
     preset = parse_preset(args.preset)
@@ -171,18 +167,15 @@ def run_cost(args: argparse.Namespace) -> int:
     from gpuws.core.profiles import ProfileStore
     from gpuws.core.session import SessionLedger, budget_warning, cost_report
 
-    try:
-        profiles = ProfileStore().load()
-        if args.name:
-            profiles = [p for p in profiles if p.name == args.name]
-            if not profiles:
-                from gpuws.core.profiles import ProfileNotFound
+    profiles = ProfileStore().load()
+    if args.name:
+        profiles = [p for p in profiles if p.name == args.name]
+        if not profiles:
+            from gpuws.core.profiles import ProfileNotFound
 
-                raise ProfileNotFound(args.name)
-        ledger = SessionLedger()
-        sessions = ledger.all_sessions()
-    except GpuwsError as exc:
-        return fail(str(exc))
+            raise ProfileNotFound(args.name)
+    ledger = SessionLedger()
+    sessions = ledger.all_sessions()
     now = time.time()
     if args.csv:
         wanted = {p.name for p in profiles}
@@ -247,8 +240,8 @@ def run_cp(args: argparse.Namespace) -> int:
 
 
 async def _cp(args: argparse.Namespace, src_host: str | None, src: str, dst_host: str | None, dst: str) -> int:
+    from gpuws.app.targets import open_target
     from gpuws.remote.files import download, upload
-    from gpuws.remote.targets import open_target
 
     name = src_host or dst_host
     assert name is not None
@@ -295,17 +288,12 @@ class _Progress:
 
 
 def run_power_cli(args: argparse.Namespace) -> int:
-    from gpuws.core.models import SecretKind
+    from gpuws.app.power import parse_pre_stop, power, power_plan
     from gpuws.core.profiles import ProfileStore
-    from gpuws.core.secrets import SecretStore
-    from gpuws.remote.provider_ops import plan_power, run_power
 
-    try:
-        profile = ProfileStore().get(args.name)
-        plan = plan_power(profile.provider, args.action)
-        pre_stop = shlex.split(args.pre_stop) if getattr(args, "pre_stop", None) else None
-    except (GpuwsError, ValueError) as exc:
-        return fail(str(exc))
+    profile = ProfileStore().get(args.name)
+    plan = power_plan(profile, args.action)
+    pre_stop = parse_pre_stop(getattr(args, "pre_stop", None) or "")
     if args.dry_run:
         doc = {**plan.to_dict(), "pre_stop": pre_stop, "outcome": "dry run: nothing changed"}
         if args.json:
@@ -314,29 +302,21 @@ def run_power_cli(args: argparse.Namespace) -> int:
             for step in doc["steps"]:
                 print(step["command"])
         return 0
-    try:
-        token = SecretStore().get(args.name, SecretKind.TOKEN)
-    except GpuwsError:
-        token = None
-
     def report(line: str) -> None:
         if not args.json:
             print(f"$ {line}" if not line.startswith("running") else line, file=sys.stderr, flush=True)
 
     async def go() -> Any:
         if pre_stop:
-            from gpuws.remote.targets import open_target
+            from gpuws.app.targets import open_target
 
             async with open_target(args.name, accept_new=getattr(args, "accept_new", False),
                                    **tty_prompts()) as conn:
-                return await run_power(plan, token=token, pre_stop=pre_stop, host_runner=conn.runner,
-                                       progress=report)
-        return await run_power(plan, token=token, progress=report)
+                return await power(profile, args.action, pre_stop=pre_stop, host_runner=conn.runner,
+                                   progress=report)
+        return await power(profile, args.action, progress=report)
 
-    try:
-        result = asyncio.run(go())
-    except GpuwsError as exc:
-        return fail(str(exc))
+    result = asyncio.run(go())
     if args.json:
         print_json(result.to_dict())
     elif result.ok:

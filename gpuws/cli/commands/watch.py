@@ -7,17 +7,20 @@ import asyncio
 import sys
 from typing import Any, TextIO
 
-from gpuws.cli.connecting import EXIT_ERROR, EXIT_NO_DRIVER, exit_code_for
+from gpuws.cli.connecting import EXIT_STATUS_HELP, add_accept_new, tty_prompts
 from gpuws.cli.output import fail, print_json, sim_banner
-from gpuws.core.errors import GpuwsError
 from gpuws.core.telemetry.sample import GpuSample, SampleBatch, iso8601
 
 MIN_INTERVAL_S = 0.05  # 20 Hz
 MAX_INTERVAL_S = 5.0  # 0.2 Hz
+DEFAULT_RECONNECT_TIMEOUT_S = 300.0
 
-_EPILOG = """JSON output: one object per sample per GPU (t is ISO 8601 UTC; a missing value is null).
-exit status: 0 ok, 1 other error, 3 authentication failed, 4 unknown or changed host key,
-5 host unreachable or the stream dropped, 6 no NVIDIA driver on the host"""
+_EPILOG = f"""JSON output: one object per sample per GPU (t is ISO 8601 UTC; a missing value is null).
+When the stream is lost, watch reconnects with backoff and prints (with --json) one line
+{{"event": "disconnected", "t": ISO, "reason": "..."}}, then {{"event": "reconnected", "t": ISO}} when
+samples flow again; a sample object never has an "event" key. --count counts samples per GPU across
+reconnects. Lost for longer than --reconnect-timeout: exit status 5.
+{EXIT_STATUS_HELP}"""
 
 
 def register(sub: argparse._SubParsersAction[Any]) -> None:
@@ -36,8 +39,9 @@ def register(sub: argparse._SubParsersAction[Any]) -> None:
     parser.add_argument("--json", action="store_true", help="print one JSON object per sample per GPU")
     parser.add_argument("--source", choices=("auto", "nvml", "nvidia-smi"), default="auto",
                         help="telemetry source (default auto: the NVML agent, else nvidia-smi)")
-    parser.add_argument("--accept-new", action="store_true",
-                        help="trust the host key if this host has none recorded yet (never a changed key)")
+    parser.add_argument("--reconnect-timeout", type=float, default=DEFAULT_RECONNECT_TIMEOUT_S, metavar="S",
+                        help="give up (exit status 5) when the stream stays lost this long (default 300)")
+    add_accept_new(parser)
     parser.set_defaults(handler=run_watch)
 
 
@@ -46,37 +50,55 @@ def run_watch(args: argparse.Namespace) -> int:
         return fail(f"--interval must be between {MIN_INTERVAL_S:g} and {MAX_INTERVAL_S:g} seconds", 2)
     if args.count is not None and args.count < 1:
         return fail("--count must be at least 1", 2)
-    try:
-        asyncio.run(_watch(args, sys.stdout))
-    except GpuwsError as exc:
-        code = exit_code_for(exc)
-        if code == EXIT_ERROR and "no NVIDIA driver" in str(exc):  # the stream's own wording of it
-            code = EXIT_NO_DRIVER
-        return fail(str(exc), code)
+    if not args.reconnect_timeout > 0:
+        return fail("--reconnect-timeout must be positive", 2)
+    asyncio.run(_watch(args, sys.stdout))  # errors go up to the exit-status table in gpuws.cli.main
     return 0
 
 
 async def _watch(args: argparse.Namespace, out: TextIO) -> None:
-    from gpuws.remote.targets import open_target
+    from gpuws.app.feeds import StreamBack, StreamLost, follow_telemetry
+    from gpuws.app.targets import open_target
     from gpuws.remote.telemetry import TelemetryStream, describe_source
 
-    async with open_target(args.name, accept_new=args.accept_new) as connection:
+    async with open_target(args.name, accept_new=args.accept_new, **tty_prompts()) as connection:
         hint = True if connection.profile.simulated else None
-        stream = TelemetryStream(connection.runner, hz=1.0 / args.interval, prefer=args.source, simulated=hint)
         refresh = out.isatty()
-        seen = 0
-        async with stream:
-            async for batch in stream:
+        per_gpu: dict[str, int] = {}
+        streams: list[TelemetryStream] = []
+        events = follow_telemetry(connection, hz=1.0 / args.interval, prefer=args.source, simulated=hint,
+                                  reconnect_timeout=args.reconnect_timeout, on_stream=streams.append)
+        try:
+            async for event in events:
+                if isinstance(event, StreamLost):
+                    _note(args, out, {"event": "disconnected", "t": iso8601(event.t), "reason": event.reason},
+                          f"stream lost: {event.reason}; reconnecting")
+                    continue
+                if isinstance(event, StreamBack):
+                    _note(args, out, {"event": "reconnected", "t": iso8601(event.t)}, "reconnected")
+                    continue
+                batch = event
                 if args.json:
                     for sample in batch.samples:
                         print_json(sample.to_dict())
                 else:
-                    title = f"{sim_banner(batch.simulated)}{args.name}  source: {describe_source(stream)}"
+                    title = f"{sim_banner(batch.simulated)}{args.name}  source: {describe_source(streams[-1])}"
                     out.write(("\x1b[H\x1b[J" if refresh else "") + format_batch(title, batch) + "\n")
                     out.flush()
-                seen += 1
-                if args.count is not None and seen >= args.count:
+                for sample in batch.samples:
+                    per_gpu[sample.key] = per_gpu.get(sample.key, 0) + 1
+                if args.count is not None and per_gpu and min(per_gpu.values()) >= args.count:
                     break
+        finally:
+            await events.aclose()
+
+
+def _note(args: argparse.Namespace, out: TextIO, event: dict[str, str], text: str) -> None:
+    """An event line: JSON with --json, else one line on stderr (the table stays on stdout)."""
+    if args.json:
+        print_json(event)
+    else:
+        print(f"gpuws: {text}", file=sys.stderr, flush=True)
 
 
 def _v(value: float | int | None, fmt: str = "{:.0f}", unit: str = "") -> str:

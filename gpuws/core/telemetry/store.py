@@ -569,6 +569,14 @@ class TelemetryStore:
             for dev in self._history.get(host, {}).values():
                 dev.break_line(t)
 
+    def drop_devices(self, host: str, keys: Iterable[str]) -> None:
+        """Drop devices that no longer exist (MIG devices after a layout change), with their history."""
+        with self._lock:
+            history, latest = self._history.get(host, {}), self._latest.get(host, {})
+            for key in keys:
+                history.pop(key, None)
+                latest.pop(key, None)
+
     def forget(self, host: str) -> None:
         """Drop everything about `host` (profile removed)."""
         with self._lock:

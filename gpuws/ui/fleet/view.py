@@ -1,6 +1,6 @@
 """The fleet view: a fleet-wide summary, its recent past, and every GPU as a tile, most urgent first.
 
-Data comes from Prometheus on the asyncio loop thread (`gpuws.remote.prometheus.FleetConnection`):
+Data comes from Prometheus on the asyncio loop thread (`gpuws.app.fleet.FleetConnection`):
 a snapshot every few seconds, the history for the chosen window (up to 30 days, downsampled by
 Prometheus) when the window changes and once a minute. Nothing of the history is kept here beyond
 what is drawn. Clicking a GPU asks for its host profile (`host_requested(host, uuid)`).
@@ -138,7 +138,7 @@ class FleetView(QWidget):
 
     def open_profile(self, profile: FleetProfile) -> None:
         """Show this fleet (closing the one shown before) and start polling it."""
-        from gpuws.remote.prometheus import FleetConnection
+        from gpuws.app.fleet import FleetConnection
 
         if self.profile is not None and profile == self.profile and self._connection is not None:
             return

@@ -12,7 +12,7 @@ from PySide6.QtCore import QObject, Qt, Signal
 from PySide6.QtGui import QColor, QPaintEvent
 from PySide6.QtWidgets import QFrame, QLabel, QPlainTextEdit, QProgressBar, QVBoxLayout, QWidget
 
-from gpuws.remote.resize import TARGET_VERIFIED, Progress
+from gpuws.remote.resize import Progress, ResizeOutcome
 from gpuws.ui import theme
 from gpuws.ui.resize.common import Section, monospace_font, success_colour
 from gpuws.ui.widgets import heading, paint_accent_panel
@@ -80,13 +80,13 @@ class OutcomeBanner(QFrame):
         paint_accent_panel(self, self.accent(), border=1.5, tint=0.84, bar=6.0)
 
 
-def outcome_kind(outcome: str, ok: bool) -> OutcomeKind:
+def outcome_kind(outcome: ResizeOutcome) -> OutcomeKind:
     """Verified target: success; restored previous layout: warning; anything else failed: error."""
-    if ok:
-        return OutcomeKind.SUCCESS if outcome == TARGET_VERIFIED else OutcomeKind.INFO
-    if outcome.startswith("rolled back"):
-        return OutcomeKind.WARNING
-    return OutcomeKind.ERROR
+    return {
+        ResizeOutcome.VERIFIED: OutcomeKind.SUCCESS,
+        ResizeOutcome.NOTHING_TO_DO: OutcomeKind.INFO,
+        ResizeOutcome.ROLLED_BACK: OutcomeKind.WARNING,
+    }.get(outcome, OutcomeKind.ERROR)
 
 
 class ProgressView(Section):

@@ -18,6 +18,7 @@ from gpuws.core.models import HostProfile
 if TYPE_CHECKING:
     from gpuws.ui.bridge import AsyncBridge
     from gpuws.ui.session_controller import HostSession
+    from gpuws.ui.telemetry.hub import TelemetryHub
 
 
 @dataclass
@@ -27,6 +28,7 @@ class HostContext:
     profile: HostProfile
     session: HostSession  # state, inventory, signals: state_changed, inventory_changed
     bridge: AsyncBridge
+    hub: TelemetryHub | None = None  # the window's telemetry (over its Workspace); None: the tab makes one
 
 
 class HostTab(Protocol):

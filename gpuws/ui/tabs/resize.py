@@ -27,19 +27,19 @@ from PySide6.QtWidgets import (
 )
 
 from gpuws.core.errors import GpuwsError
+from gpuws.core.models import HostProfile
 from gpuws.core.resize.audit import AuditLog
 from gpuws.core.resize.layout import LayoutError
-from gpuws.core.resize.plan import ALREADY_AT_TARGET
 from gpuws.core.resize.pricing import PriceBook, price_book
 from gpuws.core.resize.provider import ProviderPlan, plan_provider_resize
 from gpuws.core.resize.state import GpuMigState
 from gpuws.core.simulation import SIM_LABEL
-from gpuws.remote.resize import TARGET_VERIFIED, ProviderResult, ResizeRefused, ResizeResult
+from gpuws.remote.resize import ProviderResult, ResizeOutcome, ResizeRefused, ResizeResult
 from gpuws.ui.resize import operations
 from gpuws.ui.resize.audit_view import AuditView
 from gpuws.ui.resize.comparison import ComparisonCard
 from gpuws.ui.resize.confirm import TypedConfirmation
-from gpuws.ui.resize.operations import MigPreview, PlanChanged
+from gpuws.ui.resize.operations import MigApplied, MigPreview, PlanChanged
 from gpuws.ui.resize.options import layout_figures
 from gpuws.ui.resize.plan_view import PlanView
 from gpuws.ui.resize.processes_view import ProcessesView
@@ -401,36 +401,38 @@ class ResizeTab(QWidget):
         self.reload()
         return True
 
-    def _on_applied(self, result: ResizeResult | ProviderResult) -> None:
+    def _on_applied(self, done: MigApplied | ProviderResult) -> None:
         if self._finished_elsewhere():
             return
         self._set_applying(False)
-        kind = outcome_kind(result.outcome, result.ok)
-        if isinstance(result, ResizeResult):
+        if isinstance(done, MigApplied):
+            result = done.result
+            kind = outcome_kind(result.kind)
             title, detail = mig_outcome_text(result)
-            if result.outcome == TARGET_VERIFIED:
-                self._follow_new_price()
-                reprobe = getattr(self.context.session, "reprobe", None) if self.context else None
-                if reprobe is not None:
-                    reprobe()  # the Overview shows the new MIG layout, not the one before
+            if result.kind is ResizeOutcome.VERIFIED:
+                self._follow_new_price(done.profile)
+            if self.context is not None and result.kind is not ResizeOutcome.NOTHING_TO_DO:
+                self.context.session.reprobe()  # Overview and Telemetry show the verified layout now
         else:
-            title, detail = provider_outcome_text(result)
+            kind = outcome_kind(done.kind)
+            title, detail = provider_outcome_text(done)
             if self.context is not None and kind is not OutcomeKind.ERROR:
                 self.context.session.connect_host()  # the instance restarted: connect afresh
         self.progress_view.finish(kind, title, detail)
         self._after_apply()
 
-    def _follow_new_price(self) -> None:
-        """The host's price moves by what the resized GPU's layout costs more (or less)."""
-        if self.context is None or self.preview is None or self.prices is None:
+    def _follow_new_price(self, after: HostProfile) -> None:
+        """The host's price and slice are what the resize service computed (and saved): the
+        sidebar and cost meter follow them at once, without a second computation or save."""
+        if self.context is None or after.name != self.context.profile.name:
             return
-        plan, model = self.preview.plan, self.preview.model
-        before = layout_figures(plan.before, model, self.prices).price_per_hour
-        after = layout_figures(plan.after, model, self.prices).price_per_hour
         profile = self.context.profile
-        if before is None or after is None or profile.price_per_hour is None:
+        if (after.price_per_hour, after.slice_profile, after.slice_prices) == (
+            profile.price_per_hour, profile.slice_profile, profile.slice_prices
+        ):
             return
-        profile.price_per_hour = round(max(0.0, profile.price_per_hour + after - before), 4)
+        profile.price_per_hour, profile.slice_profile = after.price_per_hour, after.slice_profile
+        profile.slice_prices = dict(after.slice_prices)
         self.price_changed.emit(profile)
 
     def _on_apply_failed(self, exc: BaseException) -> None:
@@ -489,13 +491,13 @@ def mig_outcome_text(result: ResizeResult) -> tuple[str, str]:
     notes = list(result.warnings)
     if result.stopped_processes:
         notes.append("stopped pid(s) " + ", ".join(map(str, result.stopped_processes)))
-    if result.outcome == TARGET_VERIFIED:
+    if result.kind is ResizeOutcome.VERIFIED:
         return (f"Target verified: GPU {gpu} is now {after}",
                 "\n".join(["Read back with nvidia-smi mig -lgi / -lci and nvidia-smi -L.", *notes]))
-    if result.outcome == ALREADY_AT_TARGET:
+    if result.kind is ResizeOutcome.NOTHING_TO_DO:
         return f"GPU {gpu} is already {after}: nothing was changed", ""
     error = f"Error: {result.error}" if result.error else ""
-    if result.outcome.startswith("rolled back"):
+    if result.kind is ResizeOutcome.ROLLED_BACK:
         return (f"Resize failed \u2014 rolled back to the previous layout ({result.before.describe()}), verified",
                 "\n".join([error, *notes]).strip())
     return (f"Rollback failed: GPU {gpu} is now {after}",
@@ -507,7 +509,7 @@ def provider_outcome_text(result: ProviderResult) -> tuple[str, str]:
     error = f"Error: {result.error}" if result.error else ""
     if result.ok:
         return "Instance type changed; the host answered over SSH again", "\n".join(result.log[-1:])
-    if result.outcome.startswith("rolled back"):
+    if result.kind is ResizeOutcome.ROLLED_BACK:
         return "Instance type change failed \u2014 restarted with the previous type", error
     return f"Provider change failed: {result.outcome}", error
 

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
-import shlex
 import subprocess
 import time
 from collections.abc import Callable
@@ -339,8 +338,12 @@ class SessionTab(QWidget):
         elif state in ("disconnected", "unreachable", "auth_failed", "host_key_changed"):
             def write() -> None:
                 self.ledger.end(profile.name, now)
+        connection = session.connection
         for tunnel in self.tunnels.get(profile.name, []):
-            tunnel.sync_state()
+            if connection is not None and tunnel.connection is not connection:
+                tunnel.rebind(connection)  # Reconnect made a new connection: the tunnel follows it
+            else:
+                tunnel.sync_state()
         bridge = getattr(session, "bridge", None)
         if write is not None and bridge is not None and bridge.running:
             # The ledger is a locked file: write it off the GUI thread, in the order states came.
@@ -638,30 +641,29 @@ class SessionTab(QWidget):
             if self.context is None:
                 return
             session = self.context.session
-        from gpuws.remote.provider_ops import plan_power, run_power
+        from gpuws.app.power import parse_pre_stop, power, power_plan
 
         profile = session.profile
         bridge = getattr(session, "bridge", None) or (self.context.bridge if self.context else None)
         if bridge is None:
             return
         try:
-            plan = plan_power(profile.provider, action)
+            power_plan(profile, action)  # refuse at once what has no provider command
         except GpuwsError as exc:
             self.instance_status.setText(str(exc))
             return
         try:
             shown = self.profile is not None and self.profile.name == profile.name
             text = (self.pre_stop_edit.text() if shown else self.auto_stop.get(profile.name, "")).strip()
-            pre_stop = shlex.split(text) if action == "stop" and text else None
-        except ValueError as exc:
-            self.instance_status.setText(f"pre-stop command: {exc}")
+            pre_stop = parse_pre_stop(text) if action == "stop" else None
+        except GpuwsError as exc:
+            self.instance_status.setText(str(exc))
             return
         connection = session.connection
         host_runner = connection.runner if connection is not None else None
 
         async def go() -> Any:
-            token = await _provider_token(profile.name)
-            return await run_power(plan, token=token, pre_stop=pre_stop, host_runner=host_runner)
+            return await power(profile, action, pre_stop=pre_stop, host_runner=host_runner)
 
         self.instance_status.setText(f"{action.capitalize()}ing {profile.name}…")
         bridge.run_async(
@@ -691,19 +693,3 @@ class SessionTab(QWidget):
             if host.name in self.auto_stop and session is not None:
                 self.power("stop", session)
         return event
-
-
-async def _provider_token(name: str) -> str | None:
-    """The provider token from the keyring, or None (the provider CLI then uses its own login)."""
-    import asyncio
-
-    from gpuws.core.models import SecretKind
-    from gpuws.core.secrets import SecretStore
-
-    def read() -> str | None:
-        try:
-            return SecretStore().get(name, SecretKind.TOKEN)
-        except GpuwsError:
-            return None
-
-    return await asyncio.to_thread(read)

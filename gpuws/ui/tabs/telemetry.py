@@ -32,7 +32,7 @@ from gpuws.ui.telemetry.alert_log import AlertLogView
 from gpuws.ui.telemetry.export import export_range_csv, export_widget_png
 from gpuws.ui.telemetry.frame_clock import DEFAULT_FPS, FrameClock
 from gpuws.ui.telemetry.host_cards import HostCards
-from gpuws.ui.telemetry.hub import TelemetryHub, telemetry_hub
+from gpuws.ui.telemetry.hub import TelemetryHub
 from gpuws.ui.telemetry.metric_plot import DetailPlot
 from gpuws.ui.telemetry.overview_grid import OverviewGrid
 from gpuws.ui.telemetry.process_table import ProcessTable
@@ -170,7 +170,7 @@ class TelemetryTab(QWidget):
         self.host = context.profile.name if context is not None else None
         if context is not None:
             if self.hub is None:
-                self._attach(telemetry_hub(context.bridge))
+                self._attach(context.hub if context.hub is not None else TelemetryHub(context.bridge, parent=self))
             assert self.hub is not None
             self.hub.watch_session(context.session)
             context.session.inventory_changed.connect(self._on_inventory)

@@ -31,7 +31,7 @@ from PySide6.QtWidgets import (
 from gpuws.core.advice import DEFAULT_WINDOW_S, Advice, AdvicePolicy, GpuAdvice, advise_from_store
 from gpuws.core.resize.state import GpuMigState
 from gpuws.ui.tabs import HostContext
-from gpuws.ui.telemetry.hub import TelemetryHub, telemetry_hub
+from gpuws.ui.telemetry.hub import TelemetryHub
 from gpuws.ui.widgets import muted_label
 
 DEFAULT_INTERVAL_MS = 15_000
@@ -124,17 +124,17 @@ class AdviceStrip(QWidget):
         self.frame.setFrameShape(QFrame.Shape.StyledPanel)
         self.frame.setLayout(body)
         # Scrolls past a few rows: the strip must never raise the window's minimum height (900x600).
-        self.scroll = QScrollArea(self)
-        self.scroll.setWidgetResizable(True)
-        self.scroll.setFrameShape(QFrame.Shape.NoFrame)
-        self.scroll.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
-        self.scroll.setWidget(self.frame)
-        self.scroll.setMaximumHeight(MAX_STRIP_HEIGHT)
-        self.scroll.setMinimumHeight(MIN_STRIP_HEIGHT)
+        self.scroller = QScrollArea(self)
+        self.scroller.setWidgetResizable(True)
+        self.scroller.setFrameShape(QFrame.Shape.NoFrame)
+        self.scroller.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+        self.scroller.setWidget(self.frame)
+        self.scroller.setMaximumHeight(MAX_STRIP_HEIGHT)
+        self.scroller.setMinimumHeight(MIN_STRIP_HEIGHT)
         outer = QVBoxLayout(self)
         outer.setContentsMargins(0, 0, 0, 0)
         outer.setSpacing(0)
-        outer.addWidget(self.scroll)
+        outer.addWidget(self.scroller)
         self.hide()
 
         self.timer = QTimer(self)
@@ -156,7 +156,9 @@ class AdviceStrip(QWidget):
             self.timer.stop()
             return
         if self.hub is None:
-            self.hub = telemetry_hub(context.bridge)
+            self.hub = context.hub  # the window's telemetry over its Workspace
+        if self.hub is None:
+            return  # a host view without the window's telemetry (nothing to advise from)
         self.hub.watch_session(context.session)  # idempotent: the Telemetry tab does the same
         self.timer.start()
         self.refresh()

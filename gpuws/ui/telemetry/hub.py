@@ -1,28 +1,29 @@
-"""The GUI side of telemetry: one `TelemetryService` per app, streams per connected host, alerts.
+"""The GUI side of telemetry: a Qt adapter over the application's `Workspace`.
 
-`TelemetryHub` starts a host's stream on the loop thread when its session connects and cancels
-it when the session closes; the store is then read by the dashboards on their frame clocks.
-Alert changes (rare) are the only thing posted to the GUI thread, through `alert_changed`.
+The `Workspace` (gpuws.app.workspace) owns the telemetry feeds and re-attaches them when a host's
+connection is replaced or its layout changes; the hub forwards each `HostSession`'s changes to it
+(one subscription per session) and turns alert changes, the only thing pushed per event, into the
+`alert_changed` signal on the GUI thread. The dashboards read the store on their frame clocks.
+The window owns one hub (no module-level instance).
 """
 
 from __future__ import annotations
 
-import concurrent.futures
 import logging
 import weakref
 from typing import Any
 
 from PySide6.QtCore import QObject, Signal
 
+from gpuws.app.workspace import Workspace
 from gpuws.core.telemetry.alerts import Alert, AlertEvent
 from gpuws.core.telemetry.store import TelemetryStore
-from gpuws.remote.telemetry_service import HostFeed, TelemetryService, runner_of
+from gpuws.remote.connection import ConnectionState
+from gpuws.remote.telemetry_service import HostFeed, TelemetryService
 from gpuws.ui.bridge import AsyncBridge
 from gpuws.ui.telemetry.notify import AlertNotifier
 
 log = logging.getLogger(__name__)
-
-_HUBS: weakref.WeakKeyDictionary[AsyncBridge, TelemetryHub] = weakref.WeakKeyDictionary()
 
 
 class TelemetryHub(QObject):
@@ -31,12 +32,15 @@ class TelemetryHub(QObject):
     alert_changed = Signal(object)  # AlertEvent, on the GUI thread
 
     def __init__(self, bridge: AsyncBridge, service: TelemetryService | None = None,
-                 parent: QObject | None = None) -> None:
+                 parent: QObject | None = None, *, workspace: Workspace | None = None) -> None:
         super().__init__(parent)
         self.bridge = bridge
-        self.service = service if service is not None else TelemetryService()
+        if workspace is None:
+            workspace = Workspace(lambda coro: bridge.run_async(coro, None, _stream_failed),
+                                  telemetry=service if service is not None else TelemetryService())
+        self.workspace = workspace
+        self.service = workspace.telemetry
         self.notifier = AlertNotifier(self)
-        self._tasks: dict[str, concurrent.futures.Future[None]] = {}
         self._sessions: dict[str, Any] = {}
         self.service.alert_log.subscribe(self._on_alert_event)  # called on the loop thread
         self.alert_changed.connect(self.notifier.notify)
@@ -55,60 +59,62 @@ class TelemetryHub(QObject):
         return self.service.feed(host)
 
     def watching(self, host: str) -> bool:
-        task = self._tasks.get(host)
-        return task is not None and not task.done()
+        return self.workspace.streaming(host)
 
     # --- sessions ---------------------------------------------------------------------------
 
     def watch_session(self, session: Any) -> None:
-        """Follow a `HostSession`: stream while it is connected. Idempotent."""
+        """Report a `HostSession`'s connection, state and inventory to the workspace. Idempotent."""
         name = session.name
         if self._sessions.get(name) is session:
             return
-        if name in self._sessions:
-            self.unwatch(name)
         self._sessions[name] = session
-        session.state_changed.connect(lambda state, _detail, s=session: self._on_state(s, state))
+        self.workspace.add_host(session.profile)
+        session.state_changed.connect(lambda _state, _detail, s=session: self._report(s))
+        session.inventory_changed.connect(lambda inv, s=session: self._report_inventory(s, inv))
         session.destroyed.connect(lambda _=None, n=name, s=session: self._forget(n, s))
-        self._on_state(session, session.state)
+        self._report(session)
 
-    def _is_current(self, name: str, session: object) -> bool:
-        return self._sessions.get(name) is session
+    def _is_current(self, session: Any) -> bool:
+        # A host's session is replaced when its profile is edited: only the newest one reports.
+        return self._sessions.get(session.name) is session
+
+    def _report(self, session: Any) -> None:
+        if not self._is_current(session):
+            return
+        name = session.name
+        self.workspace.add_host(session.profile)
+        # `connection` is the live one only in a connected state: None otherwise, which the
+        # workspace ignores for drops (RECONNECTING keeps the feed; it resumes by itself).
+        connection = session.connection
+        if connection is not None or session.state == ConnectionState.DISCONNECTED:
+            self.workspace.connection_changed(name, connection)
+        self.workspace.state_changed(name, ConnectionState(session.state), session.detail)
+
+    def _report_inventory(self, session: Any, inventory: Any) -> None:
+        if self._is_current(session) and inventory is not None:
+            self.workspace.inventory_changed(session.name, inventory)
 
     def _forget(self, name: str, session: Any) -> None:
         if self._sessions.get(name) is session:
             del self._sessions[name]
             self.unwatch(name)
 
-    def _on_state(self, session: Any, state: str) -> None:
-        name: str = session.name
-        if not self._is_current(name, session):
-            return
-        connection: Any = session.connection
-        if state == "connected" and connection is not None:
-            self.watch(session.profile, connection)
-        elif state == "disconnected":  # closed by the user or replaced: stop; drops keep streaming
-            self.unwatch(name)
-
     def watch(self, profile: Any, connection: Any) -> None:
         """Stream `profile`'s host over `connection` (restarting after drops) until `unwatch`."""
-        if self.watching(profile.name) or not self.bridge.running:
+        if not self.bridge.running:
             return
-        name = profile.name
-
-        def failed(exc: BaseException) -> None:
-            log.warning("telemetry of %s stopped: %s", name, exc)
-
-        self._tasks[name] = self.bridge.run_async(self.service.watch(profile, runner_of(connection)), None, failed)
+        self.workspace.add_host(profile)
+        self.workspace.connection_changed(profile.name, connection)
+        self.workspace.state_changed(profile.name, ConnectionState.CONNECTED)
 
     def unwatch(self, host: str) -> None:
-        task = self._tasks.pop(host, None)
-        if task is not None:
-            task.cancel()
+        if self.workspace.host(host) is not None:
+            self.workspace.connection_changed(host, None)
+            self.workspace.state_changed(host, ConnectionState.DISCONNECTED)
 
     def shutdown(self) -> None:
-        for host in list(self._tasks):
-            self.unwatch(host)
+        self.workspace.shutdown()
 
     def _on_alert_event(self, event: AlertEvent) -> None:
         # Loop thread: hop to the GUI thread; the hub may be gone by then at exit.
@@ -123,9 +129,5 @@ class TelemetryHub(QObject):
             self.bridge.post(deliver)
 
 
-def telemetry_hub(bridge: AsyncBridge) -> TelemetryHub:
-    """The app's hub for `bridge` (one per bridge, created on first use, owned by the bridge)."""
-    hub = _HUBS.get(bridge)
-    if hub is None:
-        hub = _HUBS[bridge] = TelemetryHub(bridge, parent=bridge)
-    return hub
+def _stream_failed(exc: BaseException) -> None:
+    log.warning("telemetry stream stopped: %s", exc)

@@ -1,8 +1,6 @@
 """Open a connection by profile name, with the built-in demo host as the fallback for "demo".
 
-`open_target("demo")` with no saved profile of that name starts the simulated GPU host
-in-process (its state persists under `data_dir()/"demo-host"`, so MIG layouts survive runs) and
-connects to it with the password and host key it announces; nothing is written to known_hosts.
+Every CLI command that connects goes through `open_target`; `gpuws.app.demo` starts the demo.
 """
 
 from __future__ import annotations
@@ -11,15 +9,15 @@ import contextlib
 from collections.abc import AsyncIterator
 from typing import TYPE_CHECKING, Any
 
+from gpuws.app.demo import DEMO_NAME, start_demo
 from gpuws.core.models import HostProfile
-from gpuws.core.paths import data_dir
 from gpuws.remote.connection import HostConnection
 
 if TYPE_CHECKING:
     from gpuws.core.profiles import ProfileStore
     from gpuws.core.secrets import SecretStore
 
-DEMO_NAME = "demo"
+__all__ = ["DEMO_NAME", "open_target", "reconnect_and_probe"]
 
 
 def _find_profile(name: str, profiles: ProfileStore) -> HostProfile | None:
@@ -56,14 +54,20 @@ async def open_target(
 
         raise ProfileNotFound(name)
 
-    from gpuws.sim.server import DemoHost, demo_profile
-
-    demo = DemoHost(state_dir=data_dir() / "demo-host")
-    info = await demo.start()
+    demo = await start_demo()
     try:
-        connection = HostConnection(demo_profile(info), password=info.password,
-                                    known_host_key=info.known_hosts_line, **connection_options)
+        connection = HostConnection(demo.profile, password=demo.password, known_host_key=demo.known_host_key,
+                                    **connection_options)
         async with connection:
             yield connection
     finally:
         await demo.stop()
+
+
+async def reconnect_and_probe(profile_name: str, **connection_options: Any) -> str:
+    """After a provider resize: wait for SSH on the (restarted) instance and say what GPUs it has."""
+    from gpuws.remote.probe import probe
+
+    async with open_target(profile_name, **connection_options) as conn:
+        inventory = await probe(conn.runner)
+    return ", ".join(g.name for g in inventory.gpus) or "no GPU"

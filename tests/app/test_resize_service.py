@@ -1,0 +1,45 @@
+"""The window's resize updates the saved profile's slice and price exactly as `gpuws resize` does:
+both call `gpuws.app.resize.apply_mig` (simulated host through a local runner)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from gpuws.app import resize as service
+from gpuws.core.models import HostProfile
+from gpuws.core.profiles import ProfileStore
+from gpuws.core.resize.audit import AuditLog
+from gpuws.remote.resize import MigResizer, ResizeOutcome
+from gpuws.sim.state import SimStateStore
+from gpuws.ui.resize import operations
+from tests.ui.test_telemetry_service import sim_host
+
+
+async def test_the_window_resize_reprices_the_profile_like_the_cli(tmp_path: Path) -> None:
+    runner = sim_host(tmp_path)
+    with SimStateStore(tmp_path / "state").update() as state:
+        for gpu in state.gpus:
+            gpu.set_load(0.0)
+    profile = HostProfile(name="gpu1", host="127.0.0.1", user="me", price_per_hour=8.0)
+    ProfileStore().add(profile)
+
+    _, _, plan = await MigResizer(runner).plan(0, "3g.40gb")
+    result = await operations.apply_mig(runner, profile, plan, stop_processes=False, progress=lambda _p: None,
+                                        audit=AuditLog())
+    assert result.kind is ResizeOutcome.VERIFIED
+    saved = ProfileStore().get("gpu1")
+    # The same figures as tests/cli/test_resize_cli.py checks for `gpuws resize gpu1 3g.40gb`.
+    assert saved.slice_profile == "gpu0=3g.40gb"
+    assert saved.price_per_hour == pytest.approx(8.0 - 2.0 + 0.8571, abs=1e-3)
+    assert [(r.before, r.after) for r in AuditLog().read("gpu1")] == [("full", "3g.40gb")]
+
+    # A plan made before the GPU changed is refused before anything runs.
+    with pytest.raises(service.PlanChanged):
+        await operations.apply_mig(runner, saved, plan, stop_processes=False, progress=lambda _p: None,
+                                   audit=AuditLog())
+
+
+def test_the_tab_reads_through_the_one_service() -> None:
+    assert operations.apply_provider is service.apply_provider and operations.preview_mig is service.preview_mig

@@ -1,0 +1,82 @@
+"""The Workspace follows connections: feeds restart on a replaced connection or a new layout,
+tunnels are rebound, drops keep the feed, a closed host's feed stops. Qt-free."""
+
+from __future__ import annotations
+
+import concurrent.futures
+from collections.abc import Coroutine
+from typing import Any
+
+from gpuws.app.workspace import Change, Workspace
+from gpuws.core.inventory import HostFacts, Inventory
+from gpuws.core.models import HostProfile
+from gpuws.core.runner import LocalRunner
+from gpuws.remote.connection import ConnectionState
+
+
+class Spawned:
+    """A spawn that records what would run (and never runs it)."""
+
+    def __init__(self) -> None:
+        self.futures: list[concurrent.futures.Future[None]] = []
+
+    def __call__(self, coro: Coroutine[Any, Any, None]) -> concurrent.futures.Future[None]:
+        coro.close()
+        future: concurrent.futures.Future[None] = concurrent.futures.Future()
+        self.futures.append(future)
+        return future
+
+
+class Conn:
+    def __init__(self) -> None:
+        self.runner = LocalRunner()
+
+
+class FakeTunnel:
+    def __init__(self, connection: Any) -> None:
+        self.connection = connection
+
+    def rebind(self, connection: Any) -> None:
+        self.connection = connection
+
+
+def _connected(ws: Workspace, name: str, conn: Conn) -> None:
+    ws.state_changed(name, ConnectionState.CONNECTING)
+    ws.connection_changed(name, conn)
+    ws.state_changed(name, ConnectionState.CONNECTED)
+
+
+def test_feeds_and_tunnels_follow_the_connection() -> None:
+    spawn = Spawned()
+    ws = Workspace(spawn)
+    heard: list[tuple[Change, str]] = []
+    unsubscribe = ws.subscribe(lambda change, host: heard.append((change, host)))
+    ws.add_host(HostProfile(name="lab", host="h"))
+    first, second = Conn(), Conn()
+    _connected(ws, "lab", first)
+    assert len(spawn.futures) == 1 and ws.streaming("lab")
+    tunnel = FakeTunnel(first)
+    ws.add_tunnel("lab", tunnel)
+
+    ws.state_changed("lab", ConnectionState.RECONNECTING)  # a drop: the feed marks the gap and waits
+    assert not spawn.futures[0].cancelled() and len(spawn.futures) == 1
+    ws.state_changed("lab", ConnectionState.CONNECTED)
+    assert len(spawn.futures) == 1
+
+    _connected(ws, "lab", second)  # Host > Reconnect: a new connection
+    assert spawn.futures[0].cancelled() and len(spawn.futures) == 2 and ws.streaming("lab")
+    assert tunnel.connection is second
+
+    inventory = Inventory(host=HostFacts(), gpus=[])
+    ws.inventory_changed("lab", inventory)  # first probe: nothing to restart
+    assert len(spawn.futures) == 2
+    ws.inventory_changed("lab", Inventory(host=HostFacts(hostname="other"), gpus=[]))  # layout changed
+    assert spawn.futures[1].cancelled() and len(spawn.futures) == 3
+
+    ws.connection_changed("lab", None)
+    ws.state_changed("lab", ConnectionState.DISCONNECTED)
+    assert spawn.futures[2].cancelled() and not ws.streaming("lab")
+    assert (Change.CONNECTION, "lab") in heard and (Change.INVENTORY, "lab") in heard
+    unsubscribe()
+    ws.remove_host("lab")
+    assert heard[-1] != (Change.REMOVED, "lab") and ws.host("lab") is None

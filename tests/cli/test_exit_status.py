@@ -1,0 +1,86 @@
+"""The one exit-status table: each class of failure, through `gpuws.cli.main`, gets its status."""
+
+from __future__ import annotations
+
+import socket
+
+import pytest
+
+from gpuws.cli.connecting import ExitStatus, exit_code_for, resize_exit_status
+from gpuws.cli.main import build_parser, main
+from gpuws.core.errors import ConnectionLost, GpuwsError, NoNvidiaDriver, RefusedInput, ValidationError
+from gpuws.core.models import AuthMethod, HostProfile
+from gpuws.core.profiles import ProfileNotFound, ProfileStore
+from gpuws.core.resize.layout import LayoutError
+from gpuws.core.runner import CommandTimeout
+from gpuws.remote.auth import AuthFailed
+from gpuws.remote.connection import HostUnreachable, NotConnected
+from gpuws.remote.hostkeys import HostKeyChanged, HostKeyRevoked, UnknownHostKey
+from gpuws.remote.probe import NoDriverFound
+from gpuws.remote.resize import ResizeOutcome, ResizeRefused
+from gpuws.remote.telemetry import TelemetryNoDriver
+from tests.support.sshd import SshdServer
+
+
+@pytest.mark.parametrize(("error", "status"), [
+    (GpuwsError("x"), 1),
+    (RefusedInput("x"), 2),
+    (ValidationError("f", "r"), 2),
+    (ProfileNotFound("x"), 2),
+    (LayoutError("x"), 2),
+    (AuthFailed("x"), 3),
+    (HostUnreachable("x"), 5),
+    (NotConnected("x"), 5),
+    (ConnectionLost("x"), 5),
+    (NoNvidiaDriver("x"), 6),
+    (NoDriverFound("x"), 6),
+    (TelemetryNoDriver("x"), 6),
+    (CommandTimeout("x"), 7),
+    (ResizeRefused("x"), 8),
+])
+def test_each_error_class_has_its_status(error: BaseException, status: int) -> None:
+    assert exit_code_for(error) == status
+
+
+def test_host_key_errors_are_4() -> None:
+    for cls in (UnknownHostKey, HostKeyChanged, HostKeyRevoked):
+        error = cls.__new__(cls)  # their constructors want key details; the class decides
+        assert exit_code_for(error) is ExitStatus.HOST_KEY
+
+
+def test_resize_outcomes() -> None:
+    assert resize_exit_status(ResizeOutcome.VERIFIED) == 0
+    assert resize_exit_status(ResizeOutcome.NOTHING_TO_DO) == 0
+    assert resize_exit_status(ResizeOutcome.ROLLED_BACK) == 9
+    assert resize_exit_status(ResizeOutcome.ROLLBACK_FAILED) == 10
+
+
+def test_the_table_is_in_the_help() -> None:
+    text = build_parser().format_help()
+    for line in ("0  ok", "2  usage or refused input", "5  host unreachable", "8  resize refused by preflight",
+                 "9  resize rolled back", "10 resize rollback failed"):
+        assert line in text
+
+
+def test_unreachable_host_is_5_and_unknown_profile_is_2(capsys: pytest.CaptureFixture[str]) -> None:
+    with socket.socket() as s:  # a port nobody listens on
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    ProfileStore().add(HostProfile(name="gone", host="127.0.0.1", port=port, user="me", auth=AuthMethod.AGENT))
+    assert main(["probe", "gone"]) == 5
+    assert main(["watch", "gone", "--count", "1"]) == 5
+    assert main(["probe", "nope"]) == 2
+    err = capsys.readouterr().err
+    assert "Traceback" not in err and all(line.startswith("gpuws: error: ") for line in err.splitlines())
+
+
+@pytest.mark.sshd
+def test_unknown_host_key_is_4_for_every_connecting_command(
+    sshd: SshdServer, capsys: pytest.CaptureFixture[str]
+) -> None:
+    ProfileStore().add(HostProfile(name="rig", host="127.0.0.1", port=sshd.port, user=sshd.user,
+                                   auth=AuthMethod.KEY, key_path=str(sshd.client_key)))
+    for argv in (["probe", "rig"], ["watch", "rig", "--count", "1"], ["slices", "rig"]):
+        assert main(argv) == 4, argv
+    assert main(["probe", "rig", "--accept-new"]) == 0
+    capsys.readouterr()

@@ -22,7 +22,7 @@ from gpuws.ui.session_controller import HostSession
 from gpuws.ui.tabs import HostContext
 from gpuws.ui.tabs.resize import ResizeTab
 from gpuws.ui.telemetry.advice_strip import AdviceStrip
-from gpuws.ui.telemetry.hub import telemetry_hub
+from gpuws.ui.telemetry.hub import TelemetryHub
 from tests.support.sshd import install_sim_nvidia_smi
 
 pytestmark = pytest.mark.gui
@@ -64,11 +64,12 @@ def detail(qtbot: Any, bridge: AsyncBridge, tmp_path: Path) -> Iterator[HostDeta
     strip.timer.setInterval(500)
     session.connect_host()
     qtbot.waitUntil(lambda: session.state == "connected", timeout=15000)
-    widget.set_host(HostContext(profile, session, bridge))
+    hub = TelemetryHub(bridge)  # the window's telemetry (over its Workspace), as the window passes it
+    widget.set_host(HostContext(profile, session, bridge, hub=hub))
     widget.show()
     yield widget
     widget.set_host(None)
-    telemetry_hub(bridge).shutdown()  # the host's telemetry stream
+    hub.shutdown()  # the host's telemetry stream
     qtbot.waitUntil(lambda: bridge.pending_count == 0, timeout=15000)
     # The cancelled stream kills its local nvidia-smi and reaps it on the loop: let it finish
     # before the loop stops, or the process outlives the test.

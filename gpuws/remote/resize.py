@@ -24,6 +24,7 @@ from gpuws.core.nvsmi.query_csv import parse_query_csv
 from gpuws.core.resize.catalog import GpuModel
 from gpuws.core.resize.layout import Layout, parse_target
 from gpuws.core.resize.mig_parse import parse_lci, parse_lgi
+from gpuws.core.resize.outcome import ResizeOutcome
 from gpuws.core.resize.plan import ALREADY_AT_TARGET, Plan, Step, build_mig_plan, nvidia_smi
 from gpuws.core.resize.provider import ProviderPlan, redact, token_environment
 from gpuws.core.resize.state import GpuMigState
@@ -84,10 +85,12 @@ class ResizeResult:
     log: list[str] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
     stopped_processes: list[int] = field(default_factory=list)
+    kind: ResizeOutcome = ResizeOutcome.ALREADY_AT_TARGET
 
     def to_dict(self) -> dict[str, Any]:
         return {
             "outcome": self.outcome,
+            "outcome_kind": str(self.kind),
             "ok": self.ok,
             "before": self.before.describe(),
             "after": self.after.describe() if self.after else None,
@@ -280,31 +283,48 @@ class MigResizer:
         *,
         stop_processes: bool = False,
         progress: ProgressCallback | None = None,
+        on_begin: Callable[[Plan], None] | None = None,
+        restore: Layout | None = None,
     ) -> ResizeResult:
         """Plan, preflight, apply, verify; on failure roll back and verify that.
 
         Raises LayoutError / ResizeRefused (nothing changed) before the first step; after it, the
-        result's `outcome` says what state the host is in.
+        result's `outcome` says what state the host is in. `on_begin(plan)` runs after preflight,
+        right before the first change (the journal is written there). `restore` is the layout a
+        failure returns to (default: the layout read now; a recovery passes the one from before
+        the interrupted run).
         """
         report = progress or (lambda _p: None)
         state, model, plan = await self.plan(gpu_index, target)
-        result = ResizeResult(ALREADY_AT_TARGET, True, plan.before, plan.before, plan)
+        previous = restore or plan.before
+        result = ResizeResult(ALREADY_AT_TARGET, True, previous, plan.before, plan)
         if plan.empty:
+            if restore is not None:  # a recovery at its target still proves it, `-L` included
+                try:
+                    result.after = await self._verify(gpu_index, plan.after, report)
+                except GpuwsError as exc:
+                    result.ok, result.error = False, str(exc)
+                    result.log.append(f"FAILED: {exc}")
+                    await self._roll_back(gpu_index, previous, model, result, report)
+                    return result
+                result.outcome, result.kind = TARGET_VERIFIED, ResizeOutcome.VERIFIED
             return result
         result.warnings, result.stopped_processes = await self.preflight(
             state, plan, stop_processes=stop_processes, report=report
         )
+        if on_begin is not None:
+            on_begin(plan)
         try:
             await self._execute(plan, model, result, report, phase="apply")
             result.after = await self._verify(gpu_index, plan.after, report)
-            result.outcome = TARGET_VERIFIED
+            result.outcome, result.kind = TARGET_VERIFIED, ResizeOutcome.VERIFIED
             return result
         except GpuwsError as exc:
             result.ok = False
             result.error = str(exc)
             result.log.append(f"FAILED: {exc}")
-            report(Progress(0, 0, f"failed: {exc}; rolling back to {plan.before.describe()}", "rollback"))
-        await self._roll_back(gpu_index, plan.before, model, result, report)
+            report(Progress(0, 0, f"failed: {exc}; rolling back to {previous.describe()}", "rollback"))
+        await self._roll_back(gpu_index, previous, model, result, report)
         return result
 
     async def _execute(
@@ -358,12 +378,12 @@ class MigResizer:
             result.log.append(f"rollback: {plan.summary()}")
             await self._execute(plan, model, result, report, phase="rollback")
             result.after = await self._verify(gpu_index, previous, report)
-            result.outcome = ROLLED_BACK
+            result.outcome, result.kind = ROLLED_BACK, ResizeOutcome.ROLLED_BACK
         except GpuwsError as exc:
             result.log.append(f"ROLLBACK FAILED: {exc}")
             result.after = await self._describe_now(gpu_index)
             where = result.after.describe() if result.after else "unknown (it could not be read)"
-            result.outcome = ROLLBACK_FAILED.format(state=where)
+            result.outcome, result.kind = ROLLBACK_FAILED.format(state=where), ResizeOutcome.ROLLBACK_FAILED
             result.error = f"{result.error}; rollback: {exc}"
 
     async def _describe_now(self, gpu_index: int) -> Layout | None:

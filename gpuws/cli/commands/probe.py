@@ -40,10 +40,15 @@ def run_probe(args: argparse.Namespace) -> int:
         return fail(f"probe of {args.name}: {exc}", exit_code_for(exc))
     except GpuwsError as exc:
         return fail(str(exc), exit_code_for(exc))
+    from gpuws.core.resize.journal import ResizeJournal, interrupted_resize_json
+
+    interrupted = ResizeJournal().interrupted(args.name)  # a resize of this host that did not finish
     if args.json:
-        print_json(inventory.to_dict())
+        print_json({**inventory.to_dict(), "interrupted_resize": interrupted_resize_json(interrupted)})
     else:
         print(format_inventory(args.name, inventory))
+        if interrupted is not None:
+            print(f"warning: {interrupted.summary()}; run `gpuws resize {args.name} --recover`")
     return 0
 
 

@@ -3,6 +3,9 @@
 Exit codes of `resize`: 0 target verified, already there, or a dry run; 1 failed but the
 previous layout was restored and verified; 2 refused before anything changed (bad target, busy
 GPU, no confirmation); 3 the rollback failed too (the message says what the host has now).
+
+`resize NAME --recover` (and `gpuws mig-parted apply`) exit with the one table's statuses:
+0 verified, 8 refused, 9 rolled back, 10 rollback failed (`RESIZE_EXIT_STATUS`).
 """
 
 from __future__ import annotations
@@ -17,7 +20,9 @@ from gpuws.cli.output import fail, print_json, sim_banner
 from gpuws.core.errors import GpuwsError
 from gpuws.core.models import HostProfile, SecretKind
 from gpuws.core.resize.audit import AuditLog, AuditRecord, now_iso
+from gpuws.core.resize.journal import JournalEntry, ResizeJournal, interrupted_resize_json
 from gpuws.core.resize.layout import Layout, LayoutError
+from gpuws.core.resize.outcome import ResizeOutcome
 from gpuws.core.resize.plan import Plan
 from gpuws.core.resize.pricing import PriceBook, price_book, profile_after_resize
 from gpuws.core.resize.provider import plan_provider_resize
@@ -25,6 +30,11 @@ from gpuws.core.resize.state import GpuMigState
 from gpuws.core.resize.targets import target_options
 
 EXIT_OK, EXIT_ROLLED_BACK, EXIT_REFUSED, EXIT_ROLLBACK_FAILED = 0, 1, 2, 3
+# The one table's statuses for typed outcomes (used by --recover and `mig-parted apply`).
+RESIZE_EXIT_STATUS: dict[ResizeOutcome, int] = {
+    ResizeOutcome.VERIFIED: 0, ResizeOutcome.ALREADY_AT_TARGET: 0, ResizeOutcome.DRY_RUN: 0,
+    ResizeOutcome.REFUSED: 8, ResizeOutcome.ROLLED_BACK: 9, ResizeOutcome.ROLLBACK_FAILED: 10,
+}
 PROVIDER_PREFIX = "type:"
 
 
@@ -43,7 +53,11 @@ def register(sub: argparse._SubParsersAction[Any]) -> None:
         "'type:INSTANCE_TYPE' for the cloud provider (see `gpuws slices NAME`).",
     )
     resize.add_argument("name", help="host profile name ('demo' for the built-in simulated host)")
-    resize.add_argument("target", help="'full', a MIG layout like 7x1g.10gb, or type:INSTANCE_TYPE")
+    resize.add_argument("target", nargs="?", help="'full', a MIG layout like 7x1g.10gb, or type:INSTANCE_TYPE")
+    resize.add_argument("--recover", action="store_true",
+                        help="finish an interrupted resize of this host: complete its target or restore "
+                        "the previous layout, then verify (exit 0 verified, 8 refused, 9 rolled back, "
+                        "10 rollback failed)")
     resize.add_argument("--gpu", type=int, default=0, metavar="I", help="GPU index (default 0)")
     resize.add_argument("--dry-run", action="store_true", help="print the plan and change nothing")
     resize.add_argument("--yes", action="store_true", help="do not ask for the typed confirmation")
@@ -90,21 +104,26 @@ async def _slices_async(args: argparse.Namespace) -> int:
     async with open_target(args.name, accept_new=args.accept_new) as conn:
         gpus = await MigResizer(conn.runner).read_gpus()
         profile = conn.profile
+    interrupted = ResizeJournal().interrupted(args.name)
     doc = []
     for state in gpus:
         prices = price_book(profile, state.model, len(gpus))
         doc.append({"gpu": state.index, "name": state.name, "current": state.layout.describe(),
                     "price_source": prices.source, "targets": slice_rows(state, prices)})
     if args.json:
-        print_json({"host": args.name, "simulated": profile.simulated, "gpus": doc})
+        print_json({"host": args.name, "simulated": profile.simulated, "gpus": doc,
+                    "interrupted_resize": interrupted_resize_json(interrupted)})
         return EXIT_OK
     banner = sim_banner(profile.simulated)
+    if interrupted is not None:
+        print(f"warning: {interrupted.summary()}; run `gpuws resize {args.name} --recover`")
     for gpu in doc:
         print(f"{banner}GPU {gpu['gpu']}: {gpu['name']} (now: {gpu['current']}; prices: {gpu['price_source']})")
         for row in gpu["targets"]:
             mark = "*" if row["current"] else " "
             mem = f"{row['memory_gib']:.1f} GiB" if row["memory_gib"] is not None else "-"
-            print(f"  {mark} {row['target']:<24} {mem:>11}  compute {row['compute_share']:>6.1%}  "
+            share = f"{row['compute_share']:>6.1%}" if row["compute_share"] is not None else "     -"
+            print(f"  {mark} {row['target']:<24} {mem:>11}  compute {share}  "
                   f"{_money(row['price_per_hour'])}/h" + (f"  ({row['note']})" if row.get("note") else ""))
     return EXIT_OK
 
@@ -117,6 +136,12 @@ def _money(value: float | None) -> str:
 
 
 def _resize(args: argparse.Namespace) -> int:
+    if args.recover:
+        if args.target:
+            return fail("--recover takes no TARGET: it finishes the interrupted resize", 2)
+        return _recover(args)
+    if not args.target:
+        return fail("give a TARGET ('full', a MIG layout like 7x1g.10gb, or type:INSTANCE_TYPE), or --recover", 2)
     try:
         if args.target.startswith(PROVIDER_PREFIX):
             return asyncio.run(_provider_resize(args))
@@ -188,10 +213,13 @@ async def _mig_resize(args: argparse.Namespace) -> int:
                 count = f"[{p.done}/{p.total}] " if p.total else ""
                 print(f"  {p.phase}: {count}{p.message}", file=sys.stderr, flush=True)
 
+        journal = ResizeJournal()
         started = now_iso()
-        result = await resizer.resize(args.gpu, plan.after, stop_processes=args.stop_processes, progress=progress)
-        _audit(profile, state, plan, args.target, result.outcome, result.ok, result.log, started,
-               after=result.after)
+        result = await resizer.resize(args.gpu, plan.after, stop_processes=args.stop_processes, progress=progress,
+                                      on_begin=begin_journal(journal, profile, state, "resize"))
+        journal.finish(profile.name, _record(profile, state, plan, args.target, result.outcome, result.ok,
+                                             result.log, started, after=result.after),
+                       keep=result.kind is ResizeOutcome.ROLLBACK_FAILED)
     doc.update(result.to_dict())
     doc["after"] = result.after.describe() if result.after else None
     doc["price_per_hour"]["after"] = prices.layout_price(result.after, model) if result.after else None
@@ -241,12 +269,104 @@ def _audit(
     profile: HostProfile, state: GpuMigState, plan: Plan, target: str, outcome: str, ok: bool,
     log: list[str], started: str | None = None, after: Layout | None = None,
 ) -> None:
-    AuditLog().append(AuditRecord(
+    AuditLog().append(_record(profile, state, plan, target, outcome, ok, log, started, after))
+
+
+def _record(
+    profile: HostProfile, state: GpuMigState, plan: Plan, target: str, outcome: str, ok: bool,
+    log: list[str], started: str | None = None, after: Layout | None = None,
+) -> AuditRecord:
+    return AuditRecord(
         host=profile.name, gpu=state.index, backend="mig", target=target,
         before=plan.before.describe(), after=(after or plan.before).describe() if after or plan.empty else None,
         outcome=outcome, ok=ok, plan=[s.to_dict() for s in plan.steps], log=log,
         started_at=started or now_iso(), simulated=profile.simulated,
-    ))
+    )
+
+
+def begin_journal(
+    journal: ResizeJournal, profile: HostProfile, state: GpuMigState, via: str, before: Layout | None = None,
+) -> Any:
+    """The `on_begin` hook of a resize: journal the plan and previous layout before the first change."""
+
+    def begin(plan: Plan) -> None:
+        journal.begin(JournalEntry(
+            host=profile.name, gpu=state.index, gpu_name=state.name, before=(before or plan.before).describe(),
+            target=plan.after.describe(), plan=[s.to_dict() for s in plan.steps], simulated=profile.simulated,
+            via=via,
+        ))
+
+    return begin
+
+
+# -- recover ------------------------------------------------------------------------------------
+
+
+def _recover(args: argparse.Namespace) -> int:
+    try:
+        outcome = asyncio.run(_recover_async(args))
+    except LayoutError as exc:
+        return fail(str(exc), RESIZE_EXIT_STATUS[ResizeOutcome.REFUSED])
+    except GpuwsError as exc:
+        from gpuws.remote.resize import ResizeRefused
+
+        if isinstance(exc, ResizeRefused):
+            return fail(str(exc), RESIZE_EXIT_STATUS[ResizeOutcome.REFUSED])
+        raise
+    return RESIZE_EXIT_STATUS[outcome]
+
+
+async def _recover_async(args: argparse.Namespace) -> ResizeOutcome:
+    from gpuws.core.resize.layout import parse_target
+    from gpuws.remote.resize import MigResizer, Progress, ResizeRefused
+    from gpuws.remote.targets import open_target
+
+    journal = ResizeJournal()
+    entry = journal.read(args.name)
+    if entry is None:
+        nothing = {"host": args.name, "outcome": "nothing to recover",
+                   "outcome_kind": str(ResizeOutcome.ALREADY_AT_TARGET), "ok": True}
+        _emit(args, nothing, lambda: print(f"{args.name}: no interrupted resize to recover"))
+        return ResizeOutcome.ALREADY_AT_TARGET
+    if journal.interrupted(args.name) is None:
+        raise ResizeRefused(f"a resize of {args.name} is still running (pid {entry.pid}); wait for it to finish")
+    if entry.gpu < 0:
+        raise ResizeRefused(f"the resize journal {journal.path_for(args.name)} cannot be read; check the layout "
+                            f"with `gpuws slices {args.name}` and remove that file")
+    async with open_target(args.name, accept_new=args.accept_new) as conn:
+        profile = conn.profile
+        resizer = MigResizer(conn.runner)
+        state = await resizer.read_state(entry.gpu)
+        model = state.model
+        if model is None or not state.mig_capable:
+            raise ResizeRefused(f"GPU {entry.gpu} ({state.name}) is not MIG-capable; nothing to recover")
+        target, previous = parse_target(entry.target, model), parse_target(entry.before, model)
+        banner = sim_banner(profile.simulated)
+        if not args.json:
+            print(f"{banner}{args.name} GPU {entry.gpu}: interrupted {entry.before} -> {entry.target} "
+                  f"(started {entry.started_at}); the GPU now has {state.layout.describe()}")
+            print(f"recover: complete {target.describe()}, or restore {previous.describe()} if that fails")
+        if state.layout != target and not _confirm(args, f"recovering GPU {entry.gpu} of {args.name}"):
+            raise ResizeRefused("recovery not confirmed; nothing changed")
+
+        def progress(p: Progress) -> None:
+            if not args.json:
+                count = f"[{p.done}/{p.total}] " if p.total else ""
+                print(f"  {p.phase}: {count}{p.message}", file=sys.stderr, flush=True)
+
+        started = now_iso()
+        result = await resizer.resize(entry.gpu, target, stop_processes=args.stop_processes, progress=progress,
+                                      restore=previous,
+                                      on_begin=begin_journal(journal, profile, state, "recover", previous))
+        record = _record(profile, state, result.plan, entry.target, f"recover: {result.outcome}", result.ok,
+                         result.log, started, after=result.after)
+        record.before = entry.before
+        journal.finish(profile.name, record, keep=result.kind is ResizeOutcome.ROLLBACK_FAILED)
+    doc: dict[str, Any] = {"host": args.name, "gpu": entry.gpu, "simulated": profile.simulated, "backend": "mig",
+                           "recovered": interrupted_resize_json(entry), **result.to_dict()}
+    doc["before"] = entry.before
+    _emit(args, doc, lambda: _print_outcome(banner, doc))
+    return result.kind
 
 
 # -- provider -----------------------------------------------------------------------------------

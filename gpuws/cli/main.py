@@ -27,6 +27,7 @@ COMMAND_MODULES = (
     "bench",
     "resize",
     "session",
+    "mig_parted",
 )
 
 

@@ -24,7 +24,8 @@ from gpuws.core.resize.audit import AuditLog
 from gpuws.core.resize.journal import ResizeJournal
 from gpuws.sim.state import Fault, SimStateStore
 
-pytestmark = [pytest.mark.slow]
+# The timeout guards against a hung child on a loaded machine; it is not a timing assertion.
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(600)]
 
 TARGET = "7x1g.10gb"
 

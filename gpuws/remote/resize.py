@@ -23,7 +23,7 @@ from gpuws.core.nvsmi.listing import parse_gpu_list
 from gpuws.core.nvsmi.query_csv import parse_query_csv
 from gpuws.core.resize.catalog import GpuModel
 from gpuws.core.resize.layout import Layout, parse_target
-from gpuws.core.resize.mig_parse import parse_lci, parse_lgi
+from gpuws.core.resize.mig_parse import parse_lci, parse_lgi, parse_lgip
 from gpuws.core.resize.outcome import ResizeOutcome
 from gpuws.core.resize.plan import ALREADY_AT_TARGET, Plan, Step, build_mig_plan, nvidia_smi
 from gpuws.core.resize.provider import ProviderPlan, redact, token_environment
@@ -162,6 +162,7 @@ class MigResizer:
         if not listing.ok:
             raise StepFailed(f"nvidia-smi -L failed: {_first_line(listing)}")
         mig_names = {g.index: tuple(d.profile for d in g.mig_devices) for g in parse_gpu_list(listing.stdout)}
+        host_memory = await self._host_profile_memory() if any_mig else {}
         states = []
         for row in rows:
             index = int(row["index"] or -1)
@@ -175,9 +176,23 @@ class MigResizer:
                     gpu_instances=tuple(gi for gi in gis if gi.gpu == index),
                     compute_instances=tuple(ci for ci in cis if ci.gpu == index),
                     mig_device_names=mig_names.get(index, ()),
+                    host_profile_memory=tuple(sorted(host_memory.get(index, {}).items())),
                 )
             )
         return states
+
+    async def _host_profile_memory(self) -> dict[int, dict[int, float]]:
+        """GPU index -> profile ID -> GiB from the host's own `mig -lgip` (empty when unreadable:
+        the catalog's figures are used then)."""
+        try:
+            result = await self._run(["nvidia-smi", "mig", "-lgip"])
+            rows = parse_lgip(result.stdout) if result.ok else []
+        except GpuwsError:
+            return {}
+        memory: dict[int, dict[int, float]] = {}
+        for row in rows:
+            memory.setdefault(row.gpu, {})[row.profile_id] = row.memory_gib
+        return memory
 
     async def read_state(self, gpu_index: int) -> GpuMigState:
         for state in await self.read_gpus():

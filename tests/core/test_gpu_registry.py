@@ -130,3 +130,13 @@ def test_agent_throttle_bits_do_not_drift_from_the_registry() -> None:
     assert ast.literal_eval(literal) == dict(CLOCK_EVENT_BITS)
     assert dict(REASON_BITS) | {GPU_IDLE_BIT: "gpu_idle"} == dict(CLOCK_EVENT_BITS)
     assert {0x200, 0x400} <= set(bench_runner.THROTTLE_BITS)
+
+
+def test_a_hosts_own_lgip_replaces_the_catalog_memory_in_the_state() -> None:
+    from gpuws.core.resize.state import GpuMigState
+
+    state = GpuMigState(0, "NVIDIA H200", None, "Enabled", "Enabled", host_profile_memory=((19, 16.5),))
+    assert state.model is not None and state.model.profile(19).memory_gib == 16.5  # type: ignore[union-attr]
+    assert not state.model.memory_nominal
+    plain = GpuMigState(0, "NVIDIA H200", None, "Disabled", "Disabled")
+    assert plain.model is not None and plain.model.memory_nominal

@@ -108,8 +108,12 @@ async def _slices_async(args: argparse.Namespace) -> int:
     doc = []
     for state in gpus:
         prices = price_book(profile, state.model, len(gpus))
+        model = state.model
         doc.append({"gpu": state.index, "name": state.name, "current": state.layout.describe(),
-                    "price_source": prices.source, "targets": slice_rows(state, prices)})
+                    "price_source": prices.source, "targets": slice_rows(state, prices),
+                    # "driver": figures the driver reports (this host's own `mig -lgip` when MIG is
+                    # on); "nominal": the sizes in the profile names (no capture for this model).
+                    "memory_source": str(model.memory_source) if model else None})
     if args.json:
         print_json({"host": args.name, "simulated": profile.simulated, "gpus": doc,
                     "interrupted_resize": interrupted_resize_json(interrupted)})
@@ -118,7 +122,9 @@ async def _slices_async(args: argparse.Namespace) -> int:
     if interrupted is not None:
         print(f"warning: {interrupted.summary()}; run `gpuws resize {args.name} --recover`")
     for gpu in doc:
-        print(f"{banner}GPU {gpu['gpu']}: {gpu['name']} (now: {gpu['current']}; prices: {gpu['price_source']})")
+        nominal = "; memory sizes nominal" if gpu["memory_source"] == "nominal" else ""
+        print(f"{banner}GPU {gpu['gpu']}: {gpu['name']} (now: {gpu['current']}; prices: {gpu['price_source']}"
+              f"{nominal})")
         for row in gpu["targets"]:
             mark = "*" if row["current"] else " "
             mem = f"{row['memory_gib']:.1f} GiB" if row["memory_gib"] is not None else "-"

@@ -67,7 +67,8 @@ MIN_RUN_SHARE = 0.9
 # often cannot see other containers' processes).
 BUSY_UTILIZATION_PCT = 20
 GEMM_CHECKS = ("gemm_fp32", "gemm_tf32", "gemm_fp16", "gemm_bf16", "gemm_fp8")
-# nvidia-smi clocks event (throttle) reason bits, as in nvml.h.
+# nvidia-smi clocks event (throttle) reason bits, as in nvml.h. A standalone copy of the GPU
+# registry's table (gpuws.core.gpus.throttle): a test fails when the two drift.
 THROTTLE_BITS = {
     0x1: "gpu_idle",
     0x2: "applications_clocks_setting",
@@ -78,6 +79,8 @@ THROTTLE_BITS = {
     0x40: "hw_thermal_slowdown",
     0x80: "hw_power_brake_slowdown",
     0x100: "display_clock_setting",
+    0x200: "board_limit",
+    0x400: "reliability",
 }
 
 # Sizes per harness and mode. GPU sizes reach the plateau of a modern card; CPU sizes only

@@ -14,11 +14,14 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 
 from gpuws.app.providers import provider_token_async
-from gpuws.core.errors import GpuwsError
+from gpuws.core.errors import GpuwsError, ParseError
 from gpuws.core.models import HostProfile
 from gpuws.core.nvsmi.compute_apps import ComputeApp
 from gpuws.core.resize.audit import AuditLog, AuditRecord, now_iso
 from gpuws.core.resize.catalog import GpuModel
+from gpuws.core.resize.journal import STARTED, JournalEntry, ResizeJournal
+from gpuws.core.resize.layout import Layout, LayoutError, parse_target
+from gpuws.core.resize.outcome import ResizeOutcome
 from gpuws.core.resize.plan import Plan
 from gpuws.core.resize.pricing import PriceBook, price_book, profile_after_resize
 from gpuws.core.resize.provider import ProviderPlan
@@ -28,7 +31,7 @@ from gpuws.remote.resize import (
     MigResizer,
     ProgressCallback,
     ProviderResult,
-    ResizeOutcome,
+    ResizeRefused,
     ResizeResult,
     run_provider_resize,
 )
@@ -95,6 +98,7 @@ async def apply_mig(
     progress: ProgressCallback | None = None,
     audit: AuditLog | None = None,
     target_text: str | None = None,
+    via: str = "resize",
 ) -> MigApplied:
     """Apply the plan the user confirmed, verify it (or roll back), audit it, update the profile.
 
@@ -113,14 +117,19 @@ async def apply_mig(
     prices = prices_for(profile, model, len(gpus))
     before_price = prices.layout_price(fresh.before, model)
     started = now_iso()
-    result = await resizer.resize(shown.gpu_index, shown.after, stop_processes=stop_processes, progress=progress)
+    # The plan and the previous layout are journaled before the first change, so a resize killed
+    # midway is found on the next connect and `--recover` can finish it (core/resize/journal.py).
+    journal = ResizeJournal(audit=audit)
+    result = await resizer.resize(shown.gpu_index, shown.after, stop_processes=stop_processes, progress=progress,
+                                  on_begin=journal_hook(journal, profile, state, via))
     after = result.after if result.after is not None else (fresh.before if fresh.empty else None)
-    await asyncio.to_thread(audit.append, AuditRecord(
+    record = AuditRecord(
         host=profile.name, gpu=state.index, backend="mig", target=target_text or shown.after.describe(),
         before=fresh.before.describe(), after=after.describe() if after else None,
         outcome=result.outcome, ok=result.ok, plan=[s.to_dict() for s in fresh.steps], log=result.log,
         started_at=started, simulated=profile.simulated,
-    ))
+    )
+    await asyncio.to_thread(journal.finish, profile.name, record, keep=result.kind is ResizeOutcome.ROLLBACK_FAILED)
     after_price = prices.layout_price(result.after, model) if result.after else None
     applied = MigApplied(result, profile, before_price, after_price, prices.source)
     if result.kind is ResizeOutcome.VERIFIED and result.after is not None:
@@ -185,5 +194,86 @@ async def apply_provider(
 
 
 async def read_audit(audit: AuditLog, host: str) -> list[AuditRecord]:
-    """The host's resize history, oldest first (file IO off the loop)."""
-    return await asyncio.to_thread(audit.read, host)
+    """The host's resize history, oldest first (file IO off the loop): finished resizes only (the
+    "started" records are the journal's; an unfinished one shows as the interrupted-resize banner)."""
+    records = await asyncio.to_thread(audit.read, host)
+    return [r for r in records if r.phase != STARTED]
+
+
+# -- interrupted resizes and mig-parted files ----------------------------------------------------
+
+
+def journal_hook(
+    journal: ResizeJournal, profile: HostProfile, state: GpuMigState, via: str, before: Layout | None = None
+) -> Callable[[Plan], None]:
+    """The `on_begin` hook of a resize: journal the plan and the previous layout right before the
+    first change (see core/resize/journal)."""
+
+    def begin(plan: Plan) -> None:
+        journal.begin(JournalEntry(
+            host=profile.name, gpu=state.index, gpu_name=state.name, before=(before or plan.before).describe(),
+            target=plan.after.describe(), plan=[s.to_dict() for s in plan.steps], simulated=profile.simulated,
+            via=via,
+        ))
+
+    return begin
+
+
+async def interrupted_resize(audit: AuditLog, host: str) -> JournalEntry | None:
+    """A resize of `host` that did not finish (its journal, its process gone), if any."""
+    return await asyncio.to_thread(ResizeJournal(audit=audit).interrupted, host)
+
+
+async def recover_mig(
+    runner: CommandRunner, profile: HostProfile, entry: JournalEntry, *, progress: ProgressCallback,
+    audit: AuditLog,
+) -> ResizeResult:
+    """Finish an interrupted resize: complete its target, or restore its previous layout; verify; record."""
+    resizer = MigResizer(runner)
+    state = await resizer.read_state(entry.gpu)
+    model = state.model
+    if model is None or not state.mig_capable:
+        raise ResizeRefused(f"GPU {entry.gpu} ({state.name}) is not MIG-capable; nothing to recover")
+    target, previous = parse_target(entry.target, model), parse_target(entry.before, model)
+    journal = ResizeJournal(audit=audit)
+    started = now_iso()
+    result = await resizer.resize(entry.gpu, target, progress=progress, restore=previous,
+                                  on_begin=journal_hook(journal, profile, state, "recover", previous))
+    record = AuditRecord(
+        host=profile.name, gpu=entry.gpu, backend="mig", target=entry.target, before=entry.before,
+        after=result.after.describe() if result.after else None, outcome=f"recover: {result.outcome}",
+        ok=result.ok, plan=[s.to_dict() for s in result.plan.steps], log=result.log, started_at=started,
+        simulated=profile.simulated,
+    )
+    await asyncio.to_thread(journal.finish, profile.name, record, keep=result.kind is ResizeOutcome.ROLLBACK_FAILED)
+    return result
+
+
+async def mig_parted_target(runner: CommandRunner, path: str, config: str, gpu_index: int) -> Layout | None:
+    """The layout named config `config` of the mig-parted file at `path` gives GPU `gpu_index`
+    (mig-parted's rules, PCI device id included); None when no entry selects that GPU."""
+    from gpuws.core.resize.migparted import config_targets, import_mig_parted
+    from gpuws.remote.mig_parted import read_host_gpus
+
+    text = await asyncio.to_thread(_read_text, path)
+    entries = import_mig_parted(text).get(config)
+    if entries is None:
+        raise LayoutError(f"the file has no config named {config[:60]!r}")
+    gpus = [g for g in await read_host_gpus(MigResizer(runner)) if g.index == gpu_index]
+    targets = config_targets(config, entries, gpus)
+    return targets[0].target if targets else None
+
+
+def mig_parted_config_names(path: str) -> list[str]:
+    """The named configs of a mig-parted file (ParseError says why it cannot be read)."""
+    from gpuws.core.resize.migparted import import_mig_parted
+
+    return list(import_mig_parted(_read_text(path)))
+
+
+def _read_text(path: str) -> str:
+    try:
+        with open(path, encoding="utf-8") as f:
+            return f.read(1_000_001)
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ParseError(f"cannot read {path}: {getattr(exc, 'strerror', None) or exc}") from None

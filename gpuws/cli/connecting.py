@@ -16,7 +16,7 @@ from enum import IntEnum
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from gpuws.remote.resize import ResizeOutcome
+    from gpuws.core.resize.outcome import ResizeOutcome
 
 class ExitStatus(IntEnum):
     """The one exit-status table of every `gpuws` command (documented in `gpuws --help`)."""
@@ -60,12 +60,13 @@ def exit_code_for(exc: BaseException) -> ExitStatus:
     from gpuws.remote.auth import AuthFailed
     from gpuws.remote.connection import HostUnreachable, JumpHostError, NotConnected
     from gpuws.remote.hostkeys import HostKeyChanged, HostKeyRevoked, UnknownHostKey
+    from gpuws.remote.prometheus import PrometheusAuthFailed, PrometheusUnreachable
     from gpuws.remote.resize import ResizeRefused
 
     kinds: tuple[tuple[tuple[type[BaseException], ...], ExitStatus], ...] = (
-        ((AuthFailed,), ExitStatus.AUTH),
+        ((AuthFailed, PrometheusAuthFailed), ExitStatus.AUTH),
         ((UnknownHostKey, HostKeyChanged, HostKeyRevoked), ExitStatus.HOST_KEY),
-        ((HostUnreachable, NotConnected, ConnectionLost), ExitStatus.UNREACHABLE),
+        ((HostUnreachable, NotConnected, ConnectionLost, PrometheusUnreachable), ExitStatus.UNREACHABLE),
         ((NoNvidiaDriver,), ExitStatus.NO_DRIVER),
         ((CommandTimeout, TimeoutError), ExitStatus.TIMEOUT),
         ((ResizeRefused,), ExitStatus.RESIZE_REFUSED),
@@ -79,11 +80,13 @@ def exit_code_for(exc: BaseException) -> ExitStatus:
 
 def resize_exit_status(outcome: ResizeOutcome) -> ExitStatus:
     """The exit status of a resize that ran: verified or nothing to do 0, rolled back 9, else 10."""
-    from gpuws.remote.resize import ResizeOutcome
+    from gpuws.core.resize.outcome import ResizeOutcome
 
     return {
         ResizeOutcome.VERIFIED: ExitStatus.OK,
-        ResizeOutcome.NOTHING_TO_DO: ExitStatus.OK,
+        ResizeOutcome.ALREADY_AT_TARGET: ExitStatus.OK,
+        ResizeOutcome.DRY_RUN: ExitStatus.OK,
+        ResizeOutcome.REFUSED: ExitStatus.RESIZE_REFUSED,
         ResizeOutcome.ROLLED_BACK: ExitStatus.RESIZE_ROLLED_BACK,
     }.get(outcome, ExitStatus.RESIZE_ROLLBACK_FAILED)
 

@@ -43,6 +43,7 @@ COMMAND_MODULES = (
     "session",
     "advise",
     "fleet",
+    "mig_parted",
 )
 
 # command -> (its module in COMMAND_MODULES, its one-line help), so that `gpuws X` imports only X's
@@ -68,6 +69,7 @@ LAZY_COMMANDS: dict[str, tuple[str, str]] = {
     "stop": ("session", "stop the host's instance through its cloud provider"),
     "fleet": ("fleet", "fleets of GPUs read from Prometheus (dcgm-exporter metrics)"),
     "demo-fleet": ("fleet", "run SIMULATED dcgm-exporters on loopback for a Prometheus to scrape"),
+    "mig-parted": ("mig_parted", "export, apply and assert NVIDIA mig-parted v1 MIG configs"),
     "advise": (
         "advise",
         "right-size advice per GPU from measured use: keep, smaller, larger or stop, with the price change",

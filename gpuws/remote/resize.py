@@ -15,7 +15,6 @@ import time
 from collections import Counter
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
-from enum import StrEnum
 from typing import Any
 
 from gpuws.core.errors import GpuwsError
@@ -24,21 +23,12 @@ from gpuws.core.nvsmi.listing import parse_gpu_list
 from gpuws.core.nvsmi.query_csv import parse_query_csv
 from gpuws.core.resize.catalog import GpuModel
 from gpuws.core.resize.layout import Layout, parse_target
-from gpuws.core.resize.mig_parse import parse_lci, parse_lgi
+from gpuws.core.resize.mig_parse import parse_lci, parse_lgi, parse_lgip
+from gpuws.core.resize.outcome import ResizeOutcome as ResizeOutcome  # re-exported: callers read it here
 from gpuws.core.resize.plan import ALREADY_AT_TARGET, Plan, Step, build_mig_plan, nvidia_smi
 from gpuws.core.resize.provider import ProviderPlan, redact, token_environment
 from gpuws.core.resize.state import GpuMigState
 from gpuws.core.runner import CommandResult, CommandRunner, CommandTimeout, LocalRunner
-
-
-class ResizeOutcome(StrEnum):
-    """What state a resize left the host in (decisions use this, never the outcome text)."""
-
-    NOTHING_TO_DO = "nothing to do"
-    VERIFIED = "verified"  # the target layout (or instance type) was applied and read back
-    ROLLED_BACK = "rolled back"  # the previous layout was restored and verified
-    ROLLBACK_FAILED = "rollback failed"  # the host needs attention
-
 
 TARGET_VERIFIED = "target verified"
 ROLLED_BACK = "rolled back to previous layout (verified)"
@@ -92,14 +82,15 @@ class ResizeResult:
     after: Layout | None  # the layout read back at the end (None when it could not be read)
     plan: Plan
     error: str | None = None
-    kind: ResizeOutcome = ResizeOutcome.VERIFIED
     log: list[str] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
     stopped_processes: list[int] = field(default_factory=list)
+    kind: ResizeOutcome = ResizeOutcome.VERIFIED
 
     def to_dict(self) -> dict[str, Any]:
         return {
             "outcome": self.outcome,
+            "outcome_kind": str(self.kind),
             "ok": self.ok,
             "before": self.before.describe(),
             "after": self.after.describe() if self.after else None,
@@ -171,6 +162,7 @@ class MigResizer:
         if not listing.ok:
             raise StepFailed(f"nvidia-smi -L failed: {_first_line(listing)}")
         mig_names = {g.index: tuple(d.profile for d in g.mig_devices) for g in parse_gpu_list(listing.stdout)}
+        host_memory = await self._host_profile_memory() if any_mig else {}
         states = []
         for row in rows:
             index = int(row["index"] or -1)
@@ -184,9 +176,23 @@ class MigResizer:
                     gpu_instances=tuple(gi for gi in gis if gi.gpu == index),
                     compute_instances=tuple(ci for ci in cis if ci.gpu == index),
                     mig_device_names=mig_names.get(index, ()),
+                    host_profile_memory=tuple(sorted(host_memory.get(index, {}).items())),
                 )
             )
         return states
+
+    async def _host_profile_memory(self) -> dict[int, dict[int, float]]:
+        """GPU index -> profile ID -> GiB from the host's own `mig -lgip` (empty when unreadable:
+        the catalog's figures are used then)."""
+        try:
+            result = await self._run(["nvidia-smi", "mig", "-lgip"])
+            rows = parse_lgip(result.stdout) if result.ok else []
+        except GpuwsError:
+            return {}
+        memory: dict[int, dict[int, float]] = {}
+        for row in rows:
+            memory.setdefault(row.gpu, {})[row.profile_id] = row.memory_gib
+        return memory
 
     async def read_state(self, gpu_index: int) -> GpuMigState:
         for state in await self.read_gpus():
@@ -292,21 +298,38 @@ class MigResizer:
         *,
         stop_processes: bool = False,
         progress: ProgressCallback | None = None,
+        on_begin: Callable[[Plan], None] | None = None,
+        restore: Layout | None = None,
     ) -> ResizeResult:
         """Plan, preflight, apply, verify; on failure roll back and verify that.
 
         Raises LayoutError / ResizeRefused (nothing changed) before the first step; after it, the
-        result's `outcome` says what state the host is in.
+        result's `outcome` says what state the host is in. `on_begin(plan)` runs after preflight,
+        right before the first change (the journal is written there). `restore` is the layout a
+        failure returns to (default: the layout read now; a recovery passes the one from before
+        the interrupted run).
         """
         report = progress or (lambda _p: None)
         state, model, plan = await self.plan(gpu_index, target)
-        result = ResizeResult(ALREADY_AT_TARGET, True, plan.before, plan.before, plan,
-                              kind=ResizeOutcome.NOTHING_TO_DO)
+        previous = restore or plan.before
+        result = ResizeResult(ALREADY_AT_TARGET, True, previous, plan.before, plan,
+                              kind=ResizeOutcome.ALREADY_AT_TARGET)
         if plan.empty:
+            if restore is not None:  # a recovery at its target still proves it, `-L` included
+                try:
+                    result.after = await self._verify(gpu_index, plan.after, report)
+                except GpuwsError as exc:
+                    result.ok, result.error = False, str(exc)
+                    result.log.append(f"FAILED: {exc}")
+                    await self._roll_back(gpu_index, previous, model, result, report)
+                    return result
+                result.outcome, result.kind = TARGET_VERIFIED, ResizeOutcome.VERIFIED
             return result
         result.warnings, result.stopped_processes = await self.preflight(
             state, plan, stop_processes=stop_processes, report=report
         )
+        if on_begin is not None:
+            on_begin(plan)
         try:
             await self._execute(plan, model, result, report, phase="apply")
             result.after = await self._verify(gpu_index, plan.after, report)
@@ -316,8 +339,8 @@ class MigResizer:
             result.ok = False
             result.error = str(exc)
             result.log.append(f"FAILED: {exc}")
-            report(Progress(0, 0, f"failed: {exc}; rolling back to {plan.before.describe()}", "rollback"))
-        await self._roll_back(gpu_index, plan.before, model, result, report)
+            report(Progress(0, 0, f"failed: {exc}; rolling back to {previous.describe()}", "rollback"))
+        await self._roll_back(gpu_index, previous, model, result, report)
         return result
 
     async def _execute(

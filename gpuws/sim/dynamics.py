@@ -22,6 +22,7 @@ import os
 import zlib
 from dataclasses import dataclass, field
 
+from gpuws.core.gpus import throttle
 from gpuws.sim.faults import BUSY_PID_BASE as FAULT_BUSY_PID_BASE
 from gpuws.sim.faults import BUSY_UTILIZATION, JOBS_PAUSED_ENV, FaultKind, active_faults, has_fault
 from gpuws.sim.models import GpuModel
@@ -30,16 +31,16 @@ from gpuws.sim.state import BUSY_PID_BASE, SCENARIO_PID_BASE, Fault, GpuState, S
 CYCLE_S = 120.0
 IDLE_LOAD = 0.02
 
-# NVML clock event reason bits (nvmlClocksEventReason*).
-REASON_GPU_IDLE = 0x1
-REASON_APPLICATIONS_CLOCKS_SETTING = 0x2
-REASON_SW_POWER_CAP = 0x4
-REASON_HW_SLOWDOWN = 0x8
-REASON_SYNC_BOOST = 0x10
-REASON_SW_THERMAL_SLOWDOWN = 0x20
-REASON_HW_THERMAL_SLOWDOWN = 0x40
-REASON_HW_POWER_BRAKE_SLOWDOWN = 0x80
-REASON_DISPLAY_CLOCK_SETTING = 0x100
+# Clock event reason bits: the GPU registry's table (nvml.h values).
+REASON_GPU_IDLE = throttle.GPU_IDLE
+REASON_APPLICATIONS_CLOCKS_SETTING = throttle.APPLICATIONS_CLOCKS_SETTING
+REASON_SW_POWER_CAP = throttle.SW_POWER_CAP
+REASON_HW_SLOWDOWN = throttle.HW_SLOWDOWN
+REASON_SYNC_BOOST = throttle.SYNC_BOOST
+REASON_SW_THERMAL_SLOWDOWN = throttle.SW_THERMAL_SLOWDOWN
+REASON_HW_THERMAL_SLOWDOWN = throttle.HW_THERMAL_SLOWDOWN
+REASON_HW_POWER_BRAKE_SLOWDOWN = throttle.HW_POWER_BRAKE_SLOWDOWN
+REASON_DISPLAY_CLOCK_SETTING = throttle.DISPLAY_CLOCK_SETTING
 REASONS_SUPPORTED = 0x1FF
 
 

@@ -19,7 +19,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from enum import StrEnum
 
-from gpuws.core.errors import GpuwsError
+from gpuws.core.errors import RefusedInput
 
 FAULTS_ENV = "GPUWS_SIM_FAULTS"
 # Set by the benchmark runner on the simulated host: the demo's own jobs stand aside meanwhile.
@@ -39,7 +39,7 @@ class FaultKind(StrEnum):
     SLOW_LINK = "slow-link"
 
 
-class FaultSpecError(GpuwsError):
+class FaultSpecError(RefusedInput):
     """A fault is not written KIND:GPU with a known kind and a GPU index."""
 
 

@@ -377,7 +377,7 @@ def list_gpu_instance_profiles(gpus: Sequence[GpuState]) -> Outcome:
             counts = f"{free_count(gpu, p)}/{p.max_count}"
             row1 = (
                 f"|{gpu.index:4d}  {'MIG ' + p.name:<18}{p.profile_id:2d}     {counts:<11}"
-                f"{p.memory_gib:<11}No     {p.sm_count:<7}{p.decoders:<6}{p.encoders:<4}|"
+                f"{p.memory_gib_text:<11}No     {p.sm_count:<7}{p.decoders:<6}{p.encoders:<4}|"
             )
             row2 = f"|{'':61}{p.copy_engines:<6}{p.jpeg:<6}{p.ofa:<4}|"
             lines += [row1, row2, rule]

@@ -1,7 +1,9 @@
 """The GPU models the simulated host can have, with the specs their real counterparts report.
 
 Figures come from real `nvidia-smi` output (see /work/shared/fixtures and its README) and NVIDIA's
-datasheets and MIG user guide. A `--gpus` spec such as "h100,a100,l40s,vgpu" or "2xh100" picks them.
+datasheets and MIG user guide; MIG profiles come from the GPU registry
+(`gpuws.core.gpus`), and a test checks each model's PCI device id against it.
+A `--gpus` spec such as "h100,a100,l40s,vgpu" or "2xh100" picks them.
 """
 
 from __future__ import annotations
@@ -9,6 +11,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from gpuws.core.errors import RefusedInput
+from gpuws.core.gpus.models import MIG_GPUS
+from gpuws.core.gpus.profiles import MigProfileSpec
 
 DEFAULT_GPU_SPEC = "h100,a100,l40s,vgpu"
 DRIVER_VERSION = "590.48.01"
@@ -20,75 +24,12 @@ class SimSpecError(RefusedInput):
     """A `--gpus` spec names an unknown model or is malformed."""
 
 
-@dataclass(frozen=True)
-class MigProfile:
-    """One GPU instance profile (`nvidia-smi mig -lgip` row) and where it may be placed.
-
-    Placements are start slots over the GPU's 8 memory slices; `size` slices are taken from there.
-    """
-
-    profile_id: int
-    name: str  # "1g.10gb" (shown as "MIG 1g.10gb")
-    size: int  # memory slices taken by one instance (placement size)
-    placements: tuple[int, ...]
-    memory_mib: int
-    sm_count: int
-    copy_engines: int
-    decoders: int
-    encoders: int
-    jpeg: int
-    ofa: int
-    compute_slices: int  # the "Ng" part: compute slices; also the default compute-instance size
-    bar1_mib: int = 32767
-
-    @property
-    def memory_gib(self) -> str:
-        """Memory as `mig -lgip` prints it: GiB truncated to two decimals (9984 MiB -> "9.75")."""
-        hundredths = self.memory_mib * 100 // 1024
-        return f"{hundredths // 100}.{hundredths % 100:02d}"
-
-    @property
-    def max_count(self) -> int:
-        """How many such instances fit on an empty GPU."""
-        if self.name.endswith("+me"):
-            return 1  # only one media-extension instance per GPU
-        count, taken_until = 0, -1
-        for start in self.placements:
-            if start > taken_until:
-                count += 1
-                taken_until = start + self.size - 1
-        return count
-
-    @property
-    def compute_profile_id(self) -> int:
-        """The compute-instance profile id covering the whole GPU instance (as `-C` uses)."""
-        return {1: 0, 2: 1, 3: 2, 4: 3, 7: 4}[self.compute_slices]
+# The simulator's MIG profiles are the registry's (`core/gpus`): the same rows `mig -lgip` prints.
+MigProfile = MigProfileSpec
 
 
-def _h100_mig_profiles() -> tuple[MigProfile, ...]:
-    # From `nvidia-smi mig -lgip` / `-lgipp` on H100 SXM5 80GB (fixtures/mig/).
-    return (
-        MigProfile(19, "1g.10gb", 1, (0, 1, 2, 3, 4, 5, 6), 9984, 16, 1, 1, 0, 1, 0, 1),
-        MigProfile(20, "1g.10gb+me", 1, (0, 1, 2, 3, 4, 5, 6), 9984, 16, 1, 1, 0, 1, 1, 1),
-        MigProfile(15, "1g.20gb", 2, (0, 2, 4, 6), 20096, 26, 1, 1, 0, 1, 0, 1),
-        MigProfile(14, "2g.20gb", 2, (0, 2, 4), 20096, 32, 2, 2, 0, 2, 0, 2),
-        MigProfile(9, "3g.40gb", 4, (0, 4), 40448, 60, 3, 3, 0, 3, 0, 3),
-        MigProfile(5, "4g.40gb", 4, (0,), 40448, 64, 4, 4, 0, 4, 0, 4),
-        MigProfile(0, "7g.80gb", 8, (0,), 81152, 132, 8, 7, 0, 7, 1, 7),
-    )
-
-
-def _a100_80gb_mig_profiles() -> tuple[MigProfile, ...]:
-    # From NVIDIA's MIG user guide, A100-SXM4-80GB profile table.
-    return (
-        MigProfile(19, "1g.10gb", 1, (0, 1, 2, 3, 4, 5, 6), 9728, 14, 1, 0, 0, 0, 0, 1),
-        MigProfile(20, "1g.10gb+me", 1, (0, 1, 2, 3, 4, 5, 6), 9728, 14, 1, 1, 0, 1, 1, 1),
-        MigProfile(15, "1g.20gb", 2, (0, 2, 4, 6), 19968, 14, 1, 1, 0, 0, 0, 1),
-        MigProfile(14, "2g.20gb", 2, (0, 2, 4), 19968, 28, 2, 1, 0, 0, 0, 2),
-        MigProfile(9, "3g.40gb", 4, (0, 4), 40192, 42, 3, 2, 0, 0, 0, 3),
-        MigProfile(5, "4g.40gb", 4, (0,), 40192, 56, 4, 2, 0, 0, 0, 4),
-        MigProfile(0, "7g.80gb", 8, (0,), 81152, 98, 7, 5, 0, 1, 1, 7),
-    )
+def _registry_profiles(key: str) -> tuple[MigProfile, ...]:
+    return MIG_GPUS[key].profiles
 
 
 @dataclass(frozen=True)
@@ -151,7 +92,7 @@ GPU_MODELS: dict[str, GpuModel] = {
         compute_cap="9.0", pci_device_id="233010DE", pci_sub_system_id="16C110DE",
         vbios_version="96.00.A5.00.01", idle_temp_c=38.0, full_load_temp_c=68.0,
         slowdown_temp_c=87, shutdown_temp_c=92, max_operating_temp_c=85, idle_pstate="P0",
-        mig_profiles=_h100_mig_profiles(),
+        mig_profiles=_registry_profiles("h100-80gb"),
     ),
     "a100": GpuModel(
         key="a100", name="NVIDIA A100-SXM4-80GB", brand="NVIDIA", architecture="Ampere",
@@ -162,7 +103,7 @@ GPU_MODELS: dict[str, GpuModel] = {
         compute_cap="8.0", pci_device_id="20B210DE", pci_sub_system_id="147F10DE",
         vbios_version="92.00.36.00.02", idle_temp_c=30.0, full_load_temp_c=66.0,
         slowdown_temp_c=89, shutdown_temp_c=92, max_operating_temp_c=85, idle_pstate="P0",
-        mig_profiles=_a100_80gb_mig_profiles(),
+        mig_profiles=_registry_profiles("a100-80gb"),
     ),
     "l40s": GpuModel(
         key="l40s", name="NVIDIA L40S", brand="NVIDIA", architecture="Ada Lovelace",

@@ -85,7 +85,7 @@ def _mig_section(d: _Doc, gpu: GpuState) -> None:
         d.leaf("compute_instance_id", ci.ci_id)
         d.open("device_attributes")
         d.group("shared", [
-            ("multiprocessor_count", profile.sm_count * ci.slices // profile.compute_slices),
+            ("multiprocessor_count", (profile.sm_count or 0) * ci.slices // profile.compute_slices),
             ("copy_engine_count", profile.copy_engines),
             ("encoder_count", profile.encoders),
             ("decoder_count", profile.decoders),

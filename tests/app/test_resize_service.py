@@ -11,6 +11,7 @@ from gpuws.app import resize as service
 from gpuws.core.models import HostProfile
 from gpuws.core.profiles import ProfileStore
 from gpuws.core.resize.audit import AuditLog
+from gpuws.core.resize.journal import STARTED
 from gpuws.remote.resize import MigResizer, ResizeOutcome
 from gpuws.sim.state import SimStateStore
 from gpuws.ui.resize import operations
@@ -26,14 +27,16 @@ async def test_the_window_resize_reprices_the_profile_like_the_cli(tmp_path: Pat
     ProfileStore().add(profile)
 
     _, _, plan = await MigResizer(runner).plan(0, "3g.40gb")
-    result = await operations.apply_mig(runner, profile, plan, stop_processes=False, progress=lambda _p: None,
-                                        audit=AuditLog())
-    assert result.kind is ResizeOutcome.VERIFIED
+    applied = await operations.apply_mig(runner, profile, plan, stop_processes=False, progress=lambda _p: None,
+                                         audit=AuditLog())
+    assert applied.outcome is ResizeOutcome.VERIFIED
     saved = ProfileStore().get("gpu1")
+    assert applied.profile == saved  # the window follows the saved figures, computed once
     # The same figures as tests/cli/test_resize_cli.py checks for `gpuws resize gpu1 3g.40gb`.
     assert saved.slice_profile == "gpu0=3g.40gb"
     assert saved.price_per_hour == pytest.approx(8.0 - 2.0 + 0.8571, abs=1e-3)
-    assert [(r.before, r.after) for r in AuditLog().read("gpu1")] == [("full", "3g.40gb")]
+    finished = [r for r in AuditLog().read("gpu1") if r.phase != STARTED]  # the journal's "started" too
+    assert [(r.before, r.after) for r in finished] == [("full", "3g.40gb")]
 
     # A plan made before the GPU changed is refused before anything runs.
     with pytest.raises(service.PlanChanged):

@@ -62,6 +62,6 @@ def test_bad_arguments_are_one_line_before_connecting(
 
 
 def test_unknown_host_is_one_line(capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["advise", "nosuchhost", "--observe", "1"]) == 1
+    assert main(["advise", "nosuchhost", "--observe", "1"]) == 2  # refused input (the exit-status table)
     err = capsys.readouterr().err
     assert err.startswith("gpuws: error: ") and "nosuchhost" in err and err.count("\n") == 1

@@ -50,7 +50,7 @@ def test_host_key_errors_are_4() -> None:
 
 def test_resize_outcomes() -> None:
     assert resize_exit_status(ResizeOutcome.VERIFIED) == 0
-    assert resize_exit_status(ResizeOutcome.NOTHING_TO_DO) == 0
+    assert resize_exit_status(ResizeOutcome.ALREADY_AT_TARGET) == 0
     assert resize_exit_status(ResizeOutcome.ROLLED_BACK) == 9
     assert resize_exit_status(ResizeOutcome.ROLLBACK_FAILED) == 10
 

@@ -40,7 +40,7 @@ def test_add_list_remove(capsys: pytest.CaptureFixture[str]) -> None:
     code, out, _ = run(capsys, "fleet", "list")
     assert code == 0 and 'lab  http://prom.internal:9090 {cluster="a"}' in out
     code, _, err = run(capsys, "fleet", "add", "LAB", "--prometheus", "http://x:9090")
-    assert code == 1 and "already exists" in err
+    assert code == 2 and "already exists" in err
     code, out, _ = run(capsys, "fleet", "remove", "lab", "--json")
     assert code == 0 and json.loads(out) == {"name": "lab", "removed": True}
     code, out, _ = run(capsys, "fleet", "list", "--json")
@@ -56,13 +56,13 @@ def test_add_list_remove(capsys: pytest.CaptureFixture[str]) -> None:
 ])
 def test_bad_input_is_one_line(capsys: pytest.CaptureFixture[str], argv: list[str], needle: str) -> None:
     code, _out, err = run(capsys, "fleet", "add", "x", *argv)
-    assert code == 1 and needle in err and err.count("\n") == 1 and "Traceback" not in err
+    assert code == 2 and needle in err and err.count("\n") == 1 and "Traceback" not in err
     assert not FleetStore().path.exists()
 
 
 def test_unknown_fleet(capsys: pytest.CaptureFixture[str]) -> None:
     code, _, err = run(capsys, "fleet", "snapshot", "nope", "--json")
-    assert code == 1 and "no fleet named 'nope'" in err
+    assert code == 2 and "no fleet named 'nope'" in err
 
 
 def test_unreachable_prometheus_exits_5(capsys: pytest.CaptureFixture[str]) -> None:

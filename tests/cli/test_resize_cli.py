@@ -75,7 +75,8 @@ def test_slices_and_resize_commands(
     assert code == 0 and "outcome: target verified; GPU 0 is now full" in out
     saved = ProfileStore().get("gpu1")
     assert saved.slice_profile == "gpu0=full" and saved.price_per_hour == pytest.approx(8.0, abs=1e-3)
-    records = AuditLog().read("gpu1")
+    assert [r.phase for r in AuditLog().read("gpu1")] == ["started", "finished", "started", "finished"]
+    records = [r for r in AuditLog().read("gpu1") if r.phase == "finished"]
     assert [(r.before, r.after, r.outcome) for r in records] == [
         ("full", "3g.40gb", "target verified"), ("3g.40gb", "full", "target verified")]
     assert records[0].plan and records[0].plan[0]["argv"] == ["nvidia-smi", "-i", "0", "-mig", "1"]

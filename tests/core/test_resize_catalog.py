@@ -13,22 +13,25 @@ H100 = model_by_key("h100-80gb")
 A100_40 = model_by_key("a100-40gb")
 
 
+_LGIP_IDS = (19, 20, 15, 14, 9, 5, 0)  # `mig -lgip` order: 1g, 1g+me, 1g x2 memory, 2g, 3g, 4g, 7g
+
+
 @pytest.mark.parametrize(
-    ("key", "profiles"),
+    ("key", "names"),
     [
-        ("a100-40gb", {"1g.5gb": 19, "1g.10gb": 15, "2g.10gb": 14, "3g.20gb": 9, "4g.20gb": 5, "7g.40gb": 0}),
-        ("a100-80gb", {"1g.10gb": 19, "1g.20gb": 15, "2g.20gb": 14, "3g.40gb": 9, "4g.40gb": 5, "7g.80gb": 0}),
-        ("h100-80gb", {"1g.10gb": 19, "1g.20gb": 15, "2g.20gb": 14, "3g.40gb": 9, "4g.40gb": 5, "7g.80gb": 0}),
-        ("h100-nvl", {"1g.12gb": 19, "1g.24gb": 15, "2g.24gb": 14, "3g.47gb": 9, "4g.47gb": 5, "7g.94gb": 0}),
-        ("h200-141gb", {"1g.18gb": 19, "1g.35gb": 15, "2g.35gb": 14, "3g.71gb": 9, "4g.71gb": 5, "7g.141gb": 0}),
-        ("b200", {"1g.23gb": 19, "1g.45gb": 15, "2g.45gb": 14, "3g.90gb": 9, "4g.90gb": 5, "7g.180gb": 0}),
+        ("a100-40gb", ("1g.5gb", "1g.5gb+me", "1g.10gb", "2g.10gb", "3g.20gb", "4g.20gb", "7g.40gb")),
+        ("a100-80gb", ("1g.10gb", "1g.10gb+me", "1g.20gb", "2g.20gb", "3g.40gb", "4g.40gb", "7g.80gb")),
+        ("h100-80gb", ("1g.10gb", "1g.10gb+me", "1g.20gb", "2g.20gb", "3g.40gb", "4g.40gb", "7g.80gb")),
+        ("h100-nvl", ("1g.12gb", "1g.12gb+me", "1g.24gb", "2g.24gb", "3g.47gb", "4g.47gb", "7g.94gb")),
+        ("h200-141gb", ("1g.18gb", "1g.18gb+me", "1g.35gb", "2g.35gb", "3g.71gb", "4g.71gb", "7g.141gb")),
+        ("b200", ("1g.23gb", "1g.23gb+me", "1g.45gb", "2g.45gb", "3g.90gb", "4g.90gb", "7g.180gb")),
     ],
 )
-def test_profile_names_and_ids_per_model(key: str, profiles: dict[str, int]) -> None:
+def test_profile_names_and_ids_per_model(key: str, names: tuple[str, ...]) -> None:
     model = model_by_key(key)
-    assert {p.name: p.profile_id for p in model.profiles} == profiles
-    assert [p.max_count for p in model.profiles] == [7, 4, 3, 2, 1, 1]
-    assert [p.compute_slices for p in model.profiles] == [1, 1, 2, 3, 4, 7]
+    assert {p.name: p.profile_id for p in model.profiles} == dict(zip(names, _LGIP_IDS, strict=True))
+    assert [p.max_count for p in model.profiles] == [7, 1, 4, 3, 2, 1, 1]
+    assert [p.compute_slices for p in model.profiles] == [1, 1, 1, 2, 3, 4, 7]
 
 
 @pytest.mark.parametrize(
@@ -53,9 +56,9 @@ def test_non_mig_gpus_have_no_catalog(name: str) -> None:
 
 
 def test_catalog_placements_match_the_driver_fixture_lgipp() -> None:
-    # `nvidia-smi mig -lgipp` on a real H100 NVL (fixture) lists these for IDs 19, 15, 14, 9, 5, 0.
-    expected = {19: ((0, 1, 2, 3, 4, 5, 6), 1), 15: ((0, 2, 4, 6), 2), 14: ((0, 2, 4), 2),
-                9: ((0, 4), 4), 5: ((0,), 4), 0: ((0,), 8)}
+    # `nvidia-smi mig -lgipp` on a real H100 NVL (fixture) lists these for IDs 19, 20, 15, 14, 9, 5, 0.
+    expected = {19: ((0, 1, 2, 3, 4, 5, 6), 1), 20: ((0, 1, 2, 3, 4, 5, 6), 1), 15: ((0, 2, 4, 6), 2),
+                14: ((0, 2, 4), 2), 9: ((0, 4), 4), 5: ((0,), 4), 0: ((0,), 8)}
     for model in GPU_MODELS:
         assert {p.profile_id: (p.placement_starts, p.placement_size) for p in model.profiles} == expected
 

@@ -69,7 +69,8 @@ mig-configs:
         ("version: v1\nmig-configs:\n  a:\n    - devices: all\n      mig-enabled: yes please", "true or false"),
         ("version: v1\nmig-configs:\n  a:\n    - devices: [0]\n      mig-enabled: true\n"
          "      mig-devices: {1g.10gb: 99}", "from 0 to 7"),
-        ("version: v1\nmig-configs:\n  a:\n    - device-filter: '0x233010DE'\n      devices: all\n"
+        # A device-filter is accepted (mig-parted's rules); a malformed one is not.
+        ("version: v1\nmig-configs:\n  a:\n    - device-filter: 'H100'\n      devices: all\n"
          "      mig-enabled: false", "device-filter"),
         ("version: v1\nmig-configs: {a: [{devices: [0], mig-enabled: false, mig-devices: {1g.10gb: 1}}]}",
          "mig-enabled: false"),

@@ -187,7 +187,8 @@ def test_full_to_seven_slices_and_back_with_typed_confirmation(
     assert not sim_store.load().gpu(A100).mig_current
     qtbot.waitUntil(lambda: len(tab.audit_view.records) == 2, timeout=5000)
     assert tab.audit_view.records[0].after == "full"  # newest first
-    assert [r.outcome for r in AuditLog().read("gpu-lab")] == [TARGET_VERIFIED, TARGET_VERIFIED]
+    # Each resize wrote a "started" record before its first change, then its outcome.
+    assert [r.outcome for r in AuditLog().read("gpu-lab")] == ["started", TARGET_VERIFIED, "started", TARGET_VERIFIED]
 
 
 @pytest.mark.slow
@@ -324,3 +325,65 @@ def test_demo_host_in_the_window_full_to_seven_slices_and_back(make_window: Any,
             assert window.grab().save(str(SHOTS / "resize-window-demo.png"))
     qtbot.waitUntil(lambda: len(tab.audit_view.records) == 2, timeout=5000)
     qtbot.waitUntil(tab.refresh_button.isEnabled, timeout=15000)  # its last re-read is done
+
+
+@pytest.mark.slow
+def test_interrupted_resize_banner_and_recover_button(
+    qtbot: Any, bridge: AsyncBridge, tmp_path: Path, sim_store: SimStateStore
+) -> None:
+    """A half-done resize (4 of 7 instances, its journal left by a process that is gone) shows a
+    banner on connect; Recover completes the target and verifies it; the banner goes."""
+    from gpuws.core.resize.journal import JournalEntry, ResizeJournal
+    from gpuws.sim.state import GpuInstance
+
+    with sim_store.update() as state:
+        gpu = state.gpu(A100)
+        gpu.mig_current = gpu.mig_pending = True
+        for start in range(4):
+            gpu.gpu_instances.append(GpuInstance(7 + start, 19, start, 1))  # no compute instances yet
+    ResizeJournal().begin(JournalEntry(host="gpu-lab", gpu=A100, gpu_name="NVIDIA A100-SXM4-80GB", before="full",
+                                       target="7x1g.10gb", pid=2**22 + 4321, simulated=True))
+    bin_dir = tmp_path / "bin"
+    install_sim_nvidia_smi(bin_dir)
+    runner = LocalRunner(dict(os.environ, PATH=f"{bin_dir}:{os.environ['PATH']}", GPUWS_SIM_STATE=str(sim_store.dir)))
+    profile = HostProfile(name="gpu-lab", host="127.0.0.1", user="me", simulated=True)
+    session = HostSession(profile, bridge, connection_factory=lambda _p, **_kw: LocalConnection(runner))
+    widget = ResizeTab()
+    try:
+        session.connect_host()
+        qtbot.waitUntil(lambda: session.state == "connected", timeout=15000)
+        widget.set_host(HostContext(profile, session, bridge))
+        qtbot.waitUntil(lambda: widget.interrupted is not None, timeout=15000)
+        assert not widget.interrupted_banner.isHidden()
+        assert "GPU 1 (full -> 7x1g.10gb" in widget.interrupted_banner._label.text()
+        qtbot.mouseClick(widget.recover_button, Qt.MouseButton.LeftButton)
+        qtbot.waitUntil(lambda: widget.progress_view.finished and not widget.applying, timeout=60000)
+        # The tab reads the GPUs again after the recovery: the verified target shows there.
+        qtbot.waitUntil(lambda: widget.interrupted is None and any(
+            s.index == A100 and s.layout.describe() == "7x1g.10gb" for s in widget.gpus), timeout=15000)
+        assert widget.interrupted_banner.isHidden()
+        assert AuditLog().read("gpu-lab")[-1].outcome == "recover: target verified"
+        qtbot.waitUntil(lambda: bridge.pending_count == 0, timeout=15000)
+    finally:
+        widget.set_host(None)
+        widget.close()
+        widget.deleteLater()
+        session.close()
+        session.deleteLater()
+
+
+@pytest.mark.slow
+def test_mig_parted_file_offers_its_configs_for_the_selected_gpu(qtbot: Any, tab: ResizeTab) -> None:
+    config = str(Path(__file__).resolve().parents[1] / "fixtures" / "mig-parted" / "config-default.yaml")
+    combo = tab.picker.gpu_combo
+    combo.setCurrentIndex(combo.findData(A100))
+    offered: list[str] = []
+
+    def choose(names: list[str]) -> tuple[str, bool]:
+        offered.extend(names)
+        return "all-balanced", True
+
+    tab.offer_mig_parted_configs(config, choose)
+    assert len(offered) == 81
+    qtbot.waitUntil(lambda: tab.preview is not None, timeout=15000)
+    assert tab.preview is not None and tab.preview.plan.after.describe() == "3g.40gb,2g.20gb,2x1g.10gb"

@@ -11,15 +11,14 @@ from gpuws.cli.commands.hosts import json_flag, profile_store
 from gpuws.cli.output import fail, print_json
 from gpuws.core.errors import GpuwsError
 
-EXIT_AUTH = 3
-EXIT_UNREACHABLE = 5
 MIN_INTERVAL_S = 1.0
 MAX_INTERVAL_S = 3600.0
 MAX_DEMO_HOSTS = 256
 
 _EPILOG = """JSON output: {"fleet": NAME, "t": ISO, "gpus": [...]}, one object per GPU and per MIG instance with
 host, gpu, uuid, model and the fields of `gpuws watch --json` (a metric the exporter does not publish is null).
-exit status: 0 ok, 1 other error, 3 Prometheus refused the credentials, 5 Prometheus unreachable"""
+exit status (the table of `gpuws --help`): 0 ok, 2 refused input, 3 Prometheus refused the credentials,
+5 Prometheus unreachable, 1 any other error"""
 
 
 def register(sub: argparse._SubParsersAction[Any]) -> None:
@@ -40,19 +39,19 @@ def register(sub: argparse._SubParsersAction[Any]) -> None:
                      help="read the basic-auth password from stdin (kept in the keyring)")
     add.add_argument("--price-per-gpu-hour", type=float, metavar="PRICE",
                      help="what one GPU costs per hour, for the idle-GPU alert")
-    add.set_defaults(handler=_guard(cmd_add))
+    add.set_defaults(handler=cmd_add)
 
     lst = actions.add_parser("list", parents=common, help="list fleets")
-    lst.set_defaults(handler=_guard(cmd_list))
+    lst.set_defaults(handler=cmd_list)
 
     rm = actions.add_parser("remove", parents=common, help="delete a fleet (and its credentials in the keyring)")
     rm.add_argument("name")
-    rm.set_defaults(handler=_guard(cmd_remove))
+    rm.set_defaults(handler=cmd_remove)
 
     snap = actions.add_parser("snapshot", parents=common, help="every GPU of the fleet now", epilog=_EPILOG)
     snap.add_argument("name")
     snap.add_argument("--accept-new", action="store_true", help="trust the --via host's key if none is recorded yet")
-    snap.set_defaults(handler=_guard(cmd_snapshot))
+    snap.set_defaults(handler=cmd_snapshot)
 
     watch = actions.add_parser("watch", parents=common, help="stream the fleet's GPUs", epilog=_EPILOG)
     watch.add_argument("name")
@@ -60,32 +59,12 @@ def register(sub: argparse._SubParsersAction[Any]) -> None:
                        help=f"seconds between snapshots ({MIN_INTERVAL_S:g}-{MAX_INTERVAL_S:g}, default 5)")
     watch.add_argument("--count", type=int, metavar="N", help="stop after N snapshots")
     watch.add_argument("--accept-new", action="store_true", help="trust the --via host's key if none is recorded yet")
-    watch.set_defaults(handler=_guard(cmd_watch))
+    watch.set_defaults(handler=cmd_watch)
 
     demo = sub.add_parser("demo-fleet", help="run SIMULATED dcgm-exporters on loopback for a Prometheus to scrape")
     demo.add_argument("--hosts", type=int, required=True, metavar="N", help=f"simulated hosts (1-{MAX_DEMO_HOSTS})")
     demo.add_argument("--gpus-per-host", type=int, default=8, metavar="M", help="GPUs per host (1-16, default 8)")
     demo.set_defaults(handler=run_demo_fleet)
-
-
-def _guard(handler: Any) -> Any:
-    """Errors as one line; Prometheus' auth and reachability get the SSH commands' exit statuses."""
-
-    def run(args: argparse.Namespace) -> int:
-        from gpuws.remote.prometheus import PrometheusAuthFailed, PrometheusUnreachable
-
-        try:
-            return int(handler(args))
-        except PrometheusAuthFailed as exc:
-            return fail(str(exc), EXIT_AUTH)
-        except PrometheusUnreachable as exc:
-            return fail(str(exc), EXIT_UNREACHABLE)
-        except GpuwsError as exc:
-            from gpuws.cli.connecting import exit_code_for
-
-            return fail(str(exc), exit_code_for(exc))
-
-    return run
 
 
 def _read_secret(what: str) -> str:

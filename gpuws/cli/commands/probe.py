@@ -34,10 +34,15 @@ def register(sub: argparse._SubParsersAction[Any]) -> None:
 
 def run_probe(args: argparse.Namespace) -> int:
     inventory = asyncio.run(_probe(args.name, args.accept_new, args.timeout))
+    from gpuws.core.resize.journal import ResizeJournal, interrupted_resize_json
+
+    interrupted = ResizeJournal().interrupted(args.name)  # a resize of this host that did not finish
     if args.json:
-        print_json(inventory.to_dict())
+        print_json({**inventory.to_dict(), "interrupted_resize": interrupted_resize_json(interrupted)})
     else:
         print(format_inventory(args.name, inventory))
+        if interrupted is not None:
+            print(f"warning: {interrupted.summary()}; run `gpuws resize {args.name} --recover`")
     return 0
 
 

@@ -5,6 +5,9 @@ dry run; 2 refused input (bad target, no confirmation); 8 refused by preflight (
 changed); 9 failed but the previous layout was restored and verified; 10 the rollback failed too
 (the message says what the host has now). The work itself is `gpuws.app.resize`, shared with the
 window's Resize tab.
+
+`resize NAME --recover` finishes an interrupted resize (the journal of `gpuws.core.resize.journal`)
+with the same statuses.
 """
 
 from __future__ import annotations
@@ -15,10 +18,12 @@ import sys
 from typing import Any
 
 from gpuws.cli.connecting import ExitStatus, resize_exit_status, tty_prompts
-from gpuws.cli.output import print_json, sim_banner
+from gpuws.cli.output import fail, print_json, sim_banner
 from gpuws.core.models import HostProfile
 from gpuws.core.resize.audit import AuditLog, AuditRecord, now_iso
+from gpuws.core.resize.journal import ResizeJournal, interrupted_resize_json
 from gpuws.core.resize.layout import Layout
+from gpuws.core.resize.outcome import ResizeOutcome
 from gpuws.core.resize.plan import Plan
 from gpuws.core.resize.pricing import PriceBook, price_book
 from gpuws.core.resize.provider import plan_provider_resize
@@ -26,6 +31,8 @@ from gpuws.core.resize.state import GpuMigState
 from gpuws.core.resize.targets import target_options
 
 EXIT_OK, EXIT_REFUSED = ExitStatus.OK, ExitStatus.USAGE
+# The one table's statuses for typed outcomes (used by --recover and `mig-parted apply`).
+RESIZE_EXIT_STATUS: dict[ResizeOutcome, int] = {o: int(resize_exit_status(o)) for o in ResizeOutcome}
 PROVIDER_PREFIX = "type:"
 
 
@@ -44,7 +51,11 @@ def register(sub: argparse._SubParsersAction[Any]) -> None:
         "'type:INSTANCE_TYPE' for the cloud provider (see `gpuws slices NAME`).",
     )
     resize.add_argument("name", help="host profile name ('demo' for the built-in simulated host)")
-    resize.add_argument("target", help="'full', a MIG layout like 7x1g.10gb, or type:INSTANCE_TYPE")
+    resize.add_argument("target", nargs="?", help="'full', a MIG layout like 7x1g.10gb, or type:INSTANCE_TYPE")
+    resize.add_argument("--recover", action="store_true",
+                        help="finish an interrupted resize of this host: complete its target or restore "
+                        "the previous layout, then verify (exit 0 verified, 8 refused, 9 rolled back, "
+                        "10 rollback failed)")
     resize.add_argument("--gpu", type=int, default=0, metavar="I", help="GPU index (default 0)")
     resize.add_argument("--dry-run", action="store_true", help="print the plan and change nothing")
     resize.add_argument("--yes", action="store_true", help="do not ask for the typed confirmation")
@@ -88,21 +99,32 @@ async def _slices_async(args: argparse.Namespace) -> int:
     async with open_target(args.name, accept_new=args.accept_new, **tty_prompts()) as conn:
         gpus = await MigResizer(conn.runner).read_gpus()
         profile = conn.profile
+    interrupted = ResizeJournal().interrupted(args.name)
     doc: list[dict[str, Any]] = []
     for state in gpus:
         prices = price_book(profile, state.model, len(gpus))
+        model = state.model
         doc.append({"gpu": state.index, "name": state.name, "current": state.layout.describe(),
-                    "price_source": prices.source, "targets": slice_rows(state, prices)})
+                    "price_source": prices.source, "targets": slice_rows(state, prices),
+                    # "driver": figures the driver reports (this host's own `mig -lgip` when MIG is
+                    # on); "nominal": the sizes in the profile names (no capture for this model).
+                    "memory_source": str(model.memory_source) if model else None})
     if args.json:
-        print_json({"host": args.name, "simulated": profile.simulated, "gpus": doc})
+        print_json({"host": args.name, "simulated": profile.simulated, "gpus": doc,
+                    "interrupted_resize": interrupted_resize_json(interrupted)})
         return EXIT_OK
     banner = sim_banner(profile.simulated)
+    if interrupted is not None:
+        print(f"warning: {interrupted.summary()}; run `gpuws resize {args.name} --recover`")
     for gpu in doc:
-        print(f"{banner}GPU {gpu['gpu']}: {gpu['name']} (now: {gpu['current']}; prices: {gpu['price_source']})")
+        nominal = "; memory sizes nominal" if gpu["memory_source"] == "nominal" else ""
+        print(f"{banner}GPU {gpu['gpu']}: {gpu['name']} (now: {gpu['current']}; prices: {gpu['price_source']}"
+              f"{nominal})")
         for row in gpu["targets"]:
             mark = "*" if row["current"] else " "
             mem = f"{row['memory_gib']:.1f} GiB" if row["memory_gib"] is not None else "-"
-            print(f"  {mark} {row['target']:<24} {mem:>11}  compute {row['compute_share']:>6.1%}  "
+            share = f"{row['compute_share']:>6.1%}" if row["compute_share"] is not None else "     -"
+            print(f"  {mark} {row['target']:<24} {mem:>11}  compute {share}  "
                   f"{_money(row['price_per_hour'])}/h" + (f"  ({row['note']})" if row.get("note") else ""))
     return EXIT_OK
 
@@ -115,6 +137,12 @@ def _money(value: float | None) -> str:
 
 
 def _resize(args: argparse.Namespace) -> int:
+    if args.recover:
+        if args.target:
+            return fail("--recover takes no TARGET: it finishes the interrupted resize", 2)
+        return _recover(args)
+    if not args.target:
+        return fail("give a TARGET ('full', a MIG layout like 7x1g.10gb, or type:INSTANCE_TYPE), or --recover", 2)
     # LayoutError (2) and ResizeRefused (8) go up to the exit-status table in gpuws.cli.main.
     if args.target.startswith(PROVIDER_PREFIX):
         return asyncio.run(_provider_resize(args))
@@ -213,12 +241,84 @@ def _audit(
     profile: HostProfile, state: GpuMigState, plan: Plan, target: str, outcome: str, ok: bool,
     log: list[str], started: str | None = None, after: Layout | None = None,
 ) -> None:
-    AuditLog().append(AuditRecord(
+    AuditLog().append(_record(profile, state, plan, target, outcome, ok, log, started, after))
+
+
+def _record(
+    profile: HostProfile, state: GpuMigState, plan: Plan, target: str, outcome: str, ok: bool,
+    log: list[str], started: str | None = None, after: Layout | None = None,
+) -> AuditRecord:
+    return AuditRecord(
         host=profile.name, gpu=state.index, backend="mig", target=target,
         before=plan.before.describe(), after=(after or plan.before).describe() if after or plan.empty else None,
         outcome=outcome, ok=ok, plan=[s.to_dict() for s in plan.steps], log=log,
         started_at=started or now_iso(), simulated=profile.simulated,
-    ))
+    )
+
+
+# -- recover ------------------------------------------------------------------------------------
+
+
+def _recover(args: argparse.Namespace) -> int:
+    # ResizeRefused (8) and any other error go up to the exit-status table in gpuws.cli.main.
+    return RESIZE_EXIT_STATUS[asyncio.run(_recover_async(args))]
+
+
+async def _recover_async(args: argparse.Namespace) -> ResizeOutcome:
+    from gpuws.app.resize import journal_hook
+    from gpuws.app.targets import open_target
+    from gpuws.core.resize.layout import LayoutError, parse_target
+    from gpuws.remote.resize import MigResizer, Progress, ResizeRefused
+
+    journal = ResizeJournal()
+    entry = journal.read(args.name)
+    if entry is None:
+        nothing = {"host": args.name, "outcome": "nothing to recover",
+                   "outcome_kind": str(ResizeOutcome.ALREADY_AT_TARGET), "ok": True}
+        _emit(args, nothing, lambda: print(f"{args.name}: no interrupted resize to recover"))
+        return ResizeOutcome.ALREADY_AT_TARGET
+    if journal.interrupted(args.name) is None:
+        raise ResizeRefused(f"a resize of {args.name} is still running (pid {entry.pid}); wait for it to finish")
+    if entry.gpu < 0:
+        raise ResizeRefused(f"the resize journal {journal.path_for(args.name)} cannot be read; check the layout "
+                            f"with `gpuws slices {args.name}` and remove that file")
+    async with open_target(args.name, accept_new=args.accept_new, **tty_prompts()) as conn:
+        profile = conn.profile
+        resizer = MigResizer(conn.runner)
+        state = await resizer.read_state(entry.gpu)
+        model = state.model
+        if model is None or not state.mig_capable:
+            raise ResizeRefused(f"GPU {entry.gpu} ({state.name}) is not MIG-capable; nothing to recover")
+        try:
+            target, previous = parse_target(entry.target, model), parse_target(entry.before, model)
+        except LayoutError as exc:  # a journal this GPU cannot take: refused, nothing changed
+            raise ResizeRefused(f"the interrupted resize cannot be recovered: {exc}") from None
+        banner = sim_banner(profile.simulated)
+        if not args.json:
+            print(f"{banner}{args.name} GPU {entry.gpu}: interrupted {entry.before} -> {entry.target} "
+                  f"(started {entry.started_at}); the GPU now has {state.layout.describe()}")
+            print(f"recover: complete {target.describe()}, or restore {previous.describe()} if that fails")
+        if state.layout != target and not _confirm(args, f"recovering GPU {entry.gpu} of {args.name}"):
+            raise ResizeRefused("recovery not confirmed; nothing changed")
+
+        def progress(p: Progress) -> None:
+            if not args.json:
+                count = f"[{p.done}/{p.total}] " if p.total else ""
+                print(f"  {p.phase}: {count}{p.message}", file=sys.stderr, flush=True)
+
+        started = now_iso()
+        result = await resizer.resize(entry.gpu, target, stop_processes=args.stop_processes, progress=progress,
+                                      restore=previous,
+                                      on_begin=journal_hook(journal, profile, state, "recover", previous))
+        record = _record(profile, state, result.plan, entry.target, f"recover: {result.outcome}", result.ok,
+                         result.log, started, after=result.after)
+        record.before = entry.before
+        journal.finish(profile.name, record, keep=result.kind is ResizeOutcome.ROLLBACK_FAILED)
+    doc: dict[str, Any] = {"host": args.name, "gpu": entry.gpu, "simulated": profile.simulated, "backend": "mig",
+                           "recovered": interrupted_resize_json(entry), **result.to_dict()}
+    doc["before"] = entry.before
+    _emit(args, doc, lambda: _print_outcome(banner, doc))
+    return result.kind
 
 
 # -- provider -----------------------------------------------------------------------------------

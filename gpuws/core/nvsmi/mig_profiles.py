@@ -12,20 +12,21 @@ does; `listing.merge_gpu_listing` fills names from it and wins over this guess).
   1g.24gb, 3g.47gb, 7g.94gb) and the A100-80GB XML (1g.20gb).
 - "+me" (media extensions) profiles are the only sub-7g ones with an OFA engine.
 
-Only families listed below are derived; for anything else the profile stays None rather than
-being guessed.
+Only GPUs the registry (`gpuws.core.gpus`) knows are derived; for anything else the profile stays
+None rather than being guessed.
 """
 
 from __future__ import annotations
 
 import math
-import re
 from dataclasses import dataclass
+
+from gpuws.core.gpus.models import mig_gpu_for_name
 
 
 @dataclass(frozen=True)
 class MigFamily:
-    """How one GPU family divides into MIG slices."""
+    """How one GPU family divides into MIG slices (from the GPU registry)."""
 
     sms_per_slice: int
     max_compute_slices: int
@@ -33,24 +34,12 @@ class MigFamily:
     nominal_memory_gb: float | None = None  # marketing size, when the product name may not say it
 
 
-# Matched in order against the product name; the first hit wins (so "H100 NVL" before "H100").
-_FAMILIES: tuple[tuple[re.Pattern[str], MigFamily], ...] = (
-    (re.compile(r"\bA100\b|\bA800\b"), MigFamily(14, 7, 8)),
-    (re.compile(r"\bA30\b"), MigFamily(14, 4, 4)),
-    (re.compile(r"\bH200\b"), MigFamily(16, 7, 8, nominal_memory_gb=141)),
-    (re.compile(r"\bH100 NVL\b"), MigFamily(16, 7, 8, nominal_memory_gb=94)),
-    (re.compile(r"\bH100\b|\bH800\b"), MigFamily(16, 7, 8)),
-)
-
-_NAME_GB = re.compile(r"(\d+)\s*GB\b", re.IGNORECASE)
-
-
 def mig_family(product_name: str) -> MigFamily | None:
     """The MIG slicing of the GPU named `product_name`, or None when we do not know it."""
-    for pattern, family in _FAMILIES:
-        if pattern.search(product_name):
-            return family
-    return None
+    gpu = mig_gpu_for_name(product_name)
+    if gpu is None:
+        return None
+    return MigFamily(gpu.sms_per_slice, gpu.compute_slices, gpu.memory_slices, gpu.memory_gib)
 
 
 def _round_half_up(value: float) -> int:
@@ -82,7 +71,4 @@ def derive_mig_profile(
 def _nominal_memory_gb(product_name: str, parent_memory_mib: int, family: MigFamily) -> float:
     if family.nominal_memory_gb is not None:
         return family.nominal_memory_gb
-    named = _NAME_GB.search(product_name)
-    if named:
-        return float(named.group(1))
     return parent_memory_mib / 1024

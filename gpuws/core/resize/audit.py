@@ -41,6 +41,7 @@ class AuditRecord:
     started_at: str = field(default_factory=now_iso)
     finished_at: str = field(default_factory=now_iso)
     simulated: bool = False
+    phase: str = "finished"  # "started": written before the first change (see core/resize/journal.py)
 
 
 class AuditLog:

@@ -1,17 +1,19 @@
-"""The slice catalog: what a GPU can be cut into, as NVIDIA documents it.
+"""The slice catalog: what a GPU can be cut into, derived from the GPU registry (`core/gpus`).
 
 MIG GPU-instance profiles per GPU model follow NVIDIA's MIG user guide and what
 `nvidia-smi mig -lgip` / `-lgipp` print on real cards (see /work/shared/fixtures/mig/): profile
 name, profile ID, how many instances fit, memory, compute share (SM slices out of 7) and the
-placements the driver accepts (start memory slot and size, out of 8 slots). Time-sliced vGPU
+placements the driver accepts (start memory slot and size, out of 8 slots), `+me` included. Time-sliced vGPU
 fractions are listed for hosts whose GPU is a vGPU slice; those change only through the provider.
 """
 
 from __future__ import annotations
 
-import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from fractions import Fraction
+
+from gpuws.core.gpus.models import MIG_GPUS, MemorySource, MigGpu, mig_gpu_for_name
+from gpuws.core.gpus.profiles import MigProfileSpec
 
 COMPUTE_SLICES = 7  # every MIG-capable model has 7 compute (SM) slices
 MEMORY_SLOTS = 8  # and 8 memory slices; placements are "start:size" in these slots
@@ -47,12 +49,28 @@ class GpuModel:
 
     key: str  # short id used in docs and tests, e.g. "h100-80gb"
     display_name: str
-    name_patterns: tuple[str, ...]  # regexes matched against the driver's product name
     memory_gib: float
     profiles: tuple[MigProfile, ...]
     # Illustrative on-demand price for the whole card, used only when a host has no price of
     # its own (the demo host); every host can override it.
     reference_price_per_hour: float = 0.0
+    # DRIVER: memory figures as the driver reports them; NOMINAL: the size in the profile name
+    # (no capture available), shown as such; a host's own `-lgip` replaces them (`with_host_memory`).
+    memory_source: MemorySource = MemorySource.DRIVER
+
+    @property
+    def memory_nominal(self) -> bool:
+        return self.memory_source is MemorySource.NOMINAL
+
+    def with_host_memory(self, memory_gib: dict[int, float]) -> GpuModel:
+        """This model with memory figures from the host's own `mig -lgip` (profile ID -> GiB)."""
+        if not memory_gib:
+            return self
+        profiles = tuple(
+            replace(p, memory_gib=memory_gib[p.profile_id]) if p.profile_id in memory_gib else p
+            for p in self.profiles
+        )
+        return replace(self, profiles=profiles, memory_source=MemorySource.DRIVER)
 
     def profile(self, name_or_id: str | int) -> MigProfile | None:
         """The profile with this name (`3g.40gb`, `MIG 3g.40gb`) or profile ID, if any."""
@@ -85,117 +103,35 @@ VGPU_FRACTIONS: tuple[VgpuFraction, ...] = (
 )
 
 
-def _profiles(
-    sizes: tuple[str, str, str, str, str, str],
-    memory_gib: tuple[float, float, float, float, float, float],
-    sm_counts: tuple[int, int, int, int, int, int] | None,
-) -> tuple[MigProfile, ...]:
-    """The six standard profiles (1g, 1g x2 memory, 2g, 3g, 4g, 7g) with NVIDIA's IDs/placements.
-
-    IDs, max counts and placements are the same on A100, H100, H200 and B200 (MIG user guide;
-    `mig -lgip`/`-lgipp` captures): 1g (19) {0..6}:1, 1g double memory (15) {0,2,4,6}:2,
-    2g (14) {0,2,4}:2, 3g (9) {0,4}:4, 4g (5) {0}:4, 7g (0) {0}:8.
-    """
-    shape = (
-        (19, 7, 1, (0, 1, 2, 3, 4, 5, 6), 1),
-        (15, 4, 1, (0, 2, 4, 6), 2),
-        (14, 3, 2, (0, 2, 4), 2),
-        (9, 2, 3, (0, 4), 4),
-        (5, 1, 4, (0,), 4),
-        (0, 1, 7, (0,), 8),
-    )
-    return tuple(
-        MigProfile(
-            name=name,
-            profile_id=pid,
-            max_count=count,
-            memory_gib=mem,
-            compute_slices=compute,
-            placement_starts=starts,
-            placement_size=size,
-            sm_count=sm_counts[i] if sm_counts else None,
-        )
-        for i, (name, mem, (pid, count, compute, starts, size)) in enumerate(
-            zip(sizes, memory_gib, shape, strict=True)
-        )
+def _catalog_profile(spec: MigProfileSpec) -> MigProfile:
+    return MigProfile(
+        name=spec.name,
+        profile_id=spec.profile_id,
+        max_count=spec.max_count,
+        memory_gib=spec.memory_gib,
+        compute_slices=spec.compute_slices,
+        placement_starts=spec.placements,
+        placement_size=spec.size,
+        sm_count=spec.sm_count,
     )
 
 
-# Memory figures: the `mig -lgip` GiB column where a real capture exists (H100 80GB, H100 NVL),
-# NVIDIA's MIG user guide examples for A100; H200 and B200 use the nominal size in the name.
-GPU_MODELS: tuple[GpuModel, ...] = (
-    GpuModel(
-        key="a100-40gb",
-        display_name="A100 40GB",
-        name_patterns=(r"A100.*40GB",),
-        memory_gib=40,
-        profiles=_profiles(
-            ("1g.5gb", "1g.10gb", "2g.10gb", "3g.20gb", "4g.20gb", "7g.40gb"),
-            (4.75, 9.62, 9.62, 19.62, 19.62, 39.5),
-            (14, 14, 28, 42, 56, 98),
-        ),
-        reference_price_per_hour=1.50,
-    ),
-    GpuModel(
-        key="a100-80gb",
-        display_name="A100 80GB",
-        name_patterns=(r"A100.*80GB",),
-        memory_gib=80,
-        profiles=_profiles(
-            ("1g.10gb", "1g.20gb", "2g.20gb", "3g.40gb", "4g.40gb", "7g.80gb"),
-            (9.5, 19.5, 19.5, 39.25, 39.25, 79.25),
-            (14, 14, 28, 42, 56, 98),
-        ),
-        reference_price_per_hour=2.00,
-    ),
-    GpuModel(
-        key="h100-nvl",
-        display_name="H100 NVL 94GB",
-        name_patterns=(r"H100 NVL",),
-        memory_gib=94,
-        profiles=_profiles(
-            ("1g.12gb", "1g.24gb", "2g.24gb", "3g.47gb", "4g.47gb", "7g.94gb"),
-            (10.75, 21.62, 21.62, 46.38, 46.38, 93.12),
-            (16, 26, 32, 60, 64, 132),
-        ),
-        reference_price_per_hour=3.50,
-    ),
-    GpuModel(
-        key="h100-80gb",
-        display_name="H100 80GB",
-        name_patterns=(r"H100.*80GB", r"H100 (SXM|PCIe)"),
-        memory_gib=80,
-        profiles=_profiles(
-            ("1g.10gb", "1g.20gb", "2g.20gb", "3g.40gb", "4g.40gb", "7g.80gb"),
-            (9.75, 19.62, 19.62, 39.5, 39.5, 79.25),
-            (16, 26, 32, 60, 64, 132),
-        ),
-        reference_price_per_hour=3.00,
-    ),
-    GpuModel(
-        key="h200-141gb",
-        display_name="H200 141GB",
-        name_patterns=(r"H200",),
-        memory_gib=141,
-        profiles=_profiles(
-            ("1g.18gb", "1g.35gb", "2g.35gb", "3g.71gb", "4g.71gb", "7g.141gb"),
-            (18, 35, 35, 71, 71, 141),
-            (16, 26, 32, 60, 64, 132),
-        ),
-        reference_price_per_hour=4.00,
-    ),
-    GpuModel(
-        key="b200",
-        display_name="B200 180GB",
-        name_patterns=(r"B200",),
-        memory_gib=180,
-        profiles=_profiles(
-            ("1g.23gb", "1g.45gb", "2g.45gb", "3g.90gb", "4g.90gb", "7g.180gb"),
-            (23, 45, 45, 90, 90, 180),
-            None,
-        ),
-        reference_price_per_hour=6.00,
-    ),
+def _catalog_model(gpu: MigGpu) -> GpuModel:
+    return GpuModel(
+        key=gpu.key,
+        display_name=gpu.display_name,
+        memory_gib=gpu.memory_gib,
+        profiles=tuple(_catalog_profile(p) for p in gpu.profiles),
+        reference_price_per_hour=gpu.reference_price_per_hour,
+        memory_source=gpu.memory_source,
+    )
+
+
+# Derived from the GPU registry: every model whose MIG profile table the registry has and that
+# divides into 7 compute / 8 memory slices (what the planner places over).
+GPU_MODELS: tuple[GpuModel, ...] = tuple(
+    _catalog_model(g) for g in MIG_GPUS.values()
+    if g.profiles and g.compute_slices == COMPUTE_SLICES and g.memory_slices == MEMORY_SLOTS
 )
 
 
@@ -209,10 +145,8 @@ def model_by_key(key: str) -> GpuModel:
 
 def model_for_gpu_name(product_name: str) -> GpuModel | None:
     """The MIG catalog entry for a driver product name ("NVIDIA H100 80GB HBM3"), or None."""
-    for model in GPU_MODELS:  # H100 NVL is listed before H100 80GB so it wins
-        if any(re.search(p, product_name, re.IGNORECASE) for p in model.name_patterns):
-            return model
-    return None
+    gpu = mig_gpu_for_name(product_name)
+    return next((m for m in GPU_MODELS if gpu is not None and m.key == gpu.key), None)
 
 
 @dataclass(frozen=True)

@@ -14,6 +14,7 @@ maximum count, the 7 compute slices, or has no valid placement in the 8 memory s
 
 from __future__ import annotations
 
+import itertools
 import re
 from collections import Counter
 from dataclasses import dataclass
@@ -153,6 +154,43 @@ def _place(todo: list[MigProfile], used: list[bool]) -> list[tuple[MigProfile, i
         if tail is not None:
             return [(first, start), *tail]
     return None
+
+
+def creation_order(layout: Layout, model: GpuModel) -> list[MigProfile]:
+    """An order to create the instances of `layout` in, one by one, that the driver can follow.
+
+    `nvidia-smi mig -cgi P` puts each new instance at the lowest free placement of its profile, so
+    the order matters: on an H100, 3g.40gb, 2g.20gb, 1g.10gb, 1g.10gb fills slots 0-3, 4-5, 6 and
+    then finds no 1g start left (slot 7 is not one), while 1g, 1g, 2g, 3g fits. Like mig-parted,
+    which tries orders until one succeeds, this tries the orders (at most 7! of 7 instances) and
+    takes the first that the lowest-free rule places; largest-first when that works.
+    """
+    profiles = [p for p in (model.profile(n) for n in layout.instances) if p is not None]
+    seen: set[tuple[str, ...]] = set()
+    for order in itertools.permutations(profiles):
+        key = tuple(p.name for p in order)
+        if key in seen:
+            continue
+        seen.add(key)
+        if _lowest_free_fits(order):
+            return list(order)
+    raise LayoutError(
+        f"{layout.describe()} cannot be created one instance at a time on the {model.display_name} "
+        "(the driver places each at its lowest free slot)"
+    )
+
+
+def _lowest_free_fits(order: tuple[MigProfile, ...]) -> bool:
+    used = [False] * MEMORY_SLOTS
+    for profile in order:
+        start = next((s for s in profile.placement_starts
+                      if s + profile.placement_size <= MEMORY_SLOTS
+                      and not any(used[s:s + profile.placement_size])), None)
+        if start is None:
+            return False
+        for s in range(start, start + profile.placement_size):
+            used[s] = True
+    return True
 
 
 def valid_layouts(model: GpuModel) -> list[Layout]:

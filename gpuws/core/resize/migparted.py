@@ -8,23 +8,31 @@
           mig-devices:
             "1g.10gb": 7
 
-Read with `yaml.safe_load` only. `device-filter` entries are refused rather than ignored, since
-applying a config meant for another GPU model would be wrong.
+Read with `yaml.safe_load` only. mig-parted's selection rules (api/spec/v1, `nvidia-mig-parted
+assert/apply`): an entry applies to a GPU when its `devices` (`all` or a list of indexes) include
+the GPU's index and its `device-filter` (one PCI device id such as "0x233010DE", or a list; absent:
+any) includes the GPU's PCI device id; when several entries match a GPU, the last one wins; a GPU
+no entry selects is left as it is. Profile names (`1g.10gb+me`, also ones gpuws does not know such
+as `1g.24gb+gfx`) are checked only against the GPUs an entry selects.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
+from enum import StrEnum
 from typing import Any
 
 import yaml
 
 from gpuws.core.errors import ParseError
+from gpuws.core.gpus.models import normalise_pci_id
 from gpuws.core.resize.catalog import GpuModel
 from gpuws.core.resize.layout import FULL_LAYOUT, Layout, LayoutError, fit_placements, make_layout
 
 _MAX_YAML_BYTES = 1_000_000
+_PCI_ID = re.compile(r"[0-9A-F]{8}")  # device id + vendor id, as "0x233010DE" normalised
 
 
 @dataclass(frozen=True)
@@ -34,8 +42,12 @@ class MigPartedEntry:
     devices: tuple[int, ...] | None  # None: all devices
     mig_enabled: bool
     mig_devices: tuple[tuple[str, int], ...]
+    device_filter: tuple[str, ...] = ()  # normalised PCI device ids ("233010DE"); empty: any GPU
 
-    def applies_to(self, gpu_index: int) -> bool:
+    def applies_to(self, gpu_index: int, pci_device_id: str | None = None) -> bool:
+        """mig-parted's MatchesDeviceFilter and MatchesDevices for one GPU."""
+        if self.device_filter and (pci_device_id is None or normalise_pci_id(pci_device_id) not in self.device_filter):
+            return False
         return self.devices is None or gpu_index in self.devices
 
     def layout(self, model: GpuModel | None) -> Layout:
@@ -80,12 +92,96 @@ def import_mig_parted(text: str) -> dict[str, list[MigPartedEntry]]:
     return {str(name): _entries(str(name), items) for name, items in configs.items()}
 
 
-def layout_for_gpu(entries: list[MigPartedEntry], gpu_index: int, model: GpuModel | None) -> Layout:
+def select_entry(
+    entries: list[MigPartedEntry], gpu_index: int, pci_device_id: str | None = None
+) -> MigPartedEntry | None:
+    """The entry a config applies to this GPU: the last matching one, or None (left as it is)."""
+    matching = [e for e in entries if e.applies_to(gpu_index, pci_device_id)]
+    return matching[-1] if matching else None
+
+
+def layout_for_gpu(
+    entries: list[MigPartedEntry], gpu_index: int, model: GpuModel | None, pci_device_id: str | None = None
+) -> Layout:
     """The layout a config gives GPU `gpu_index` (the last matching entry wins, as in mig-parted)."""
-    matching = [e for e in entries if e.applies_to(gpu_index)]
-    if not matching:
+    entry = select_entry(entries, gpu_index, pci_device_id)
+    if entry is None:
         raise LayoutError(f"the mig-parted config has no entry for GPU {gpu_index}")
-    return matching[-1].layout(model)
+    return entry.layout(model)
+
+
+@dataclass(frozen=True)
+class HostGpu:
+    """What a config is applied against: one GPU of the host as read now."""
+
+    index: int
+    name: str
+    pci_device_id: str | None
+    model: GpuModel | None  # the MIG catalog entry; None: not MIG-capable here
+    layout: Layout
+    settled: bool = True  # every GPU instance has its compute instance and no mode change is pending
+
+
+class GpuAction(StrEnum):
+    """What applying a config does to one GPU."""
+
+    CHANGE = "change"
+    UNCHANGED = "unchanged"  # already as the config says
+    NOT_SELECTED = "not-selected"  # no entry matches: mig-parted leaves it alone
+    NOT_MIG_CAPABLE = "not-mig-capable"  # selected with MIG enabled, but MIG cannot be set here
+
+
+@dataclass(frozen=True)
+class GpuTarget:
+    """One GPU's part of a config: its target layout (None when it is left alone) and why."""
+
+    gpu: HostGpu
+    action: GpuAction
+    target: Layout | None
+    note: str = ""
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"gpu": self.gpu.index, "name": self.gpu.name, "pci_device_id": self.gpu.pci_device_id,
+                "action": str(self.action), "current": self.gpu.layout.describe(),
+                "target": self.target.describe() if self.target else None, "note": self.note}
+
+
+def config_targets(config: str, entries: list[MigPartedEntry], gpus: list[HostGpu]) -> list[GpuTarget]:
+    """Each GPU's target under a config; LayoutError (naming the GPU) when a selected GPU cannot take it.
+
+    A GPU that is not MIG-capable (no MIG mode, e.g. a vGPU guest or an L40S) and that an entry
+    selects with `mig-enabled: false` needs nothing; with `mig-enabled: true` mig-parted would
+    fail, gpuws leaves it alone and says so (its layout changes only through the provider).
+    """
+    targets: list[GpuTarget] = []
+    for gpu in gpus:
+        entry = select_entry(entries, gpu.index, gpu.pci_device_id)
+        if entry is None:
+            targets.append(GpuTarget(gpu, GpuAction.NOT_SELECTED, None, f"no entry of {config!r} selects it"))
+            continue
+        if gpu.model is None:
+            note = "not MIG-capable: left as it is" + (
+                "; mig-parted would refuse this config here" if entry.mig_enabled else "")
+            targets.append(GpuTarget(gpu, GpuAction.NOT_MIG_CAPABLE if entry.mig_enabled else GpuAction.UNCHANGED,
+                                     None, note))
+            continue
+        try:
+            layout = entry.layout(gpu.model)
+        except LayoutError as exc:
+            raise LayoutError(f"config {config!r} on GPU {gpu.index} ({gpu.name}): {exc}") from None
+        same = layout == gpu.layout and gpu.settled
+        targets.append(GpuTarget(gpu, GpuAction.UNCHANGED if same else GpuAction.CHANGE, layout))
+    return targets
+
+
+def assert_differences(targets: list[GpuTarget]) -> list[str]:
+    """`nvidia-mig-parted assert`: one line per GPU that is not as the config says (empty: matches)."""
+    return [
+        f"GPU {t.gpu.index} ({t.gpu.name}): has {t.gpu.layout.describe()}"
+        + ("" if t.gpu.settled else " (not settled: an instance without compute instance or a pending mode)")
+        + f", the config wants {t.target.describe() if t.target else '?'}"
+        for t in targets if t.action is GpuAction.CHANGE
+    ]
 
 
 def _entries(name: str, items: object) -> list[MigPartedEntry]:
@@ -98,8 +194,7 @@ def _entry(name: str, item: object) -> MigPartedEntry:
     where = f"mig-parted config {name!r}"
     if not isinstance(item, dict):
         raise ParseError(f"{where}: each entry must be a mapping")
-    if "device-filter" in item:
-        raise ParseError(f"{where}: `device-filter` is not supported; list GPU indexes in `devices`")
+    device_filter = _device_filter(where, item.get("device-filter"))
     devices_raw = item.get("devices")
     devices: tuple[int, ...] | None
     if devices_raw == "all":
@@ -122,4 +217,17 @@ def _entry(name: str, item: object) -> MigPartedEntry:
             mig_devices.append((str(profile), count))
     if mig_devices and not enabled:
         raise ParseError(f"{where}: `mig-devices` given with `mig-enabled: false`")
-    return MigPartedEntry(devices, enabled, tuple(mig_devices))
+    return MigPartedEntry(devices, enabled, tuple(mig_devices), device_filter)
+
+
+def _device_filter(where: str, raw: object) -> tuple[str, ...]:
+    """`device-filter`: one PCI device id or a list of them (mig-parted accepts both)."""
+    if raw is None or raw == "":
+        return ()
+    items = [raw] if isinstance(raw, str) else raw
+    if not isinstance(items, list) or not items or not all(isinstance(i, str) for i in items):
+        raise ParseError(f"{where}: `device-filter` must be a PCI device id such as \"0x233010DE\" or a list of them")
+    ids = tuple(normalise_pci_id(i) for i in items)
+    if not all(_PCI_ID.fullmatch(i) for i in ids):
+        raise ParseError(f"{where}: `device-filter` entries must be PCI device ids such as \"0x233010DE\"")
+    return ids

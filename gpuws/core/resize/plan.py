@@ -14,7 +14,7 @@ from enum import StrEnum
 from typing import Any
 
 from gpuws.core.resize.catalog import GpuModel
-from gpuws.core.resize.layout import Layout, fit_placements
+from gpuws.core.resize.layout import Layout, creation_order, fit_placements
 from gpuws.core.resize.state import GpuMigState
 
 ALREADY_AT_TARGET = "already at target"
@@ -128,9 +128,8 @@ def build_mig_plan(state: GpuMigState, target: Layout, model: GpuModel, *, sudo:
             Step(StepKind.RESET_GPU, nvidia_smi("-i", i, "-r", sudo=sudo),
                  f"reset GPU {i} if the MIG mode change is still pending", True, only_if_pending=True)
         )
-    for name in target.instances:
-        profile = model.profile(name)
-        assert profile is not None  # fit_placements checked every name
+    for profile in creation_order(target, model):  # an order the driver's placement rule can follow
+        name = profile.name
         steps.append(
             Step(StepKind.CREATE_GI, nvidia_smi("mig", "-i", i, "-cgi", str(profile.profile_id), "-C", sudo=sudo),
                  f"create GPU instance {name} (profile ID {profile.profile_id}) with its compute instance",

@@ -22,10 +22,16 @@ class GpuMigState:
     gpu_instances: tuple[GpuInstance, ...] = ()
     compute_instances: tuple[ComputeInstance, ...] = ()
     mig_device_names: tuple[str, ...] = field(default=())  # from `nvidia-smi -L`, e.g. "1g.10gb"
+    # (profile ID, GiB) as this host's own `nvidia-smi mig -lgip` reports them; they replace the
+    # catalog's figures (which are nominal for some models).
+    host_profile_memory: tuple[tuple[int, float], ...] = field(default=())
 
     @property
     def model(self) -> GpuModel | None:
-        return model_for_gpu_name(self.name)
+        model = model_for_gpu_name(self.name)
+        if model is None or not self.host_profile_memory:
+            return model
+        return model.with_host_memory(dict(self.host_profile_memory))
 
     @property
     def mig_capable(self) -> bool:

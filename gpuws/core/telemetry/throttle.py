@@ -11,20 +11,11 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-# Bit values from nvml.h / nvidia-ml-py (nvmlClocksEventReason* and nvmlClocksThrottleReason*).
-GPU_IDLE_BIT = 0x1
-REASON_BITS: tuple[tuple[int, str], ...] = (
-    (0x2, "applications_clocks_setting"),
-    (0x4, "sw_power_cap"),
-    (0x8, "hw_slowdown"),
-    (0x10, "sync_boost"),
-    (0x20, "sw_thermal_slowdown"),
-    (0x40, "hw_thermal_slowdown"),
-    (0x80, "hw_power_brake_slowdown"),
-    (0x100, "display_clock_setting"),
-    (0x200, "board_limit"),  # nvmlClocksThrottleReasonBoardLimit (older drivers)
-    (0x400, "reliability"),  # nvmlClocksThrottleReasonReliability (older drivers)
-)
+from gpuws.core.gpus.throttle import CLOCK_EVENT_BITS, GPU_IDLE
+
+# Bit values from nvml.h (nvmlClocksEventReason*), from the GPU registry's one table.
+GPU_IDLE_BIT = GPU_IDLE
+REASON_BITS: tuple[tuple[int, str], ...] = tuple((bit, name) for bit, name in CLOCK_EVENT_BITS if bit != GPU_IDLE)
 KNOWN_REASONS = frozenset(name for _, name in REASON_BITS)
 
 # Reasons that mean "too hot" or "too much power": these raise alerts.

@@ -6,7 +6,19 @@ into widgets on the GUI thread. Nothing here is implemented twice: the CLI calls
 
 from __future__ import annotations
 
-from gpuws.app.resize import MigApplied, MigPreview, PlanChanged, apply_provider, preview_mig, read_audit, read_gpus
+from gpuws.app.resize import (
+    MigApplied,
+    MigPreview,
+    PlanChanged,
+    apply_provider,
+    interrupted_resize,
+    mig_parted_config_names,
+    mig_parted_target,
+    preview_mig,
+    read_audit,
+    read_gpus,
+    recover_mig,
+)
 from gpuws.app.resize import apply_mig as _apply_mig
 from gpuws.core.models import HostProfile
 from gpuws.core.resize.audit import AuditLog
@@ -14,9 +26,9 @@ from gpuws.core.resize.plan import Plan
 from gpuws.core.runner import CommandRunner
 from gpuws.remote.resize import ProgressCallback
 
-__all__ = ["MigApplied", "MigPreview", "PlanChanged", "apply_mig", "apply_provider", "preview_mig", "read_audit",
-           "read_gpus",
-           "reconnect_and_probe"]
+__all__ = ["MigApplied", "MigPreview", "PlanChanged", "apply_mig", "apply_provider", "interrupted_resize",
+           "mig_parted_config_names", "mig_parted_target", "preview_mig", "read_audit", "read_gpus",
+           "reconnect_and_probe", "recover_mig"]
 
 
 async def apply_mig(
@@ -29,7 +41,8 @@ async def apply_mig(
     audit: AuditLog,
 ) -> MigApplied:
     """Apply the confirmed plan through the shared service (re-plan check, audit, profile update)."""
-    applied = await _apply_mig(runner, profile, shown, stop_processes=stop_processes, progress=progress, audit=audit)
+    applied = await _apply_mig(runner, profile, shown, stop_processes=stop_processes, progress=progress, audit=audit,
+                               via="window")
     applied.result.warnings.extend(applied.warnings)
     return applied
 

@@ -84,7 +84,7 @@ def outcome_kind(outcome: ResizeOutcome) -> OutcomeKind:
     """Verified target: success; restored previous layout: warning; anything else failed: error."""
     return {
         ResizeOutcome.VERIFIED: OutcomeKind.SUCCESS,
-        ResizeOutcome.NOTHING_TO_DO: OutcomeKind.INFO,
+        ResizeOutcome.ALREADY_AT_TARGET: OutcomeKind.INFO,
         ResizeOutcome.ROLLED_BACK: OutcomeKind.WARNING,
     }.get(outcome, OutcomeKind.ERROR)
 

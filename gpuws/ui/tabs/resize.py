@@ -29,7 +29,8 @@ from PySide6.QtWidgets import (
 from gpuws.core.errors import GpuwsError
 from gpuws.core.models import HostProfile
 from gpuws.core.resize.audit import AuditLog
-from gpuws.core.resize.layout import LayoutError
+from gpuws.core.resize.journal import JournalEntry
+from gpuws.core.resize.layout import Layout, LayoutError
 from gpuws.core.resize.pricing import PriceBook, price_book
 from gpuws.core.resize.provider import ProviderPlan, plan_provider_resize
 from gpuws.core.resize.state import GpuMigState
@@ -106,11 +107,27 @@ class ResizeTab(QWidget):
         header.setSpacing(10)
         header.addWidget(self.title)
         header.addWidget(self.simulated_badge)
+        self.mig_parted_button = QPushButton("mig-parted config…", self)
+        self.mig_parted_button.setToolTip("Open an NVIDIA mig-parted config file and pick one of its named configs "
+                                          "for the selected GPU")
+        self.mig_parted_button.clicked.connect(self.open_mig_parted_file)
         header.addStretch(1)
+        header.addWidget(self.mig_parted_button)
         header.addWidget(self.refresh_button)
 
         self.error_banner = Banner(BannerKind.ERROR, "", self)
         self.error_banner.hide()
+        # A resize of this host that did not finish (its journal remains): say so, offer recovery.
+        self.interrupted: JournalEntry | None = None
+        self.interrupted_banner = Banner(BannerKind.WARNING, "", self)
+        self.recover_button = QPushButton("Recover", self.interrupted_banner)
+        self.recover_button.setToolTip("Complete the interrupted resize's target, or restore the previous layout "
+                                       "if that fails; then verify")
+        self.recover_button.clicked.connect(self.recover)
+        banner_layout = self.interrupted_banner.layout()
+        assert banner_layout is not None
+        banner_layout.addWidget(self.recover_button)
+        self.interrupted_banner.hide()
 
         self.picker = TargetPicker(self)
         self.picker.setMinimumWidth(230)  # the window fits 900 px (issue 16)
@@ -162,6 +179,7 @@ class ResizeTab(QWidget):
         outer.setSpacing(10)
         outer.addLayout(header)
         outer.addWidget(self.error_banner)
+        outer.addWidget(self.interrupted_banner)
         outer.addWidget(self.stack, 1)
 
     # -- host -------------------------------------------------------------------------------------
@@ -205,6 +223,8 @@ class ResizeTab(QWidget):
             self._show_message("Reading the GPUs' MIG layouts…")
         self.refresh_button.setEnabled(False)
         self._run(operations.read_gpus(runner), self._on_gpus, self._on_read_failed)
+        self._run(operations.interrupted_resize(self.audit_log, self.context.profile.name),
+                  self._on_interrupted, lambda exc: None)
         self.reload_audit()
 
     def reload_audit(self) -> None:
@@ -221,6 +241,60 @@ class ResizeTab(QWidget):
             self._generation += 1
             self.gpus = []
             self._show_message(self._not_connected_text())
+
+    def _on_interrupted(self, entry: JournalEntry | None) -> None:
+        self.interrupted = entry
+        if entry is None:
+            self.interrupted_banner.hide()
+            return
+        self.interrupted_banner.set_text(f"Warning: {entry.summary()}.")
+        self.interrupted_banner.show()
+
+    def recover(self) -> None:
+        """Finish the interrupted resize (the Recover button of the banner)."""
+        entry, runner = self.interrupted, self._runner()
+        if entry is None or runner is None or self.context is None or self.applying:
+            return
+        self._applying_on = self.context.profile.name
+        self._set_applying(True)
+        self.interrupted_banner.hide()
+        self.progress_view.show()
+        self.progress_view.start(0, f"recovering GPU {entry.gpu}: {entry.before} -> {entry.target}")
+        self._run(operations.recover_mig(runner, self.context.profile, entry, progress=self.relay.report,
+                                         audit=self.audit_log),
+                  self._on_applied, self._on_apply_failed, keep_generation=True)
+
+    def open_mig_parted_file(self) -> None:
+        """Pick a mig-parted file and one of its named configs; plan it for the selected GPU."""
+        from PySide6.QtWidgets import QFileDialog, QInputDialog
+
+        path, _ = QFileDialog.getOpenFileName(self, "Open a mig-parted config", "", "YAML (*.yaml *.yml);;All (*)")
+        if path:
+            self.offer_mig_parted_configs(path, lambda names: QInputDialog.getItem(
+                self, "mig-parted config", "Named config:", names, 0, False))
+
+    def offer_mig_parted_configs(self, path: str, choose: Callable[[list[str]], tuple[str, bool]]) -> None:
+        """Offer the named configs of `path` (through `choose`) and plan the chosen one."""
+        runner, state = self._runner(), self.selected_state()
+        if runner is None or state is None:
+            return
+        try:
+            names = operations.mig_parted_config_names(path)
+        except GpuwsError as exc:
+            self._show_error(exc)
+            return
+        config, ok = choose(names)
+        if not ok or not config:
+            return
+
+        def planned(layout: Layout | None) -> None:
+            if layout is None:
+                self._show_error(GpuwsError(f"no entry of {config!r} selects GPU {state.index}; it stays as it is"))
+            else:
+                self.error_banner.hide()
+                self._on_target_chosen(layout.describe())
+
+        self._run(operations.mig_parted_target(runner, path, config, state.index), planned, self._show_error)
 
     def _not_connected_text(self) -> str:
         return "Not connected. Connect to this host (Ctrl+R) to see its GPUs' layouts and resize them."
@@ -411,7 +485,7 @@ class ResizeTab(QWidget):
             title, detail = mig_outcome_text(result)
             if result.kind is ResizeOutcome.VERIFIED:
                 self._follow_new_price(done.profile)
-            if self.context is not None and result.kind is not ResizeOutcome.NOTHING_TO_DO:
+            if self.context is not None and result.kind is not ResizeOutcome.ALREADY_AT_TARGET:
                 self.context.session.reprobe()  # Overview and Telemetry show the verified layout now
         else:
             kind = outcome_kind(done.kind)
@@ -494,7 +568,7 @@ def mig_outcome_text(result: ResizeResult) -> tuple[str, str]:
     if result.kind is ResizeOutcome.VERIFIED:
         return (f"Target verified: GPU {gpu} is now {after}",
                 "\n".join(["Read back with nvidia-smi mig -lgi / -lci and nvidia-smi -L.", *notes]))
-    if result.kind is ResizeOutcome.NOTHING_TO_DO:
+    if result.kind is ResizeOutcome.ALREADY_AT_TARGET:
         return f"GPU {gpu} is already {after}: nothing was changed", ""
     error = f"Error: {result.error}" if result.error else ""
     if result.kind is ResizeOutcome.ROLLED_BACK:

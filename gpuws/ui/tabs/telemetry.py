@@ -31,6 +31,7 @@ from gpuws.ui.tabs import HostContext
 from gpuws.ui.telemetry.alert_log import AlertLogView
 from gpuws.ui.telemetry.export import export_range_csv, export_widget_png
 from gpuws.ui.telemetry.frame_clock import DEFAULT_FPS, FrameClock
+from gpuws.ui.telemetry.gpu_card import mig_device_name
 from gpuws.ui.telemetry.host_cards import HostCards
 from gpuws.ui.telemetry.hub import TelemetryHub
 from gpuws.ui.telemetry.metric_plot import DetailPlot
@@ -187,6 +188,10 @@ class TelemetryTab(QWidget):
     def _on_inventory(self, inventory: Any) -> None:
         gpus = getattr(inventory, "gpus", None) or []
         self._names = {str(g.index): g.name for g in gpus}
+        for g in gpus:  # a MIG card names its profile and GPU instance: "MIG 1g.10gb · GI 3"
+            for d in getattr(g, "mig_devices", None) or []:
+                if (mig_name := mig_device_name(d.profile, d.gpu_instance_id)) is not None:
+                    self._names[f"{g.index}/mig{d.index}"] = mig_name
         self.cards.set_names(self._names)
 
     # --- controls ---------------------------------------------------------------------------

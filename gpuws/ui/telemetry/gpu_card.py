@@ -81,10 +81,23 @@ def _corners(widget: QWidget) -> QPixmap:
 
 
 def device_title(key: str, name: str | None) -> str:
-    """'GPU 0 · H100 80GB HBM3' or 'GPU 0 · MIG 1'."""
+    """'GPU 0 · H100 80GB HBM3', 'GPU 0 · MIG 1g.10gb · GI 3' (a MIG device whose profile is
+    known, see `mig_device_name`) or 'GPU 0 · MIG 1'."""
     gpu, _, mig = key.partition("/mig")
-    title = f"GPU {gpu}" + (f" · MIG {mig}" if mig else "")
-    return f"{title} · {name}" if name and not mig else title
+    if mig:
+        return f"GPU {gpu} · {name}" if name else f"GPU {gpu} · MIG {mig}"
+    return f"GPU {gpu} · {name}" if name else f"GPU {gpu}"
+
+
+def mig_device_name(profile: str | None, gpu_instance: int | None) -> str | None:
+    """The name a MIG card shows: 'MIG 1g.10gb · GI 3' (None when the profile is unknown)."""
+    if not profile:
+        return None
+    return f"MIG {profile}" + (f" · GI {gpu_instance}" if gpu_instance is not None else "")
+
+
+# Power and temperature belong to the whole card: shown once, on the parent GPU's card.
+_CARD_WIDE_METRICS = frozenset({"temp_c", "power_w"})
 
 
 class GpuCard(Card):
@@ -174,6 +187,8 @@ class GpuCard(Card):
             row = self.rows[metric.key]
             if sample is None:
                 row.value_text, row.supported, row.ceiling = "no data", False, None
+            elif sample.mig is not None and metric.key in _CARD_WIDE_METRICS:
+                row.value_text, row.supported, row.ceiling = f"on GPU {sample.mig.parent_gpu}", False, None
             else:
                 row.value_text = metric.value_text(sample)
                 row.supported = any(getattr(sample, name) is not None for name in metric.series)

@@ -138,6 +138,9 @@ def test_alerts_show_on_card_log_and_notifier(tab: TelemetryTab, hub: TelemetryH
     assert tab.page_buttons[PAGE_ALERTS].text() == "Alerts (1)"
     ok = h100_sample(now + 1, 0)
     ok.mem_used_mib = 0.5 * 81_559.0
+    # As in the app: the sample is in the store (so the card has a new frame to draw) before the
+    # engine sees it.
+    hub.store.ingest_samples("demo", [ok])
     hub.bridge.run_async(_evaluate(hub, [ok]))
     qtbot.waitUntil(lambda: tab.alert_view.rows()[0][7] != "active", timeout=3000)
     qtbot.waitUntil(lambda: tab.cards.cards["0"].badge_texts() == [], timeout=2000)

@@ -23,25 +23,13 @@ from gpuws.ui.tabs import HostContext
 from gpuws.ui.tabs.resize import ResizeTab
 from gpuws.ui.telemetry.advice_strip import AdviceStrip
 from gpuws.ui.telemetry.hub import TelemetryHub
+from tests.support.local_connection import LocalConnection
 from tests.support.sshd import install_sim_nvidia_smi
 
 pytestmark = pytest.mark.gui
 
 SHOTS = Path("/tmp/gpuws-shots")
 A100, L40S = 1, 2  # GPUs of the default simulated host: the idle notebook and the sustained render
-
-
-class LocalConnection:
-    """A connection whose runner runs commands here (the simulated host's tools first on PATH)."""
-
-    def __init__(self, runner: LocalRunner) -> None:
-        self.runner = runner
-
-    async def connect(self) -> None:
-        return None
-
-    async def close(self) -> None:
-        return None
 
 
 @pytest.fixture

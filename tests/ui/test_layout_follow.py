@@ -21,24 +21,12 @@ from gpuws.ui.host_detail import HostDetail
 from gpuws.ui.session_controller import HostSession
 from gpuws.ui.tabs import HostContext
 from gpuws.ui.telemetry.hub import TelemetryHub
+from tests.support.local_connection import LocalConnection
 from tests.ui.test_telemetry_service import sim_host
 
 pytestmark = [pytest.mark.gui, pytest.mark.slow]
 
 A100 = 1  # GPU 1 of the default simulated host
-
-
-class LocalConnection:
-    """A connection whose runner runs commands here (the simulated host's tools first on PATH)."""
-
-    def __init__(self, runner: LocalRunner) -> None:
-        self.runner = runner
-
-    async def connect(self) -> None:
-        return None
-
-    async def close(self) -> None:
-        return None
 
 
 def _mig_keys(hub: TelemetryHub) -> list[str]:

@@ -31,6 +31,7 @@ from gpuws.ui.resize.progress_view import OutcomeKind, outcome_kind
 from gpuws.ui.session_controller import HostSession
 from gpuws.ui.tabs import HostContext
 from gpuws.ui.tabs.resize import ResizeTab, mig_outcome_text
+from tests.support.local_connection import LocalConnection
 from tests.support.sshd import install_sim_nvidia_smi
 
 pytestmark = pytest.mark.gui
@@ -38,19 +39,6 @@ pytestmark = pytest.mark.gui
 A100 = 1  # GPU 1 of the default simulated host: NVIDIA A100-SXM4-80GB
 SHOTS = Path("/tmp/gpuws-shots")
 IDLE_KERNEL_PID = SCENARIO_PID_BASE + A100 * 100  # the "idle" scenario's notebook kernel on GPU 1
-
-
-class LocalConnection:
-    """A connection whose runner runs commands here (the simulated host's tools first on PATH)."""
-
-    def __init__(self, runner: LocalRunner) -> None:
-        self.runner = runner
-
-    async def connect(self) -> None:
-        return None
-
-    async def close(self) -> None:
-        return None
 
 
 @pytest.fixture

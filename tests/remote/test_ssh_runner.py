@@ -28,6 +28,14 @@ def wait_gone(pattern: str, timeout: float = 5.0) -> list[str]:
     return left
 
 
+async def wait_running(pattern: str, count: int, timeout: float = 15.0) -> int:
+    """How many processes match `pattern`, polled until `count` do or `timeout` passes."""
+    deadline = time.monotonic() + timeout
+    while len(found := remote_processes(pattern)) < count and time.monotonic() < deadline:
+        await asyncio.sleep(0.1)
+    return len(found)
+
+
 def test_command_line_quotes_every_argument() -> None:
     line = remote_command_line(["echo", "$(id)", "a'b"], env={"CUDA_VISIBLE_DEVICES": "0;reboot"})
     words = shlex.split(line)
@@ -68,8 +76,8 @@ async def test_cancel_kills_the_whole_remote_group(sshd: SshdServer, isolated_ho
     trust(sshd, isolated_home)
     async with HostConnection(key_profile(sshd)) as conn:
         task = asyncio.ensure_future(conn.runner.run(["sh", "-c", SLEEPER.format(n=312)]))
-        await asyncio.sleep(0.8)
-        assert len(remote_processes("^sleep 312$")) == 2  # really running before the cancel
+        # Really running before the cancel (polled: the start takes longer on a busy machine).
+        assert await wait_running("^sleep 312$", 2) == 2
         task.cancel()
         with pytest.raises(asyncio.CancelledError):
             await task
@@ -100,8 +108,7 @@ async def test_dropped_connection_leaves_no_orphans(sshd: SshdServer, isolated_h
     await conn.connect()
     try:
         task = asyncio.ensure_future(conn.runner.run(["sh", "-c", SLEEPER.format(n=314)]))
-        await asyncio.sleep(0.8)
-        assert len(remote_processes("^sleep 314$")) == 2
+        assert await wait_running("^sleep 314$", 2) == 2
         sshd.kill_sessions()  # the link dies: no one can send a kill any more
         assert await asyncio.to_thread(wait_gone, "sleep 314", 5.0) == []  # the watchdog did it
         with pytest.raises(RemoteCommandError, match="lost"):

@@ -372,6 +372,29 @@ def range_step(window_s: float, points: int = 600) -> float:
     return step
 
 
+def series_values(item: Mapping[str, Any] | None, times: Any, dtype: Any = None) -> Any:
+    """A range-matrix row's values on the common time grid `times` (NaN where Prometheus has no point).
+
+    `item` is one row of a `query_range` answer ({"metric": {...}, "values": [[t, "v"], ...]});
+    float32 by default (history kept for drawing), float64 for computing.
+    """
+    import numpy as np
+
+    out = np.full(times.shape, np.nan, dtype=dtype or np.float32)
+    values = (item or {}).get("values") or []
+    if not values:
+        return out
+    start, step = float(times[0]), float(times[1] - times[0]) if len(times) > 1 else 1.0
+    for t, v in values:
+        index = round((float(t) - start) / step)
+        if 0 <= index < len(out):
+            try:
+                out[index] = float(v)
+            except (TypeError, ValueError):
+                continue
+    return out
+
+
 def promql_duration(seconds: float) -> str:
     """`[90s]`-style PromQL duration of whole seconds."""
     return f"{max(1, round(seconds))}s"

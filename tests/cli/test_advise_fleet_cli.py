@@ -9,8 +9,6 @@ busy (engine activity 0.91) and one idle. A host profile for sim-gpu-node-000 pr
 from __future__ import annotations
 
 import json
-import time
-import urllib.parse
 from typing import Any
 
 import pytest
@@ -30,16 +28,8 @@ def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
     return code, out, err
 
 
-def wait_for_samples(server: Any, samples: int, timeout: float = 120.0) -> None:
-    """Until Prometheus holds `samples` scrapes of one GPU (advice needs a span of data, not an instant)."""
-    query = urllib.parse.quote('count_over_time(DCGM_FI_DEV_FB_USED{Hostname="sim-gpu-node-000",gpu="3"}[10m])')
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        result = server.get(f"/api/v1/query?query={query}")["data"]["result"]
-        if result and float(result[0]["value"][1]) >= samples:
-            return
-        time.sleep(1.0)
-    raise TimeoutError(f"Prometheus did not hold {samples} samples in {timeout:.0f} s")
+def wait_for_samples(server: Any, samples: int) -> None:
+    server.wait_samples('Hostname="sim-gpu-node-000",gpu="3"', samples)
 
 
 def test_advise_fleet_json(capsys: pytest.CaptureFixture[str], sim_prometheus: Any) -> None:

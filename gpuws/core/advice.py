@@ -523,16 +523,21 @@ def advise_host(
 
 
 def advise_state(state: GpuMigState, prices: PriceBook, series: UsageSeries,
-                 policy: AdvicePolicy | None = None) -> GpuAdvice:
-    """Advice for one GPU in MIG state `state` priced by `prices` (a host's, or a fleet GPU's)."""
+                 policy: AdvicePolicy | None = None, *,
+                 choices: tuple[LayoutChoice | None, list[LayoutChoice]] | None = None) -> GpuAdvice:
+    """Advice for one GPU in MIG state `state` priced by `prices` (a host's, or a fleet GPU's).
+
+    `choices`: `choices_from_targets(target_options(state, prices))` when the caller has it already.
+    """
     from gpuws.core.resize.targets import is_vgpu, target_options
 
-    current, choices = choices_from_targets(target_options(state, prices))
+    current, options = choices if choices is not None else choices_from_targets(target_options(state, prices))
+    choices_list = list(options)
     if current is None:  # a vGPU guest: its layouts change only through the provider
         name = state.name if is_vgpu(state.name) else state.layout.describe()
         current = LayoutChoice(name, None, None, prices.full_card)
-        choices = []
-    return advise_gpu(state.index, series, current, choices, policy)
+        choices_list = []
+    return advise_gpu(state.index, series, current, choices_list, policy)
 
 
 def host_report(host: str, window_s: float, advices: Sequence[GpuAdvice]) -> dict[str, Any]:

@@ -132,3 +132,13 @@ def test_without_any_price_a_smaller_layout_is_still_advised() -> None:
 def test_an_empty_window_is_not_enough_data() -> None:
     empty = fa.FleetUsageWindow.empty(T0, T0 + 3600)
     assert fa.fleet_gpus(empty) == [] and fa.advise_fleet_window(empty) == []
+
+
+def test_a_matrix_row_lands_on_the_grid_and_odd_values_are_skipped() -> None:
+    from gpuws.core.fleet.model import series_values
+
+    times = np.arange(0.0, 50.0, 10.0)
+    row_ = {"values": [[0, "1"], [10.2, "NaN"], [30, "+Inf"], [40, "4"], [90, "9"]]}  # 90: off the grid
+    assert np.array_equal(series_values(row_, times, np.float64), [1, np.nan, np.nan, np.nan, 4], equal_nan=True)
+    odd = {"values": [[0, "1"], [10, "x"], [20, None], [30, "-Inf"], [40, "4"]]}
+    assert np.array_equal(series_values(odd, times), [1, np.nan, np.nan, np.nan, 4], equal_nan=True)

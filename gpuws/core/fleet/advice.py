@@ -20,6 +20,8 @@ profile's `price_per_gpu_hour` as the full-card price, else none (price deltas a
 from __future__ import annotations
 
 import dataclasses
+import functools
+import operator
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final
@@ -33,7 +35,7 @@ from gpuws.core.resize.catalog import model_for_gpu_name
 from gpuws.core.resize.mig_parse import GpuInstance
 from gpuws.core.resize.pricing import PriceBook, price_book
 from gpuws.core.resize.state import GpuMigState
-from gpuws.core.telemetry.throttle import decode_mask
+from gpuws.core.telemetry.throttle import REASON_BITS
 
 F64 = npt.NDArray[np.float64]
 
@@ -133,6 +135,18 @@ class FleetGpuUsage:
     instance_note: str | None = None  # each instance's engine activity and memory, for the reasons
 
 
+#: Every clock-reason bit that is a throttle (the GPU-idle bit is not one).
+_THROTTLE_BITS: Final = functools.reduce(operator.or_, (bit for bit, _ in REASON_BITS), 0)
+
+
+def _throttled(mask: F64) -> npt.NDArray[np.bool_]:
+    """At each step, whether any throttle reason was set (vectorised `decode_mask(m).reasons`)."""
+    known = np.isfinite(mask) & (mask >= 0)
+    bits = np.where(known, mask, 0).astype(np.int64)
+    throttled: npt.NDArray[np.bool_] = known & ((bits & _THROTTLE_BITS) != 0)
+    return throttled
+
+
 def _nan_series(n: int) -> F64:
     return np.full(n, np.nan, dtype=np.float64)
 
@@ -153,8 +167,7 @@ def fleet_gpus(window: FleetUsageWindow) -> list[FleetGpuUsage]:
         name = ident.model if ident and ident.model else "unknown GPU"
         model = model_for_gpu_name(name)
         mask = window.throttle_mask.get(whole)
-        throttled = None if mask is None else np.array(
-            [bool(np.isfinite(m) and m >= 0 and decode_mask(int(m)).reasons) for m in mask], dtype=np.bool_)
+        throttled = None if mask is None else _throttled(mask)
         instances = tuple((k.gi or 0, (window.devices.get(k) or DeviceIdentity(None, None, None, False)).mig_profile
                            or "?") for k in parts)
         if not parts:
@@ -258,15 +271,29 @@ def advise_fleet_window(
     for g in gpus:
         per_host[g.host] = per_host.get(g.host, 0) + 1
     out = []
+    choices: dict[tuple[Any, ...], Any] = {}  # the same card, layout and prices: the same options
     for g in gpus:
         name = match_profile(profiles, g.host, g.uuid, uuids)
         prices, source = fleet_prices(g, by_name.get(name) if name else None, per_host[g.host],
                                       fleet_price_per_gpu_hour)
-        advice = advise_state(g.state, prices, g.series, policy)
+        advice = advise_state(g.state, prices, g.series, policy, choices=_choices(g.state, prices, choices))
         if g.instance_note:
             advice = dataclasses.replace(advice, reasons=(*advice.reasons, g.instance_note))
         out.append(FleetGpuAdvice(g.host, g.uuid, g.model, advice, name, source, g.simulated))
     return out
+
+
+def _choices(state: GpuMigState, prices: PriceBook, cache: dict[tuple[Any, ...], Any]) -> Any:
+    """The layout options of `state` at `prices`, computed once per distinct (card, layout, prices):
+    enumerating a MIG card's layouts is most of the work, and a fleet has a few kinds of card."""
+    from gpuws.core.advice import choices_from_targets
+    from gpuws.core.resize.targets import target_options
+
+    key = (state.name, state.mig_current, state.layout, prices.full_card,
+           tuple(sorted(prices.overrides.items())), prices.source)
+    if key not in cache:
+        cache[key] = choices_from_targets(target_options(state, prices))
+    return cache[key]
 
 
 def fleet_report(name: str, window_s: float, advices: Sequence[FleetGpuAdvice]) -> dict[str, Any]:

@@ -79,3 +79,19 @@ def test_advise_fleet_text_and_refused_observe(capsys: pytest.CaptureFixture[str
     assert out.startswith("[SIMULATED") and "fleet lab  advice over 3600 s" in out
     # The fleet's price per GPU-hour prices GPUs no host profile matches: the idle L40S's stop saves it.
     assert "sim-gpu-node-002  GPU 3: stop it (idle) (-$2.00/h, -$1,460.00/month)" in out
+
+
+def test_fleet_refusals_and_an_unreachable_prometheus(capsys: pytest.CaptureFixture[str]) -> None:
+    from tests.support.sshd import free_port
+
+    assert run(capsys, "fleet", "add", "gone", "--prometheus", f"http://127.0.0.1:{free_port()}")[0] == 0
+    code, _, err = run(capsys, "advise", "gone", "--interval", "1")
+    assert code == 2 and "--interval" in err and "is a fleet" in err
+    code, _, err = run(capsys, "advise", "gone", "--window", "31d")
+    assert code == 2 and "at most 30 days" in err
+    code, out, err = run(capsys, "advise", "gone", "--json")
+    assert code == 5 and out == "" and "cannot reach Prometheus" in err
+    # A host profile of the same name is the host: --observe is taken (and the host is unreachable).
+    ProfileStore().add(HostProfile(name="gone", host="127.0.0.1", port=free_port(), user="nobody"))
+    code, _, err = run(capsys, "advise", "gone", "--observe", "1", "--json")
+    assert code == 5 and "is a fleet" not in err

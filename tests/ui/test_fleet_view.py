@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 
 from gpuws.core.advice import Advice, AdvicePolicy, Confidence, GpuAdvice
-from gpuws.core.fleet.advice import FleetGpuAdvice
+from gpuws.core.fleet.advice import FleetGpuAdvice, PriceSource
 from gpuws.core.fleet.model import Attention, FleetGpu, SeriesKey
 from gpuws.core.fleet.profiles import FleetProfile, FleetStore
 from gpuws.core.models import HostProfile
@@ -168,7 +168,7 @@ def test_the_advice_column_from_prometheus(qtbot: Any, bridge: Any, sim_promethe
 
 def _advice(host: str, gpu: int, advice: Advice, target: str | None, delta: float | None) -> FleetGpuAdvice:
     a = GpuAdvice(gpu, "full", advice, target, delta, Confidence.MEDIUM, ("reason",))
-    return FleetGpuAdvice(host, f"GPU-{host}-{gpu}", "NVIDIA H100 80GB HBM3", a, None, "none")
+    return FleetGpuAdvice(host, f"GPU-{host}-{gpu}", "NVIDIA H100 80GB HBM3", a, None, PriceSource.NONE)
 
 
 def test_an_advice_row_opens_its_host_on_the_resize_wizard(make_window: Any, qtbot: Any) -> None:

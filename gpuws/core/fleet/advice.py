@@ -24,13 +24,15 @@ import functools
 import operator
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from enum import StrEnum
 from typing import Any, Final
 
 import numpy as np
 import numpy.typing as npt
 
-from gpuws.core.advice import AdvicePolicy, GpuAdvice, UsageSeries, advise_state
+from gpuws.core.advice import AdvicePolicy, GpuAdvice, LayoutChoice, UsageSeries, advise_state, choices_from_targets
 from gpuws.core.fleet.model import SeriesKey, series_key, series_values
+from gpuws.core.models import HostProfile
 from gpuws.core.resize.catalog import model_for_gpu_name
 from gpuws.core.resize.mig_parse import GpuInstance
 from gpuws.core.resize.pricing import PriceBook, price_book
@@ -224,6 +226,17 @@ def _weighted(rows: Sequence[F64], weights: Sequence[float]) -> F64:
         return np.where(total > 0, summed / np.where(total > 0, total, 1.0), np.nan)
 
 
+class PriceSource(StrEnum):
+    """Where a fleet GPU's prices come from."""
+
+    PROFILE = "profile"  # the host profile it matched
+    FLEET = "fleet"  # the fleet profile's price per GPU-hour, as the full card's
+    NONE = "none"
+
+
+Choices = tuple[LayoutChoice | None, list[LayoutChoice]]
+
+
 @dataclass(frozen=True)
 class FleetGpuAdvice:
     """The advice for one fleet GPU, with which node (and card) it is and the profile it maps to."""
@@ -233,7 +246,7 @@ class FleetGpuAdvice:
     model: str | None
     advice: GpuAdvice
     profile: str | None  # the host profile it maps to (prices, and where "Resize to this…" goes)
-    price_source: str  # "profile", "fleet" or "none"
+    price_source: PriceSource
     simulated: bool = False
 
     def to_dict(self) -> dict[str, Any]:
@@ -242,19 +255,19 @@ class FleetGpuAdvice:
                 "profile": self.profile}
 
 
-def fleet_prices(gpu: FleetGpuUsage, host_profile: Any | None, gpus_on_host: int,
-                 fleet_price_per_gpu_hour: float | None) -> tuple[PriceBook, str]:
+def fleet_prices(gpu: FleetGpuUsage, host_profile: HostProfile | None, gpus_on_host: int,
+                 fleet_price_per_gpu_hour: float | None) -> tuple[PriceBook, PriceSource]:
     """The price book of a fleet GPU and where it came from (never the catalog's reference price)."""
     if host_profile is not None and (host_profile.price_per_hour is not None or host_profile.slice_prices):
-        return price_book(host_profile, gpu.state.model, gpus_on_host), "profile"
+        return price_book(host_profile, gpu.state.model, gpus_on_host), PriceSource.PROFILE
     if fleet_price_per_gpu_hour is not None:
-        return PriceBook(fleet_price_per_gpu_hour, {}, "fleet"), "fleet"
-    return PriceBook(None), "none"
+        return PriceBook(fleet_price_per_gpu_hour, {}, "fleet"), PriceSource.FLEET
+    return PriceBook(None), PriceSource.NONE
 
 
 def advise_fleet_window(
     window: FleetUsageWindow,
-    host_profiles: Iterable[Any] = (),
+    host_profiles: Iterable[HostProfile] = (),
     *,
     fleet_price_per_gpu_hour: float | None = None,
     uuids: Mapping[str, Iterable[str]] | None = None,
@@ -271,7 +284,7 @@ def advise_fleet_window(
     for g in gpus:
         per_host[g.host] = per_host.get(g.host, 0) + 1
     out = []
-    choices: dict[tuple[Any, ...], Any] = {}  # the same card, layout and prices: the same options
+    choices: dict[tuple[Any, ...], Choices] = {}  # the same card, layout and prices: the same options
     for g in gpus:
         name = match_profile(profiles, g.host, g.uuid, uuids)
         prices, source = fleet_prices(g, by_name.get(name) if name else None, per_host[g.host],
@@ -283,10 +296,9 @@ def advise_fleet_window(
     return out
 
 
-def _choices(state: GpuMigState, prices: PriceBook, cache: dict[tuple[Any, ...], Any]) -> Any:
+def _choices(state: GpuMigState, prices: PriceBook, cache: dict[tuple[Any, ...], Choices]) -> Choices:
     """The layout options of `state` at `prices`, computed once per distinct (card, layout, prices):
     enumerating a MIG card's layouts is most of the work, and a fleet has a few kinds of card."""
-    from gpuws.core.advice import choices_from_targets
     from gpuws.core.resize.targets import target_options
 
     key = (state.name, state.mig_current, state.layout, prices.full_card,

@@ -9,7 +9,10 @@ it, and then measures, side by side in one run (medians):
 2. the fleet overview frame with 1,024 GPUs: the tiles on screen painted (target < 16 ms), and,
    apart, the work of taking in a new snapshot (ranking all 1,024 GPUs);
 3. this process's RSS with the fleet view open on a 24 h window for 1,024 GPUs (target < 150 MB):
-   the history stays in Prometheus, the view holds what it draws.
+   the history stays in Prometheus, the view holds what it draws;
+4. right-size advice for every GPU over 24 h (`gpuws advise FLEET`, the fleet view's Advice
+   column), beside a snapshot in the same run, and the column's fill on the GUI thread. The
+   Prometheus here holds minutes, so its window has fewer points per series than a full day's 360.
 """
 
 from __future__ import annotations
@@ -23,6 +26,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 os.environ.setdefault("QT_NO_GUI_THREADPOOL", "1")
@@ -31,6 +35,7 @@ HOSTS = 64
 GPUS_PER_HOST = 16
 SNAPSHOTS = 15
 FRAMES = 60
+ADVICE_RUNS = 5
 SCRAPE_S = 2  # kinder than 1 s to a shared 2-core machine; the figures do not depend on it
 
 
@@ -90,9 +95,21 @@ def _measure(url: str) -> None:
 
     cpu: list[float] = []
 
+    advice_times: list[float] = []
+    advice_cpu: list[float] = []
+    reports: list[Any] = []
+
     async def snapshots() -> tuple[list[float], Snapshot, FleetHistory, int]:
+        from gpuws.app.advice import advise_fleet
+
         times: list[float] = []
         async with open_fleet(profile) as source:
+            for _ in range(ADVICE_RUNS):
+                start, start_cpu = time.perf_counter(), time.process_time()
+                reports.append(await advise_fleet(source, window_s=86_400, host_profiles=[]))
+                json.dumps(reports[-1].to_dict())
+                advice_times.append(time.perf_counter() - start)
+                advice_cpu.append(time.process_time() - start_cpu)
             snap = await source.snapshot()  # warm the connection pool
             for _ in range(SNAPSHOTS):
                 start, start_cpu = time.perf_counter(), time.process_time()
@@ -106,6 +123,18 @@ def _measure(url: str) -> None:
     snap_times, snap, history, devices = asyncio.run(snapshots())
     print(f"fleet snapshot, {devices} devices ({HOSTS * GPUS_PER_HOST} GPUs + MIG instances), one query per metric: "
           f"{_ms(snap_times)}; target < 1 s; gpuws' own CPU per snapshot {_ms(cpu)}", flush=True)
+
+    window = reports[-1].gpus[0].advice.stats
+    points = window.samples if window is not None else 0
+    print(f"fleet advice, {len(reports[-1].gpus)} GPUs over 24 h ({points} points per series held): "
+          f"{_ms(advice_times)}, {statistics.median(advice_times) / statistics.median(snap_times):.1f}x a snapshot; "
+          f"gpuws' own CPU {_ms(advice_cpu)}", flush=True)
+    fills: list[float] = []
+    for _ in range(5):
+        start = time.perf_counter()
+        view.apply_advice(reports[-1])
+        fills.append(time.perf_counter() - start)
+    print(f"the Advice column's fill on the GUI thread, {view.advice_table.rowCount()} rows: {_ms(fills)}", flush=True)
 
     ingest: list[float] = []
     for _ in range(10):

@@ -10,7 +10,7 @@ from __future__ import annotations
 import contextlib
 import urllib.parse
 from collections.abc import AsyncIterator
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from gpuws.app.targets import open_target
 from gpuws.core.fleet.profiles import FleetProfile
@@ -26,6 +26,9 @@ from gpuws.remote.prometheus import (
 )
 from gpuws.remote.tunnels import Tunnel
 
+if TYPE_CHECKING:
+    from gpuws.app.advice import FleetAdviceReport
+
 
 @contextlib.asynccontextmanager
 async def open_fleet(profile: FleetProfile, *, secrets: Any = None, accept_new: bool = False,
@@ -37,8 +40,6 @@ async def open_fleet(profile: FleetProfile, *, secrets: Any = None, accept_new: 
         async with PrometheusClient(profile.prometheus, name=profile.name, timeout=timeout, **credentials) as client:
             yield FleetSource(profile, client, thresholds)
         return
-
-
 
     url = urllib.parse.urlsplit(profile.prometheus)
     port = url.port or (443 if url.scheme == "https" else 80)
@@ -80,6 +81,12 @@ class FleetConnection:
 
     async def history(self, window_s: float, points: int = 600) -> FleetHistory:
         return await (await self.open()).history(window_s, points)
+
+    async def advice(self, window_s: float, **options: Any) -> FleetAdviceReport:
+        """Right-size advice per GPU over `window_s` (`gpuws.app.advice.advise_fleet`'s options)."""
+        from gpuws.app.advice import advise_fleet
+
+        return await advise_fleet(await self.open(), window_s=window_s, **options)
 
     async def close(self) -> None:
         stack, self._stack, self.source = self._stack, None, None

@@ -37,6 +37,7 @@ from gpuws.core.telemetry.store import METRIC_INDEX, RAW_TIER
 
 if TYPE_CHECKING:
     from gpuws.core.models import HostProfile
+    from gpuws.core.resize.pricing import PriceBook
     from gpuws.core.resize.state import GpuMigState
     from gpuws.core.resize.targets import TargetOption
     from gpuws.core.telemetry.sample import GpuSample
@@ -438,12 +439,21 @@ def _smaller_target(
     if stats.peak_mem_mib is None or current.compute_share is None:
         return None
     need_mem = stats.peak_mem_mib * policy.safety_margin / 1024
-    need_share = (stats.p95_util_pct or 0.0) / 100 * current.compute_share
+    share = current.compute_share
+    need_share = (stats.p95_util_pct or 0.0) / 100 * share
+    price = current.price_per_hour
+
+    def smaller(c: LayoutChoice) -> bool:
+        # Cheaper when the current price is known; without one (a fleet GPU that no profile
+        # prices), a layout with less of the card's compute is the smaller one, money unknown.
+        if price is not None:
+            return c.price_per_hour is not None and c.price_per_hour < price
+        return c.compute_share is not None and c.compute_share < share
+
     cheaper = [
         c for c in choices
         if c.selectable and c.instances <= 1 and c.target != current.target and _fits(c, need_mem, need_share)
-        and (c.price_per_hour is not None and current.price_per_hour is not None
-             and c.price_per_hour < current.price_per_hour)
+        and smaller(c)
     ]
     return _cheapest(cheaper)
 
@@ -506,19 +516,28 @@ def advise_host(
     """Advice for every GPU of a host: its MIG state and prices from the resize catalog and the
     host profile (`core.resize.pricing`), its use from `series_by_gpu` (no series: not enough data)."""
     from gpuws.core.resize.pricing import price_book
+
+    return [advise_state(state, price_book(profile, state.model, len(states)),
+                         series_by_gpu.get(state.index) or UsageSeries.of([], [], []), policy)
+            for state in states]
+
+
+def advise_state(state: GpuMigState, prices: PriceBook, series: UsageSeries,
+                 policy: AdvicePolicy | None = None, *,
+                 choices: tuple[LayoutChoice | None, list[LayoutChoice]] | None = None) -> GpuAdvice:
+    """Advice for one GPU in MIG state `state` priced by `prices` (a host's, or a fleet GPU's).
+
+    `choices`: `choices_from_targets(target_options(state, prices))` when the caller has it already.
+    """
     from gpuws.core.resize.targets import is_vgpu, target_options
 
-    out = []
-    for state in states:
-        prices = price_book(profile, state.model, len(states))
-        current, choices = choices_from_targets(target_options(state, prices))
-        if current is None:  # a vGPU guest: its layouts change only through the provider
-            name = state.name if is_vgpu(state.name) else state.layout.describe()
-            current = LayoutChoice(name, None, None, prices.full_card)
-            choices = []
-        series = series_by_gpu.get(state.index) or UsageSeries.of([], [], [])
-        out.append(advise_gpu(state.index, series, current, choices, policy))
-    return out
+    current, options = choices if choices is not None else choices_from_targets(target_options(state, prices))
+    choices_list = list(options)
+    if current is None:  # a vGPU guest: its layouts change only through the provider
+        name = state.name if is_vgpu(state.name) else state.layout.describe()
+        current = LayoutChoice(name, None, None, prices.full_card)
+        choices_list = []
+    return advise_gpu(state.index, series, current, choices_list, policy)
 
 
 def host_report(host: str, window_s: float, advices: Sequence[GpuAdvice]) -> dict[str, Any]:

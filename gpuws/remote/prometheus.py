@@ -13,11 +13,12 @@ auth) and never reach logs, errors or output.
 from __future__ import annotations
 
 import asyncio
+import math
 import time
 import urllib.parse
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import httpx
 import numpy as np
@@ -34,9 +35,13 @@ from gpuws.core.fleet.model import (
     promql_duration,
     range_step,
     series_key,
+    series_values,
 )
 from gpuws.core.fleet.profiles import SECRET_SERVICE, FleetAuth, FleetProfile
 from gpuws.core.models import AlertThresholds, SecretKind
+
+if TYPE_CHECKING:
+    from gpuws.core.fleet.advice import FleetUsageWindow
 
 DEFAULT_TIMEOUT_S = 15.0
 QUERY_CONCURRENCY = 4
@@ -238,39 +243,65 @@ class FleetSource:
             queries.append(f"avg_over_time(DCGM_FI_DEV_GPU_UTIL{selector(self.profile.selector)}[{rng}])")
         results = await asyncio.gather(*(self.client.query_range(q, start, stop, step) for q in queries))
         times = np.arange(start, stop + step / 2, step, dtype=np.float64)
-        totals = [_series_array(r[0] if r else None, times) for r in results[:3]]
+        totals = [series_values(r[0] if r else None, times) for r in results[:3]]
         per: dict[SeriesKey, np.ndarray] = {}
         if per_gpu:
             for item in results[3]:
                 key = series_key(item.get("metric") or {})
                 if key is not None:
-                    per[key] = _series_array(item, times)
+                    per[key] = series_values(item, times)
         return FleetHistory(start, stop, step, times, totals[0], totals[1], totals[2], per)
+
+    async def usage_window(self, window_s: float, *, end: float | None = None,
+                           points: int | None = None) -> FleetUsageWindow:
+        """Each device's use over the last `window_s` for right-size advice, downsampled by Prometheus.
+
+        A cheap fleet-wide count first finds where the data starts (a 24 h window over a
+        Prometheus that holds an hour is asked for that hour, at a finer step); then five range
+        queries for the whole fleet (utilisation, MIG engine activity, peak memory with every
+        label, memory total, throttle mask), each step averaging at least `MIN_RANGE_S`.
+        """
+        from gpuws.core.fleet import advice as fa
+
+        stop = time.time() if end is None else end
+        sel = self.profile.selector
+        every, whole, mig = selector(sel), selector(sel, 'GPU_I_ID=""'), selector(sel, 'GPU_I_ID!=""')
+        coarse = range_step(window_s, 120)
+        # Grids end exactly at `stop` (Prometheus evaluates start + k x step): the newest data is
+        # never between the last evaluation and now.
+        probe_start = stop - coarse * math.ceil(window_s / coarse)
+        probe = await self.client.query_range(
+            f"count(count_over_time(DCGM_FI_DEV_FB_USED{every}[{promql_duration(coarse)}]))", probe_start, stop, coarse)
+        seen = [float(t) for row in probe for t, v in row.get("values") or [] if v not in ("0", "NaN")]
+        if not seen:
+            return fa.FleetUsageWindow.empty(stop - window_s, stop)
+        first = max(stop - window_s, min(seen) - coarse)
+        step = range_step(max(stop - first, 1.0), points or fa.ADVICE_POINTS)
+        start = stop - step * math.ceil((stop - first) / step)
+        rng = promql_duration(max(step, fa.MIN_RANGE_S))
+        by = f"max by ({','.join(KEY_LABELS)})"
+        queries = {
+            fa.UTIL: f"{by} (avg_over_time(DCGM_FI_DEV_GPU_UTIL{whole}[{rng}]))",
+            fa.ENGINE: f"{by} (avg_over_time(DCGM_FI_PROF_GR_ENGINE_ACTIVE{mig}[{rng}]))",
+            fa.MEM: f"max_over_time(DCGM_FI_DEV_FB_USED{every}[{rng}])",  # every label: the identity
+            fa.MEM_TOTAL: f"{by} (last_over_time(DCGM_FI_DEV_FB_USED{every}[{rng}])"
+                          f" + last_over_time(DCGM_FI_DEV_FB_FREE{every}[{rng}]))",
+            fa.THROTTLE: f"{by} (last_over_time(DCGM_FI_DEV_CLOCK_THROTTLE_REASONS{whole}[{rng}]))",
+        }
+        gate = asyncio.Semaphore(QUERY_CONCURRENCY)
+
+        async def one(promql: str) -> list[dict[str, Any]]:
+            async with gate:
+                return await self.client.query_range(promql, start, stop, step)
+
+        answers = await asyncio.gather(*(one(q) for q in queries.values()))
+        return fa.window_from_answers(start, stop, step, dict(zip(queries, answers, strict=True)))
 
     async def series_count(self) -> int:
         """How many dcgm-exporter GPU series the fleet has now (a cheap check that it is there)."""
         found = await self.client.series([f"DCGM_FI_DEV_FB_USED{selector(self.profile.selector)}"],
                                          start=time.time() - 300)
         return len(found)
-
-
-def _series_array(item: Mapping[str, Any] | None, times: np.ndarray) -> np.ndarray:
-    """A matrix row's values on the common time grid (NaN where Prometheus has no point)."""
-    out = np.full(times.shape, np.nan, dtype=np.float32)
-    if not item:
-        return out
-    values = item.get("values") or []
-    if not values:
-        return out
-    start, step = float(times[0]), float(times[1] - times[0]) if len(times) > 1 else 1.0
-    for t, v in values:
-        index = round((float(t) - start) / step)
-        if 0 <= index < len(out):
-            try:
-                out[index] = float(v)
-            except (TypeError, ValueError):
-                continue
-    return out
 
 
 # --- opening a fleet (credentials, tunnel) ----------------------------------------------------

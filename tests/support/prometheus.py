@@ -10,6 +10,7 @@ import json
 import shutil
 import subprocess
 import time
+import urllib.parse
 import urllib.request
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -73,6 +74,18 @@ class PrometheusServer:
                 pass
             time.sleep(0.5)
         raise TimeoutError(f"prometheus did not scrape {targets} targets in {timeout:.0f} s")
+
+    def wait_samples(self, selector: str, samples: int, timeout: float = 120.0) -> None:
+        """Until Prometheus holds `samples` scrapes of the series `selector` picks (advice needs a
+        span of data, not an instant)."""
+        query = urllib.parse.quote(f"max(count_over_time(DCGM_FI_DEV_FB_USED{{{selector}}}[30m]))")
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            result = self.get(f"/api/v1/query?query={query}")["data"]["result"]  # type: ignore[index]
+            if result and float(result[0]["value"][1]) >= samples:
+                return
+            time.sleep(1.0)
+        raise TimeoutError(f"prometheus did not hold {samples} samples of {selector} in {timeout:.0f} s")
 
 
 def start_prometheus(workdir: Path, targets: Sequence[str], interval_s: int = 1,

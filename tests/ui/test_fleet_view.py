@@ -6,6 +6,8 @@ from typing import Any
 
 import pytest
 
+from gpuws.core.advice import Advice, AdvicePolicy, Confidence, GpuAdvice
+from gpuws.core.fleet.advice import FleetGpuAdvice, PriceSource
 from gpuws.core.fleet.model import Attention, FleetGpu, SeriesKey
 from gpuws.core.fleet.profiles import FleetProfile, FleetStore
 from gpuws.core.models import HostProfile
@@ -125,3 +127,72 @@ def test_sidebar_lists_fleets_and_a_click_opens_the_matching_host(make_window: A
 def test_series_key_of_tiles_is_the_history_key() -> None:
     g = FleetGpu(host="h", gpu=3, uuid=None, model=None, gi=7)
     assert g.key == SeriesKey("h", 3, 7) and g.device_key == "3/mig7"
+
+
+@pytest.mark.slow
+def test_the_advice_column_from_prometheus(qtbot: Any, bridge: Any, sim_prometheus: Any) -> None:
+    """Idle sim-gpu-node-000 GPU 3 (priced by a host profile: 12.00/h over 4 GPUs) is told to stop
+    with the money; the saturated sim-gpu-node-001 GPU 3 is kept, unpriced."""
+    server, fleet = sim_prometheus
+    server.wait_samples('Hostname="sim-gpu-node-000",gpu="3"', 15)
+    ProfileStore().add(HostProfile(name="node0", host="sim-gpu-node-000", price_per_hour=12.0))
+    view = FleetView(bridge)
+    view.advice_policy = AdvicePolicy(min_data_s=10)  # the module's Prometheus holds seconds, not hours
+    qtbot.addWidget(view)
+    view.resize(1200, 800)
+    view.show()
+    try:
+        with qtbot.waitSignal(view.advice_applied, timeout=30_000):
+            view.open_profile(FleetProfile("lab", server.url))
+        table = view.advice_table
+        header = [table.horizontalHeaderItem(c).text() for c in range(table.columnCount())]
+        assert header == ["Host", "GPU", "Now", "Advice", "$/h", "$/month"]
+        assert table.rowCount() == 16 and table.isVisibleTo(view)
+        rows = {(table.item(r, 0).text(), table.item(r, 1).text()): [table.item(r, c).text() for c in range(6)]
+                for r in range(table.rowCount())}
+        assert rows[("sim-gpu-node-000", "3")][2:] == ["full", "stop (idle); or 1g.10gb", "-$3.00", "-$2,190.00"]
+        assert rows[("sim-gpu-node-001", "3")][2:] == ["full", "keep", "-", "-"]
+        assert rows[("sim-gpu-node-000", "0")][2:4] == ["2x3g.40gb", "smaller → 3g.40gb"]
+        assert table.item(0, 3).text().startswith("stop")  # the most worth acting on first
+        assert "to act on" in view.advice_summary.text() and "saves" in view.advice_summary.text()
+        r = next(r for r in range(table.rowCount()) if table.item(r, 0).text() == "sim-gpu-node-000"
+                 and table.item(r, 1).text() == "3")
+        with qtbot.waitSignal(view.resize_requested) as blocker:
+            table.cellClicked.emit(r, 3)
+        assert blocker.args == ["sim-gpu-node-000", fleet.hosts[0].gpus[3].uuid, 3, "1g.10gb"]
+    finally:
+        future = view.close_fleet()
+        if future is not None:
+            qtbot.waitUntil(future.done, timeout=10_000)
+
+
+def _advice(host: str, gpu: int, advice: Advice, target: str | None, delta: float | None) -> FleetGpuAdvice:
+    a = GpuAdvice(gpu, "full", advice, target, delta, Confidence.MEDIUM, ("reason",))
+    return FleetGpuAdvice(host, f"GPU-{host}-{gpu}", "NVIDIA H100 80GB HBM3", a, None, PriceSource.NONE)
+
+
+def test_an_advice_row_opens_its_host_on_the_resize_wizard(make_window: Any, qtbot: Any) -> None:
+    from gpuws.app.advice import FleetAdviceReport
+    from gpuws.ui.tabs.resize import ResizeTab
+
+    ProfileStore().add(HostProfile(name="node-001", host="node-001.gpu.example"))
+    FleetStore().add(FleetProfile("lab", "http://127.0.0.1:9"))
+    window = make_window()
+    fleets = window.fleet_list
+    qtbot.waitUntil(lambda: fleets.list.count() == 1, timeout=5000)
+    view = window.fleet_view
+    fleets.list.setCurrentRow(0)
+    view.apply_advice(FleetAdviceReport("lab", 86_400, [
+        _advice("node-001", 2, Advice.SMALLER, "3g.40gb", -1.5), _advice("node-000", 1, Advice.STOP, None, -3.0),
+        _advice("node-001", 0, Advice.KEEP, None, 0.0)]))
+    assert [view.advice_table.item(r, 3).text() for r in range(3)] == ["stop (idle)", "smaller → 3g.40gb", "keep"]
+    assert "2 of 3 GPUs to act on; saves $4.50/h" in view.advice_summary.text()
+    view.activate_advice(0)  # node-000 has no host profile: said, nothing else happens
+    assert "No host profile matches node-000" in view.status.text()
+    assert window.stack.currentWidget() is view
+    view.activate_advice(1)
+    assert window.sidebar.current_name() == "node-001"
+    assert window.stack.currentWidget() is window.detail
+    resize_tab = next(w for w in window.detail.tab_widgets if isinstance(w, ResizeTab))
+    assert window.detail.tabs.currentWidget() is resize_tab
+    assert resize_tab._wanted == (2, "3g.40gb")  # chosen once the host's GPUs have been read

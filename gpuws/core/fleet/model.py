@@ -372,6 +372,40 @@ def range_step(window_s: float, points: int = 600) -> float:
     return step
 
 
+def series_values(item: Mapping[str, Any] | None, times: Any, dtype: Any = None) -> Any:
+    """A range-matrix row's values on the common time grid `times` (NaN where Prometheus has no point).
+
+    `item` is one row of a `query_range` answer ({"metric": {...}, "values": [[t, "v"], ...]});
+    "NaN", "+Inf" and anything that is not a number read as NaN. float32 by default (history
+    kept for drawing), float64 for computing.
+    """
+    import numpy as np
+
+    out = np.full(times.shape, np.nan, dtype=dtype or np.float32)
+    values = (item or {}).get("values") or []
+    if not values:
+        return out
+    start, step = float(times[0]), float(times[1] - times[0]) if len(times) > 1 else 1.0
+    try:  # the whole row at once: a fleet's answers are 1,000s of rows of 100s of points
+        pairs = np.asarray(values, dtype=np.float64)
+    except (TypeError, ValueError):
+        pairs = None
+    if pairs is not None and pairs.ndim == 2 and pairs.shape[1] == 2:
+        index = np.rint((pairs[:, 0] - start) / step).astype(np.int64)
+        inside = (index >= 0) & (index < len(out))
+        out[index[inside]] = pairs[inside, 1]
+        out[np.isinf(out)] = np.nan  # as `_number`: a value that is not finite is no value
+        return out
+    for t, v in values:  # something odd in the row: value by value, skipping what is not a number
+        try:
+            index_one = round((float(t) - start) / step)
+            if 0 <= index_one < len(out) and math.isfinite(number := float(v)):
+                out[index_one] = number
+        except (TypeError, ValueError):
+            continue
+    return out
+
+
 def promql_duration(seconds: float) -> str:
     """`[90s]`-style PromQL duration of whole seconds."""
     return f"{max(1, round(seconds))}s"

@@ -77,21 +77,34 @@ def install_fleets(window: Any) -> FleetView:
         window.stack.setCurrentWidget(view)
         view.open_profile(profile)
 
-    def open_host(host: str, uuid: str) -> None:
-        uuids = {name: [g.uuid for g in s.inventory.gpus if g.uuid] for name, s in window.sessions.items()
-                 if getattr(s, "inventory", None) is not None}
-        name = match_profile(window.all_profiles(), host, uuid or None, uuids)
+    def inventories() -> dict[str, list[str]]:
+        return {name: [g.uuid for g in s.inventory.gpus if g.uuid] for name, s in window.sessions.items()
+                if getattr(s, "inventory", None) is not None}
+
+    def open_host(host: str, uuid: str) -> str | None:
+        name = match_profile(window.all_profiles(), host, uuid or None, inventories())
         if name is None:
             view.show_message(f"No host profile matches {host} ({uuid or 'no UUID'}); add one to open SSH, "
                               "benchmark or resize it.")
-            return
+            return None
         fleets.clear_selection()
         view.close_fleet()
         window.sidebar.select(name)
+        return name
 
+    def open_resize(host: str, uuid: str, gpu: int, target: str) -> None:
+        # As the host's Advice strip does: the host, then its Resize wizard with the target chosen
+        # (applied once the host's GPUs have been read).
+        if open_host(host, uuid) is not None:
+            window.detail.open_resize(gpu, target)
+
+    # The advice column reads the profiles the window holds (and the UUIDs its hosts reported)
+    # on the GUI thread; the advice itself is computed on the loop thread.
+    view.host_profiles = lambda: (list(window.all_profiles()), inventories())
     fleets.fleet_selected.connect(show)
     window.sidebar.host_selected.connect(lambda name: fleets.clear_selection() if name else None)
     view.host_requested.connect(open_host)
+    view.resize_requested.connect(open_resize)
     window.fleet_list = fleets
     fleets.reload()
     return view

@@ -4,6 +4,11 @@ Data comes from Prometheus on the asyncio loop thread (`gpuws.app.fleet.FleetCon
 a snapshot every few seconds, the history for the chosen window (up to 30 days, downsampled by
 Prometheus) when the window changes and once a minute. Nothing of the history is kept here beyond
 what is drawn. Clicking a GPU asks for its host profile (`host_requested(host, uuid)`).
+
+Beside the tiles, the Advice column: right-size advice per GPU with the money, from the same
+app-layer call as `gpuws advise FLEET` (`gpuws.app.advice.advise_fleet`, on the loop thread) over
+the chosen window. Clicking a row asks for its host with the Resize wizard on the target
+(`resize_requested(host, uuid, gpu, target)`), or the host alone when there is no target.
 """
 
 from __future__ import annotations
@@ -16,16 +21,23 @@ import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import Qt, QTimer, Signal
 from PySide6.QtWidgets import (
+    QAbstractItemView,
     QComboBox,
     QFrame,
     QHBoxLayout,
+    QHeaderView,
     QLabel,
     QScrollArea,
+    QSplitter,
+    QTableWidget,
+    QTableWidgetItem,
     QToolButton,
     QVBoxLayout,
     QWidget,
 )
 
+from gpuws.core.advice import HOURS_PER_MONTH, Advice, AdvicePolicy
+from gpuws.core.fleet.advice import FleetGpuAdvice
 from gpuws.core.fleet.alerts import FleetAlerts
 from gpuws.core.fleet.model import FleetGpu, SeriesKey, rank, summarize
 from gpuws.core.fleet.profiles import FleetProfile
@@ -45,6 +57,32 @@ HISTORY_MS = 60_000
 TILE_POINTS = 120  # per-GPU history points: a tile's sparkline is about this wide
 
 
+#: Advice rows, most worth acting on first (then the biggest saving).
+_ADVICE_ORDER = {Advice.STOP: 0, Advice.SMALLER: 1, Advice.LARGER: 2, Advice.KEEP: 3, Advice.NOT_ENOUGH_DATA: 4}
+ADVICE_COLUMNS = ("Host", "GPU", "Now", "Advice", "$/h", "$/month")
+
+
+def _money(delta: float | None, scale: float = 1.0) -> str:
+    if delta is None:
+        return "-"
+    value = delta * scale
+    return f"{'-' if value < 0 else '+' if value > 0 else ''}${abs(value):,.2f}"
+
+
+def advice_text(entry: FleetGpuAdvice) -> str:
+    """The Advice cell: what to do and to which layout."""
+    a = entry.advice
+    if a.advice is Advice.STOP:
+        return "stop (idle)" + (f"; or {a.alternative}" if a.alternative else "")
+    if a.target:
+        return f"{a.advice.value} → {a.target}"
+    return a.advice.value
+
+
+def _window_label(seconds: float) -> str:
+    return next((label for label, s in WINDOWS if s == round(seconds)), f"{seconds:g} s")
+
+
 def _num(value: float | None, unit: str = "", scale: float = 1.0, digits: int = 0) -> str:
     return "-" if value is None else f"{value * scale:,.{digits}f}{unit}"
 
@@ -53,8 +91,10 @@ class FleetView(QWidget):
     """One fleet at a time. `host_requested(host, uuid)` when the user clicks a GPU."""
 
     host_requested = Signal(str, str)
+    resize_requested = Signal(str, str, int, str)  # host, uuid, GPU index on the host, target layout
     snapshot_applied = Signal()
     history_applied = Signal()
+    advice_applied = Signal()
 
     def __init__(self, bridge: AsyncBridge | None, parent: QWidget | None = None,
                  thresholds: AlertThresholds | None = None) -> None:
@@ -67,6 +107,11 @@ class FleetView(QWidget):
         self._gpus: list[FleetGpu] = []
         self._per_gpu: dict[SeriesKey, np.ndarray] = {}
         self._pending: dict[str, concurrent.futures.Future[Any]] = {}
+        self.advice: list[FleetGpuAdvice] = []
+        # () -> (host profiles, {profile name: GPU UUIDs seen there}), read on the GUI thread from
+        # what the main window already holds; None: advise_fleet reads the saved profiles itself.
+        self.host_profiles: Any = None
+        self.advice_policy: AdvicePolicy | None = None  # None: the defaults (as `gpuws advise`)
 
         self.title = heading("Fleet", parent=self)
         self.sim_badge = QLabel(f"{SIM_LABEL}", self)
@@ -77,6 +122,7 @@ class FleetView(QWidget):
         self.window_box.setCurrentIndex(2)
         self.window_box.setAccessibleName("Time window")
         self.window_box.currentIndexChanged.connect(lambda _i: self.refresh_history())
+        self.window_box.currentIndexChanged.connect(lambda _i: self.refresh_advice())
         self.refresh_button = QToolButton(self)
         self.refresh_button.setText("↻")
         self.refresh_button.setToolTip("Read the fleet again")
@@ -114,6 +160,37 @@ class FleetView(QWidget):
         self.scroll_area.setFrameShape(QFrame.Shape.NoFrame)
         self.scroll_area.setWidget(self.grid)
 
+        self.advice_title = QLabel("Advice", self)
+        bold = self.advice_title.font()
+        bold.setBold(True)
+        self.advice_title.setFont(bold)
+        self.advice_summary = muted_label("", self)
+        self.advice_summary.setTextFormat(Qt.TextFormat.PlainText)
+        self.advice_summary.setWordWrap(True)
+        self.advice_table = QTableWidget(0, len(ADVICE_COLUMNS), self)
+        self.advice_table.setAccessibleName("Right-size advice per GPU")
+        self.advice_table.setHorizontalHeaderLabels(list(ADVICE_COLUMNS))
+        self.advice_table.verticalHeader().setVisible(False)
+        self.advice_table.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
+        self.advice_table.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
+        self.advice_table.setSelectionMode(QAbstractItemView.SelectionMode.SingleSelection)
+        self.advice_table.horizontalHeader().setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
+        self.advice_table.horizontalHeader().setStretchLastSection(True)
+        self.advice_table.cellClicked.connect(lambda r, _c: self.activate_advice(r))
+        self.advice_table.setToolTip("Click a GPU to open its host with the Resize wizard on the target")
+        advice_panel = QWidget(self)
+        advice_box = QVBoxLayout(advice_panel)
+        advice_box.setContentsMargins(8, 0, 0, 0)
+        advice_box.addWidget(self.advice_title)
+        advice_box.addWidget(self.advice_summary)
+        advice_box.addWidget(self.advice_table, 1)
+        self.splitter = QSplitter(Qt.Orientation.Horizontal, self)
+        self.splitter.addWidget(self.scroll_area)
+        self.splitter.addWidget(advice_panel)
+        self.splitter.setStretchFactor(0, 3)
+        self.splitter.setStretchFactor(1, 2)
+        self.splitter.setChildrenCollapsible(True)
+
         layout = QVBoxLayout(self)
         layout.setContentsMargins(16, 12, 16, 8)
         layout.addLayout(top)
@@ -121,7 +198,7 @@ class FleetView(QWidget):
         layout.addWidget(self.alerts_label)
         layout.addWidget(self.plot)
         layout.addWidget(self.status)
-        layout.addWidget(self.scroll_area, 1)
+        layout.addWidget(self.splitter, 1)
 
         self._snapshot_timer = QTimer(self)
         self._snapshot_timer.setInterval(SNAPSHOT_MS)
@@ -129,6 +206,7 @@ class FleetView(QWidget):
         self._history_timer = QTimer(self)
         self._history_timer.setInterval(HISTORY_MS)
         self._history_timer.timeout.connect(self.refresh_history)
+        self._history_timer.timeout.connect(self.refresh_advice)
 
     # -- opening and polling ----------------------------------------------------------------------
 
@@ -150,6 +228,7 @@ class FleetView(QWidget):
         self._connection = FleetConnection(profile, thresholds=self.thresholds)
         self._gpus, self._per_gpu = [], {}
         self.grid.set_tiles([])
+        self.apply_advice(None)
         self.refresh()
         self._snapshot_timer.start()
         self._history_timer.start()
@@ -169,6 +248,7 @@ class FleetView(QWidget):
     def refresh(self) -> None:
         self.refresh_snapshot()
         self.refresh_history()
+        self.refresh_advice()
 
     def refresh_snapshot(self) -> None:
         self._request("snapshot", lambda c: c.snapshot(), self.apply_snapshot)
@@ -176,6 +256,14 @@ class FleetView(QWidget):
     def refresh_history(self) -> None:
         window = self.window_s
         self._request("history", lambda c: c.history(window, TILE_POINTS), self.apply_history)
+
+    def refresh_advice(self) -> None:
+        """Ask for right-size advice over the chosen window (the profiles are read here, on the GUI thread)."""
+        window = self.window_s
+        options: dict[str, Any] = {"policy": self.advice_policy}
+        if self.host_profiles is not None:
+            options["host_profiles"], options["uuids"] = self.host_profiles()
+        self._request("advice", lambda c: c.advice(window, **options), self.apply_advice)
 
     def _request(self, what: str, call: Any, done: Any) -> None:
         connection = self._connection
@@ -230,6 +318,52 @@ class FleetView(QWidget):
         tiles = [FleetTile(t.gpu, t.attention, self._per_gpu.get(t.gpu.key)) for t in self.grid.tiles()]
         self.grid.set_tiles(tiles)
         self.history_applied.emit()
+
+    def apply_advice(self, report: Any) -> None:
+        """Show a `FleetAdviceReport` (None: clear): one row per GPU, most worth acting on first."""
+        entries = [] if report is None else sorted(
+            report.gpus, key=lambda e: (_ADVICE_ORDER[e.advice.advice], e.advice.price_delta_per_hour or 0.0,
+                                        e.host, e.advice.gpu))
+        self.advice = entries
+        table = self.advice_table
+        table.setSortingEnabled(False)
+        table.setRowCount(len(entries))
+        for r, entry in enumerate(entries):
+            a = entry.advice
+            cells = (entry.host, str(a.gpu), a.current, advice_text(entry), _money(a.price_delta_per_hour),
+                     _money(a.price_delta_per_hour, HOURS_PER_MONTH))
+            tip = "\n".join((f"{entry.host} GPU {a.gpu} ({entry.model or 'unknown model'}, {entry.uuid or 'no UUID'})",
+                             f"{a.confidence.value} confidence" + (f"; host profile {entry.profile}"
+                                                                   if entry.profile else "; no host profile"),
+                             *a.reasons))
+            for c, text in enumerate(cells):
+                item = QTableWidgetItem(text)  # plain text: host names and layouts are remote strings
+                item.setToolTip(tip)
+                if c >= 4:
+                    item.setTextAlignment(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
+                table.setItem(r, c, item)
+        if report is None:
+            self.advice_summary.setText("")
+        else:
+            act = [e for e in entries if e.advice.advice in (Advice.STOP, Advice.SMALLER, Advice.LARGER)]
+            saving = sum(d for e in act if (d := e.advice.price_delta_per_hour) is not None and d < 0)
+            money = f"; saves ${-saving:,.2f}/h (${-saving * HOURS_PER_MONTH:,.2f}/month)" if saving else ""
+            self.advice_summary.setText(f"Over {_window_label(report.window_s)}: {len(act)} of {len(entries)} "
+                                        f"GPUs to act on{money}")
+            self.advice_applied.emit()
+
+    def activate_advice(self, row: int) -> None:
+        """A click on an advice row: its host with the wizard on the target, or the host alone."""
+        if not 0 <= row < len(self.advice):
+            return
+        from gpuws.ui.telemetry.advice_strip import resize_target
+
+        entry = self.advice[row]
+        target = resize_target(entry.advice)
+        if target is not None:
+            self.resize_requested.emit(entry.host, entry.uuid or "", entry.advice.gpu, target)
+        else:
+            self.host_requested.emit(entry.host, entry.uuid or "")
 
     def gpus(self) -> list[FleetGpu]:
         return list(self._gpus)

@@ -14,52 +14,40 @@ File format (schema_version 1)::
     [hosts.alerts]
     mem_used_pct = 90.0
 
-Safety:
-
-- Writes are atomic: a temp file in the same directory, flushed and fsynced, `os.replace`d over
-  the old file, then the directory is fsynced. A crash leaves either the old or the new file.
-- Every mutation takes a `FileLock` on the sibling `profiles.toml.lock`, re-reads the file,
-  applies its change and writes, so two app instances saving at once never lose either's change.
-- A file that cannot be read as a whole (bad TOML, wrong top-level types, a schema version newer
-  than ours) is moved aside to `profiles.toml.corrupt-YYYYMMDD-HHMMSS[-N]` and the store starts
-  empty. Where only some `[[hosts]]` entries are bad (wrong types, a field that fails validation,
-  a duplicate name, a jump host that is missing), the file is moved aside the same way and the
-  *valid* entries are written back, so one typo never costs the user their other hosts. Either
-  way `last_recovery` says exactly what happened and where the backup (the original bytes) is.
+Safety (atomic writes, a lock around every change, a damaged file moved aside keeping the
+valid `[[hosts]]` entries, `last_recovery` saying what happened) is `gpuws.core.recordfile`'s,
+shared with the fleet profiles. Entries count as damaged for wrong types, a field that fails
+validation, a duplicate name or a jump host that is missing.
 """
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import enum
-import os
-import tempfile
-import time
-import tomllib
 import types
 import typing
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import Any, TypeVar
 
 import tomli_w
 
-if TYPE_CHECKING:
-    from filelock import FileLock
-
 from gpuws.core import paths
-from gpuws.core.errors import GpuwsError, ValidationError
-from gpuws.core.files import LocalFileRefused, read_regular_file
+from gpuws.core.errors import ValidationError
 from gpuws.core.jumps import jump_profile_names
 from gpuws.core.models import HostProfile
+from gpuws.core.recordfile import (
+    Decoded,
+    RecordFile,
+    RecoveryNotice,
+    schema_problem,
+    toml_document,
+)
 from gpuws.core.validation import validate_profile
 
 SCHEMA_VERSION = 1
 PROFILES_FILE = "profiles.toml"
-LOCK_TIMEOUT_S = 30.0
-MAX_PROFILES_BYTES = 8 * 1024 * 1024  # thousands of hosts fit in well under 1 MiB
 
 _T = TypeVar("_T")
 _D = TypeVar("_D")
@@ -79,18 +67,6 @@ class ProfileExists(ValidationError):
     def __init__(self, name: str) -> None:
         super().__init__("name", f"a host profile named {name!r} already exists")
         self.name = name
-
-
-class ProfileStoreError(GpuwsError):
-    """The profile file could not be locked, read or written (permissions, disk full, ...)."""
-
-
-@dataclass(frozen=True)
-class RecoveryNotice:
-    """What the store did with a corrupt profile file, for showing to the user."""
-
-    backup_path: Path
-    message: str
 
 
 @dataclass
@@ -197,36 +173,18 @@ def encode_profiles(profiles: Iterable[HostProfile]) -> bytes:
     return tomli_w.dumps(doc).encode("utf-8")
 
 
-@dataclass
-class _Decoded:
-    profiles: list[HostProfile]
-    problems: list[str]  # empty: the file was fine
-    whole_file_bad: bool = False
-
-
-def _decode(raw: bytes) -> _Decoded:
+def _decode(raw: bytes) -> Decoded[HostProfile]:
     """Parse the file's bytes; collect every problem instead of stopping at the first."""
-    try:
-        doc = tomllib.loads(raw.decode("utf-8"))
-    except (UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
-        return _Decoded([], [f"it is not valid TOML ({exc})"], whole_file_bad=True)
-    except RecursionError:  # tomllib recurses per nesting level: a hostile file can exhaust it
-        return _Decoded([], ["it is nested too deeply to be a profile file"], whole_file_bad=True)
-    version = doc.get("schema_version")
-    if not isinstance(version, int) or isinstance(version, bool):
-        return _Decoded([], ["it has no integer schema_version"], whole_file_bad=True)
-    if version > SCHEMA_VERSION:
-        return _Decoded(
-            [],
-            [f"its schema_version {version} is newer than this gpuws understands ({SCHEMA_VERSION})"],
-            whole_file_bad=True,
-        )
-    if version < 1:
-        return _Decoded([], [f"its schema_version {version} is not valid"], whole_file_bad=True)
+    doc = toml_document(raw, "profile file")
+    if isinstance(doc, str):
+        return Decoded([], [doc], whole_file_bad=True)
+    problem = schema_problem(doc, SCHEMA_VERSION)
+    if problem is not None:
+        return Decoded([], [problem], whole_file_bad=True)
     unknown = sorted(set(doc) - {"schema_version", "hosts"})
     hosts = doc.get("hosts", [])
     if not isinstance(hosts, list) or not all(isinstance(h, dict) for h in hosts):
-        return _Decoded([], ["'hosts' is not a list of [[hosts]] tables"], whole_file_bad=True)
+        return Decoded([], ["'hosts' is not a list of [[hosts]] tables"], whole_file_bad=True)
     problems = [f"unknown top-level key {key!r}" for key in unknown]
     candidates: list[tuple[int, HostProfile]] = []
     seen: set[str] = set()
@@ -245,7 +203,7 @@ def _decode(raw: bytes) -> _Decoded:
         seen.add(profile.name.casefold())
         candidates.append((number, profile))
     kept = _drop_broken_jumps(candidates, problems)
-    return _Decoded(kept, problems)
+    return Decoded(kept, problems)
 
 
 def _drop_broken_jumps(candidates: list[tuple[int, HostProfile]], problems: list[str]) -> list[HostProfile]:
@@ -268,65 +226,27 @@ def _sorted(profiles: Iterable[HostProfile]) -> list[HostProfile]:
     return sorted(profiles, key=lambda p: (p.name.casefold(), p.name))
 
 
-# ---------------------------------------------------------------------------------------------
-# Files
-
-
-def _fsync_dir(directory: Path) -> None:
-    fd = os.open(directory, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-
-
-def atomic_write_bytes(path: Path, data: bytes) -> None:
-    """Replace `path` with `data` so that a crash leaves either the old or the new content."""
-    fd, tmp_name = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as tmp:
-            tmp.write(data)
-            tmp.flush()
-            os.fsync(tmp.fileno())
-        os.replace(tmp_name, path)
-    except BaseException:
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(tmp_name)
-        raise
-    _fsync_dir(path.parent)
-
-
-def _backup_path(path: Path) -> Path:
-    stamp = time.strftime("%Y%m%d-%H%M%S")
-    candidate = path.with_name(f"{path.name}.corrupt-{stamp}")
-    counter = 1
-    while candidate.exists():
-        candidate = path.with_name(f"{path.name}.corrupt-{stamp}-{counter}")
-        counter += 1
-    return candidate
-
-
 class ProfileStore:
     """Host profiles in `profiles.toml` (default: in `gpuws.core.paths.config_dir()`)."""
 
     def __init__(self, path: Path | None = None) -> None:
-        self.path = path if path is not None else paths.config_dir() / PROFILES_FILE
-        self._file_lock: FileLock | None = None
-        # Set when a load or mutation had to move a corrupt file aside; the UI/CLI shows it.
-        self.last_recovery: RecoveryNotice | None = None
+        self._file = RecordFile(path if path is not None else paths.config_dir() / PROFILES_FILE,
+                                kind="profile", decode=_decode, encode=lambda ps: encode_profiles(_sorted(ps)))
+
+    @property
+    def path(self) -> Path:
+        return self._file.path
+
+    @property
+    def last_recovery(self) -> RecoveryNotice | None:
+        """Set when a load or a change had to move a damaged file aside; the UI/CLI shows it."""
+        return self._file.last_recovery
 
     # -- reading --------------------------------------------------------------------------------
 
     def load(self) -> list[HostProfile]:
-        """All profiles, sorted by name. Recovers a corrupt file (see module docstring)."""
-        raw = self._read_bytes()
-        if raw is None:
-            return []
-        decoded = _decode(raw) if isinstance(raw, bytes) else raw
-        if not decoded.problems:
-            return _sorted(decoded.profiles)
-        with self._locked():  # recover under the lock, from what is on disk now
-            return _sorted(self._read_locked())
+        """All profiles, sorted by name. Recovers a damaged file (see `gpuws.core.recordfile`)."""
+        return _sorted(self._file.read())
 
     def get(self, name: str) -> HostProfile:
         """The profile called `name`; raises ProfileNotFound."""
@@ -414,81 +334,8 @@ class ProfileStore:
 
         self._mutate(change)
 
-    # -- internals --------------------------------------------------------------------------------
-
     def _mutate(self, change: Callable[[list[HostProfile]], _T]) -> _T:
-        with self._locked():
-            profiles = self._read_locked()
-            result = change(profiles)
-            self._write_locked(profiles)
-            return result
-
-    @property
-    def _lock(self) -> FileLock:
-        # Made on first use: filelock costs tens of ms to import, and reading never locks.
-        if self._file_lock is None:
-            from filelock import FileLock
-
-            self._file_lock = FileLock(str(self.path.with_name(self.path.name + ".lock")), timeout=LOCK_TIMEOUT_S)
-        return self._file_lock
-
-    @contextlib.contextmanager
-    def _locked(self) -> Iterator[None]:
-        try:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            with self._lock:
-                yield
-        except TimeoutError as exc:  # filelock.Timeout subclasses TimeoutError
-            raise ProfileStoreError(
-                f"profiles: another gpuws is holding {self._lock.lock_file}; try again"
-            ) from exc
-
-    def _read_bytes(self) -> bytes | _Decoded | None:
-        """The file's bytes; None when there is none; a whole-file problem when it is not a
-        regular file under the size cap or cannot be read (it is then moved aside like any
-        corrupt file, never read: a symlink to /dev/zero must not fill the memory)."""
-        try:
-            return read_regular_file(self.path, MAX_PROFILES_BYTES, what="profile file")
-        except FileNotFoundError:
-            return None
-        except LocalFileRefused as exc:
-            return _Decoded([], [str(exc)], whole_file_bad=True)
-
-    def _read_locked(self) -> list[HostProfile]:
-        """Read the file (lock held); move a corrupt one aside and keep what is valid."""
-        raw = self._read_bytes()
-        if raw is None:
-            return []
-        decoded = _decode(raw) if isinstance(raw, bytes) else raw
-        if decoded.problems:
-            self._recover(decoded)
-        return decoded.profiles
-
-    def _recover(self, decoded: _Decoded) -> None:
-        backup = _backup_path(self.path)
-        try:
-            os.replace(self.path, backup)
-            if not decoded.whole_file_bad:
-                self._write_locked(decoded.profiles)
-        except OSError as exc:
-            raise ProfileStoreError(f"profiles: {self.path} is damaged and could not be moved aside: "
-                                    f"{exc.strerror}") from None
-        kept = (
-            "started with no profiles"
-            if decoded.whole_file_bad
-            else f"kept the {len(decoded.profiles)} valid profile(s)"
-        )
-        message = (
-            f"The profile file {self.path} was damaged: {'; '.join(decoded.problems)}. "
-            f"Moved it to {backup} (the original, unchanged) and {kept}."
-        )
-        self.last_recovery = RecoveryNotice(backup_path=backup, message=message)
-
-    def _write_locked(self, profiles: list[HostProfile]) -> None:
-        try:
-            atomic_write_bytes(self.path, encode_profiles(_sorted(profiles)))
-        except OSError as exc:
-            raise ProfileStoreError(f"profiles: cannot write {self.path}: {exc.strerror}") from None
+        return self._file.mutate(change)
 
 
 def _find(profiles: list[HostProfile], name: str) -> int | None:

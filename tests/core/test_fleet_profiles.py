@@ -80,3 +80,39 @@ def test_a_file_that_is_not_toml_starts_empty(tmp_path: Path) -> None:
     store = FleetStore(path)
     assert store.load() == []
     assert store.last_recovery is not None and not path.exists()
+
+
+# Found: the fleet store had its own copy of the profile store's file handling, without the
+# guards the profile store gained (a symlink to /dev/zero read until memory ran out, a deeply
+# nested file raised RecursionError). Both stores now share one record file.
+
+
+@pytest.mark.timeout(20)
+def test_a_fleet_file_symlinked_to_dev_zero_is_moved_aside_unread(tmp_path: Path) -> None:
+    path = tmp_path / "fleets.toml"
+    path.symlink_to("/dev/zero")
+    store = FleetStore(path)
+    assert store.load() == []
+    notice = store.last_recovery
+    assert notice is not None and "not a regular file" in notice.message
+    assert notice.backup_path.is_symlink()
+
+
+def test_a_deeply_nested_fleet_file_is_moved_aside_not_a_traceback(tmp_path: Path) -> None:
+    path = tmp_path / "fleets.toml"
+    content = b"schema_version = 1\nx = " + b"[" * 100_000 + b"]" * 100_000 + b"\n"
+    path.write_bytes(content)
+    store = FleetStore(path)
+    assert store.load() == []
+    assert store.last_recovery is not None and "nested too deeply" in store.last_recovery.message
+    assert store.last_recovery.backup_path.read_bytes() == content
+    store.add(FleetProfile("fresh", "http://p:9090"))
+    assert [f.name for f in FleetStore(path).load()] == ["fresh"]
+
+
+def test_an_oversized_fleet_file_is_moved_aside(tmp_path: Path) -> None:
+    path = tmp_path / "fleets.toml"
+    path.write_bytes(b"# " + b"x" * (9 * 1024 * 1024) + b"\nschema_version = 1\n")
+    store = FleetStore(path)
+    assert store.load() == []
+    assert store.last_recovery is not None and "allowed" in store.last_recovery.message

@@ -5,35 +5,25 @@ to tunnel through over SSH) and which series belong to it (`selector`: PromQL la
 added to every query). Credentials never land here: a bearer token or a basic-auth password
 is in the keyring (service `gpuws-fleet`), only the basic-auth user name is in the file.
 
-Same discipline as `gpuws.core.profiles`: atomic writes, a `FileLock` around every
-read-modify-write, and a damaged file moved aside (keeping the valid entries) with a notice.
+The file itself (atomic writes, a lock around every change, a damaged file moved aside keeping
+the valid entries, with a notice) is `gpuws.core.recordfile`'s, as for host profiles.
 """
 
 from __future__ import annotations
 
-import contextlib
-import os
 import re
-import tomllib
 import urllib.parse
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
 from typing import Any, TypeVar
 
 import tomli_w
-from filelock import FileLock
 
 from gpuws.core import paths
 from gpuws.core.errors import ValidationError
-from gpuws.core.profiles import (
-    LOCK_TIMEOUT_S,
-    ProfileStoreError,
-    RecoveryNotice,
-    _backup_path,
-    atomic_write_bytes,
-)
+from gpuws.core.recordfile import Decoded, RecordFile, RecoveryNotice, schema_problem, toml_document
 from gpuws.core.validation import validate_name
 
 SCHEMA_VERSION = 1
@@ -197,18 +187,17 @@ def encode_fleets(fleets: list[FleetProfile]) -> bytes:
     return tomli_w.dumps({"schema_version": SCHEMA_VERSION, "fleets": rows}).encode("utf-8")
 
 
-def decode_fleets(raw: bytes) -> tuple[list[FleetProfile], list[str], bool]:
-    """(valid fleets, problems, whole file bad) from the file's bytes."""
-    try:
-        doc = tomllib.loads(raw.decode("utf-8"))
-    except (UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
-        return [], [f"it is not valid TOML ({exc})"], True
-    version = doc.get("schema_version")
-    if not isinstance(version, int) or isinstance(version, bool) or not 1 <= version <= SCHEMA_VERSION:
-        return [], [f"its schema_version {version!r} is not one this gpuws understands"], True
+def decode_fleets(raw: bytes) -> Decoded[FleetProfile]:
+    """The valid fleets and every problem found in the file's bytes."""
+    doc = toml_document(raw, "fleet file")
+    if isinstance(doc, str):
+        return Decoded([], [doc], whole_file_bad=True)
+    problem = schema_problem(doc, SCHEMA_VERSION)
+    if problem is not None:
+        return Decoded([], [problem], whole_file_bad=True)
     rows = doc.get("fleets", [])
     if not isinstance(rows, list) or not all(isinstance(r, dict) for r in rows):
-        return [], ["'fleets' is not a list of [[fleets]] tables"], True
+        return Decoded([], ["'fleets' is not a list of [[fleets]] tables"], whole_file_bad=True)
     fleets: list[FleetProfile] = []
     problems: list[str] = []
     seen: set[str] = set()
@@ -223,7 +212,7 @@ def decode_fleets(raw: bytes) -> tuple[list[FleetProfile], list[str], bool]:
             continue
         seen.add(fleet.name.casefold())
         fleets.append(fleet)
-    return fleets, problems, False
+    return Decoded(fleets, problems)
 
 
 def _sorted(fleets: list[FleetProfile]) -> list[FleetProfile]:
@@ -234,20 +223,21 @@ class FleetStore:
     """Fleet profiles in `fleets.toml` (default: in `gpuws.core.paths.config_dir()`)."""
 
     def __init__(self, path: Path | None = None) -> None:
-        self.path = path if path is not None else paths.config_dir() / FLEETS_FILE
-        self._lock = FileLock(str(self.path.with_name(self.path.name + ".lock")), timeout=LOCK_TIMEOUT_S)
-        self.last_recovery: RecoveryNotice | None = None
+        self._file = RecordFile(path if path is not None else paths.config_dir() / FLEETS_FILE,
+                                kind="fleet", decode=decode_fleets, encode=encode_fleets)
+
+    @property
+    def path(self) -> Path:
+        return self._file.path
+
+    @property
+    def last_recovery(self) -> RecoveryNotice | None:
+        """Set when a load or a change had to move a damaged file aside; the CLI shows it."""
+        return self._file.last_recovery
 
     def load(self) -> list[FleetProfile]:
-        """All fleets, sorted by name (a damaged file is recovered, see the module docstring)."""
-        raw = self._read_bytes()
-        if raw is None:
-            return []
-        fleets, problems, _ = decode_fleets(raw)
-        if not problems:
-            return _sorted(fleets)
-        with self._locked():
-            return _sorted(self._read_locked())
+        """All fleets, sorted by name (a damaged file is recovered, see `gpuws.core.recordfile`)."""
+        return _sorted(self._file.read())
 
     def get(self, name: str) -> FleetProfile:
         """The fleet called `name`; raises FleetNotFound."""
@@ -280,54 +270,5 @@ class FleetStore:
 
         self._mutate(change)
 
-    # -- internals --------------------------------------------------------------------------------
-
     def _mutate(self, change: Callable[[list[FleetProfile]], _T]) -> _T:
-        with self._locked():
-            fleets = self._read_locked()
-            result = change(fleets)
-            self._write_locked(fleets)
-            return result
-
-    @contextlib.contextmanager
-    def _locked(self) -> Iterator[None]:
-        try:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            with self._lock:
-                yield
-        except TimeoutError as exc:
-            raise ProfileStoreError(f"fleets: another gpuws is holding {self._lock.lock_file}; try again") from exc
-
-    def _read_bytes(self) -> bytes | None:
-        try:
-            return self.path.read_bytes()
-        except FileNotFoundError:
-            return None
-        except OSError as exc:
-            raise ProfileStoreError(f"fleets: cannot read {self.path}: {exc.strerror}") from None
-
-    def _read_locked(self) -> list[FleetProfile]:
-        raw = self._read_bytes()
-        if raw is None:
-            return []
-        fleets, problems, whole_file_bad = decode_fleets(raw)
-        if problems:
-            backup = _backup_path(self.path)
-            try:
-                os.replace(self.path, backup)
-                if not whole_file_bad:
-                    self._write_locked(fleets)
-            except OSError as exc:
-                raise ProfileStoreError(f"fleets: {self.path} is damaged and could not be moved aside: "
-                                        f"{exc.strerror}") from None
-            kept = "started with no fleets" if whole_file_bad else f"kept the {len(fleets)} valid fleet(s)"
-            self.last_recovery = RecoveryNotice(
-                backup, f"The fleet file {self.path} was damaged: {'; '.join(problems)}. "
-                        f"Moved it to {backup} (the original, unchanged) and {kept}.")
-        return fleets
-
-    def _write_locked(self, fleets: list[FleetProfile]) -> None:
-        try:
-            atomic_write_bytes(self.path, encode_fleets(fleets))
-        except OSError as exc:
-            raise ProfileStoreError(f"fleets: cannot write {self.path}: {exc.strerror}") from None
+        return self._file.mutate(change)

@@ -100,6 +100,7 @@ class HostRecord:
     inventory: Inventory | None = None
     tunnels: list[Rebindable] = field(default_factory=list)
     metering: bool = False  # a cost session is open for it (begun by this Workspace)
+    priced: tuple[float | None, str | None] | None = None  # (price, slice) the open session was last given
     power_status: str = ""  # the last instance start/stop's progress or result, one line
     cost_error: str = ""  # the last ledger write's failure ("" when it worked)
 
@@ -178,10 +179,8 @@ class Workspace:
         if record is None:
             record = self._hosts[profile.name] = HostRecord(profile)
         else:
-            before, record.profile = record.profile, profile
-            if record.metering and (before.price_per_hour, before.slice_profile) != (
-                    profile.price_per_hour, profile.slice_profile):
-                self.costs.reprice(profile, self._clock())  # the running session costs the new price from now
+            record.profile = profile
+        self._reprice(record)
         self.telemetry.configure(profile)
         return record
 
@@ -266,10 +265,19 @@ class Workspace:
         name = record.profile.name
         if record.state in LIVE_STATES and not record.metering:
             record.metering = True
+            record.priced = (record.profile.price_per_hour, record.profile.slice_profile)
             self.costs.begin(record.profile, self._clock())
         elif record.state in ENDED_STATES and record.metering:
             record.metering = False
             self.costs.end(name, self._clock())
+
+    def _reprice(self, record: HostRecord) -> None:
+        # Compared with what the session was given, not with the record's old profile: the
+        # window's resize changes the profile object in place before it reports the new price.
+        priced = (record.profile.price_per_hour, record.profile.slice_profile)
+        if record.metering and record.priced != priced:
+            record.priced = priced
+            self.costs.reprice(record.profile, self._clock())  # the running session costs this from now
 
     def _ledger_written(self, host: str, error: BaseException | None) -> None:
         # The ledger's writer thread: hop to the owner's before touching records or listeners.

@@ -9,6 +9,7 @@ import concurrent.futures
 import threading
 import time
 from collections.abc import Coroutine, Iterator
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -89,9 +90,10 @@ def test_a_resize_reprices_once_and_exit_ends_open_sessions(tmp_path: Path) -> N
     ws.state_changed("a100", ConnectionState.CONNECTED)
     assert ws.costs.flush(10)
     ledger.writes.clear()
-    sliced = HostProfile(name="a100", host="10.0.0.7", price_per_hour=0.6, slice_profile="7x1g.10gb")
-    ws.price_changed(sliced)  # what the window does after a verified resize
-    ws.add_host(sliced)  # the saved profile read back (the window reloads its profiles)
+    # The window's Resize tab changes the shown profile in place, then reports the new price.
+    full.price_per_hour, full.slice_profile = 0.6, "7x1g.10gb"
+    ws.price_changed(full)
+    ws.add_host(replace(full))  # the saved profile read back (the window reloads its profiles)
     ws.state_changed("a100", ConnectionState.CONNECTED)  # the re-probe reports the state again
     assert ws.costs.flush(10)
     assert [w for w, _ in ledger.writes] == ["reprice"]

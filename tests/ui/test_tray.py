@@ -61,9 +61,8 @@ def test_window_feeds_the_tray_with_hosts_and_running_cost(make_window: Any, qtb
     window.store.add(profile)
     window.reload_profiles()
     qtbot.waitUntil(lambda: "a100" in window.sessions, timeout=5000)
-    ledger = SessionLedger(tmp_path / "open.json")
+    ledger = SessionLedger(window.workspace.costs.ledger.path)  # the file `gpuws cost` reads
     ledger.begin(profile, time.time() - 600)  # ten minutes at 6/h
-    window.detail.session_tab.ledger = ledger
     window.tray = GpuwsTray(open_window=lambda: None, connect_host=lambda _n: None, stop_host=lambda _n: None)
     try:
         window._check_idle_and_tray()

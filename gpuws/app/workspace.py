@@ -297,11 +297,13 @@ class Workspace:
         return {p.name: host_cost(p, history, now) for p in profiles}
 
     def enforce_budget(self, cost: HostCost) -> bool:
-        """Stop the host's instance when its profile asks to at 100 % of a budget: once per host
-        (the user may start it again on purpose). True when a stop was asked for now."""
+        """Stop the host's instance when its profile asks to at 100 % of a budget and the host is
+        connected: once per host (the user may start it again on purpose). True when a stop was
+        asked for now."""
         record = self._hosts.get(cost.host)
-        if (record is None or not cost.stop_at_budget or cost.worst_budget().level != "exceeded"
-                or cost.host in self._budget_stopped):
+        # Only a metered host (connected: its instance runs and bills) is stopped.
+        if (record is None or not record.metering or not cost.stop_at_budget
+                or cost.worst_budget().level != "exceeded" or cost.host in self._budget_stopped):
             return False
         self._budget_stopped.add(cost.host)
         self._try_power(record, "stop")

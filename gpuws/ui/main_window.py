@@ -30,6 +30,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from gpuws.app.workspace import Change
 from gpuws.core.errors import GpuwsError
 from gpuws.core.models import HostProfile, SecretKind
 from gpuws.ui import theme
@@ -54,6 +55,7 @@ log = logging.getLogger(__name__)
 DialogT = TypeVar("DialogT", bound=QDialog)
 
 _IDLE_CHECK_MS = 10_000  # idle-stop and tray refresh period
+_TRAY_COALESCE_MS = 250  # changes this close together refresh the tray once
 _SHUTDOWN_WAIT_S = 3.0  # closing connections and the demo server at exit, at most
 
 
@@ -188,6 +190,13 @@ class MainWindow(QMainWindow):
         self._idle_clock.setInterval(_IDLE_CHECK_MS)
         self._idle_clock.timeout.connect(self._check_idle_and_tray)
         self._idle_clock.start()
+        # The tray follows the Workspace (subscribed once): a state change or a ledger write
+        # refreshes it soon, several changes at once only once.
+        self._tray_refresh = QTimer(self)
+        self._tray_refresh.setSingleShot(True)
+        self._tray_refresh.setInterval(_TRAY_COALESCE_MS)
+        self._tray_refresh.timeout.connect(self._refresh_costs_and_tray)
+        self._unsubscribe_tray = self.workspace.subscribe(self._on_workspace_change)
         self._restore_state()
         self._show_empty_or_detail()
         self.reload_profiles()
@@ -222,12 +231,20 @@ class MainWindow(QMainWindow):
         self.detail.tabs.setCurrentWidget(self.detail.session_tab)
         self._raise_window()
 
+    def _on_workspace_change(self, change: Change, _host: str) -> None:
+        if change in (Change.STATE, Change.COST, Change.IDLE, Change.REMOVED) and not self._closed:
+            self._tray_refresh.start()
+
     def _check_idle_and_tray(self) -> None:
-        now = time.time()
-        workspace = self.workspace
-        for event in workspace.check_idle(now):  # warns, and stops the hosts whose settings ask to
+        for event in self.workspace.check_idle(time.time()):  # warns; stops the hosts whose settings ask to
             if self.tray is not None:
                 self.tray.notify("Idle GPU host", event.message)
+        self._refresh_costs_and_tray()
+
+    def _refresh_costs_and_tray(self) -> None:
+        """Budget stops for every host (shown or not) and the tray's hosts, from the ledger."""
+        now = time.time()
+        workspace = self.workspace
         hosts = [(name, session.profile, session.state) for name, session in self.sessions.items()]
         profiles = [profile for _name, profile, _state in hosts]
 
@@ -730,6 +747,8 @@ class MainWindow(QMainWindow):
             return
         self._closed = True
         self._idle_clock.stop()
+        self._tray_refresh.stop()
+        self._unsubscribe_tray()
         self.telemetry.notifier.set_tray(None)
         self.save_state()
         futures = [f for f in (s.close() for s in self.sessions.values()) if f is not None]

@@ -161,6 +161,8 @@ def test_stale_telemetry_never_counts_as_idle_and_a_budget_stop_without_provider
     ledger.begin(profile, now - 600)  # ten minutes at 36/h: past the 1.00 budget (kept on connect)
     ws = Workspace(_never_spawn, ledger=ledger)
     ws.add_host(profile)
+    (cost,) = ws.cost_report([profile], now).values()
+    assert not ws.enforce_budget(cost)  # not connected: gpuws does not stop what it does not meter
     ws.state_changed("h", ConnectionState.CONNECTED)
     ws.idle.configure("h", IdleSettings(stop=True, minutes=1))
     _idle_host(ws, "h", now - 120)  # a stream that stopped two minutes ago

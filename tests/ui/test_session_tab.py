@@ -72,15 +72,15 @@ def test_cost_budget_and_ssh_command(qtbot: Any, bridge: AsyncBridge, tmp_path: 
     qtbot.addWidget(tab)
     session = FakeSession(profile)
     tab.set_host(HostContext(profile, session, bridge))  # type: ignore[arg-type]
+    qtbot.waitUntil(lambda: tab.last_cost is not None, timeout=5000)  # read off the GUI thread
     assert tab.last_cost is not None and tab.last_cost.running == pytest.approx(8.4, abs=0.05)
     assert tab.banner.isVisibleTo(tab) and "nearing its budget" in tab.banner.text()
     first = tab.running_label.text()
     # Found: "1.18 · 9.80 / h" with no currency anywhere.
     assert first.startswith("€") and "€36.00/h" in tab.rate_label.text() and tab.month_label.text().startswith("€")
     assert "€" in tab.budget_bar.format()
-    time.sleep(1.1)
     tab.refresh_cost()
-    assert float(tab.running_label.text()[1:]) > float(first[1:])  # climbing
+    qtbot.waitUntil(lambda: float(tab.running_label.text()[1:]) > float(first[1:]), timeout=10_000)  # climbing
 
     # Budget controls: a daily limit already used up, and stop at 100 % (Found: no visible controls).
     assert tab.monthly_budget_spin.value() == 10.0 and tab.daily_budget_spin.value() == 0.0
@@ -89,6 +89,7 @@ def test_cost_budget_and_ssh_command(qtbot: Any, bridge: AsyncBridge, tmp_path: 
     tab.stop_at_budget_check.setChecked(True)
     tab.save_budget_button.click()
     assert (profile.budget_daily, profile.budget, profile.budget_stop) == (5.0, 10.0, True)
+    qtbot.waitUntil(lambda: "budget exceeded" in tab.banner.text(), timeout=5000)
     assert tab.daily_bar.isVisibleTo(tab) and "daily budget" in tab.daily_bar.format()
     assert "budget exceeded" in tab.banner.text() and "stopping the instance" in tab.banner.text()
     assert "no provider command" in tab.instance_status.text()  # the Workspace asked to stop it (no provider)
@@ -183,17 +184,33 @@ def _accepts(port: int) -> bool:
         return False
 
 
+class ReadRecordingLedger(SessionLedger):
+    """The real ledger, noting the thread of each read."""
+
+    readers: list[str]
+
+    def all_sessions(self) -> Any:
+        import threading
+
+        self.readers.append(threading.current_thread().name)
+        return super().all_sessions()
+
+
 def test_the_tab_shows_what_the_workspace_meters_and_keeps_idle_choices_per_host(
     qtbot: Any, bridge: AsyncBridge, tmp_path: Path
 ) -> None:
+    import threading
+
     shown = HostProfile(name="shown", host="10.0.0.3")
     background = HostProfile(name="bg", host="10.0.0.4", price_per_hour=3.0)
-    ledger = SessionLedger(tmp_path / "open.json")
+    ledger = ReadRecordingLedger(tmp_path / "open.json")
+    ledger.readers = []
     workspace = _workspace(bridge, ledger)
     tab = SessionTab(workspace=workspace)
     qtbot.addWidget(tab)
     tab.set_host(HostContext(background, FakeSession(background), bridge))  # type: ignore[arg-type]
-    assert tab.running_label.text() == "not running"
+    qtbot.waitUntil(lambda: tab.running_label.text() == "not running", timeout=5000)
+    assert ledger.readers and threading.current_thread().name not in ledger.readers  # never the GUI thread
     workspace.state_changed("bg", ConnectionState.CONNECTED)  # reported by the window's hub
     qtbot.waitUntil(lambda: tab.running_label.text() != "not running", timeout=5000)  # after the write lands
     assert "bg" in ledger.running()

@@ -66,6 +66,8 @@ class SessionTab(QWidget):
         self._unsubscribe: Callable[[], None] | None = None
         self._budget_shown_for: str | None = None
         self.last_cost: HostCost | None = None
+        self._cost_reading = False  # a ledger read is under way (off the GUI thread)
+        self._cost_again = False  # ... and another was asked for meanwhile
 
         scroll = QScrollArea(self)
         scroll.setWidgetResizable(True)
@@ -349,19 +351,39 @@ class SessionTab(QWidget):
     # -- cost -----------------------------------------------------------------------------------
 
     def refresh_cost(self) -> None:
+        """Re-read the shown host's cost from the ledger, off the GUI thread (one read at a time)."""
         profile = self.profile
         if profile is None:
             self.running_label.setText("—")
             self.rate_label.setText("Select a host.")
             return
-        workspace = self.workspace
-        if workspace is None:
+        workspace, context = self.workspace, self.context
+        if workspace is None or context is None or not context.bridge.running:
+            return  # nothing to read with (or the app is closing)
+        if self._cost_reading:
+            self._cost_again = True  # read again once this one is back: never a pile of reads
             return
-        try:
-            cost = workspace.costs.host_cost(profile, time.time())
-        except (GpuwsError, OSError) as exc:
-            self.rate_label.setText(str(exc))
+        self._cost_reading = True
+        costs, now = workspace.costs, time.time()
+        context.bridge.run_blocking(lambda: costs.host_cost(profile, now),
+                                    lambda cost: self._cost_read(profile, cost),
+                                    lambda exc: self._cost_read(profile, None, exc), owner=self)
+
+    def _cost_read(self, profile: HostProfile, cost: HostCost | None, error: BaseException | None = None) -> None:
+        self._cost_reading = False
+        if self._cost_again:
+            self._cost_again = False
+            self.refresh_cost()
             return
+        if self.profile is not profile or self.workspace is None:
+            return  # another host is shown now
+        if cost is None:
+            self.rate_label.setText(str(error) if isinstance(error, GpuwsError | OSError)
+                                    else f"cost ledger: {type(error).__name__}")
+            return
+        self._show_cost(profile, cost, self.workspace)
+
+    def _show_cost(self, profile: HostProfile, cost: HostCost, workspace: Workspace) -> None:
         self.last_cost = cost
         cur = cost.currency
         self.running_label.setText(money(cost.running, cur) if cost.running is not None else "not running")

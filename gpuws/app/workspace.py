@@ -1,10 +1,11 @@
 """The one truth about the hosts the app works with. Qt-free.
 
 A `Workspace` owns, per host name: the current connection and its `ConnectionState`, the last
-inventory, the telemetry feed (one `TelemetryService` for all hosts) and the tunnels. (The cost
-ledger and the idle policy are still kept by the Session tab; they move here next.) Front ends
-are views: they report what they did (`connection_changed`, `state_changed`,
-`inventory_changed`) and subscribe once to hear about every change (`subscribe`).
+inventory, the telemetry feed (one `TelemetryService` for all hosts), the tunnels, the cost
+ledger (`costs`: a session opens when the host is connected and closes when it is not, or at
+exit) and the idle policy (`idle`: warn, and stop the instance if asked, after N idle minutes).
+Front ends are views: they report what they did (`connection_changed`, `state_changed`,
+`inventory_changed`, `price_changed`) and subscribe once to hear about every change (`subscribe`).
 
 Following the connection is done here, once: when a host's connection is replaced (Host >
 Reconnect, a profile edit) its telemetry stream restarts on the new one and its tunnels are
@@ -12,29 +13,43 @@ rebound to it; when the inventory changes (a verified resize) the stream restart
 are enumerated anew; a closed host's stream stops.
 
 Threads: every method is called on one thread, the owner's (the GUI thread in the window, the
-event loop in a script); listeners are called synchronously on that thread. Coroutines (the
-telemetry streams) run through the `spawn` function given at construction (the window passes
-`AsyncBridge.run_async`), so the Workspace itself never touches an event loop or Qt.
+event loop in a script); listeners are called on that thread. Coroutines (the telemetry streams,
+an instance stop) run through the `spawn` function given at construction (the window passes
+`AsyncBridge.run_async`), ledger writes on the ledger's own writer thread; what they report comes
+back to the owner's thread through `post` (the window passes `AsyncBridge.post`; without one,
+listeners hear about those two on the thread that finished the work). So the Workspace itself
+never touches an event loop or Qt.
 """
 
 from __future__ import annotations
 
 import concurrent.futures
 import logging
-from collections.abc import Callable, Coroutine
+import time
+from collections.abc import Callable, Coroutine, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any, Protocol
 
+from gpuws.app.costs import CostBook, IdlePolicy
+from gpuws.core.errors import GpuwsError
+from gpuws.core.idle import IdleEvent
 from gpuws.core.inventory import Inventory
 from gpuws.core.models import HostProfile
 from gpuws.core.runner import CommandRunner
+from gpuws.core.session import HostCost, SessionLedger, gpu_activity
 from gpuws.remote.connection import ConnectionState
 from gpuws.remote.telemetry_service import TelemetryService
 
 log = logging.getLogger(__name__)
 
 LIVE_STATES = frozenset({ConnectionState.CONNECTED, ConnectionState.NO_DRIVER})
+# A cost session ends in these; a drop (RECONNECTING) or a key prompt keeps it running, as the
+# instance keeps running (and billing) through them.
+ENDED_STATES = frozenset({ConnectionState.DISCONNECTED, ConnectionState.UNREACHABLE,
+                          ConnectionState.AUTH_FAILED, ConnectionState.HOST_KEY_CHANGED})
+FRESH_TELEMETRY_S = 30.0  # older samples say nothing about whether a host is idle now
+_POWER_VERB = {"start": "Starting", "stop": "Stopping"}
 
 
 class Connection(Protocol):
@@ -51,8 +66,11 @@ class Rebindable(Protocol):
 
     def rebind(self, connection: Any) -> None: ...
 
+    def sync_state(self) -> Any: ...
+
 
 Spawn = Callable[[Coroutine[Any, Any, None]], "concurrent.futures.Future[None]"]
+Post = Callable[[Callable[[], None]], None]  # run a function on the owner's thread soon
 
 
 class Change(StrEnum):
@@ -63,6 +81,9 @@ class Change(StrEnum):
     INVENTORY = "inventory"
     TUNNELS = "tunnels"
     REMOVED = "removed"
+    COST = "cost"  # a ledger write for the host landed (read `costs` again)
+    IDLE = "idle"  # the host's idle warning appeared or cleared (`idle.warnings`)
+    POWER = "power"  # an instance start/stop began or ended (`HostRecord.power_status`)
 
 
 Listener = Callable[[Change, str], None]  # (what changed, host name)
@@ -78,6 +99,10 @@ class HostRecord:
     connection: Connection | None = None
     inventory: Inventory | None = None
     tunnels: list[Rebindable] = field(default_factory=list)
+    metering: bool = False  # a cost session is open for it (begun by this Workspace)
+    priced: tuple[float | None, str | None] | None = None  # (price, slice) the open session was last given
+    power_status: str = ""  # the last instance start/stop's progress or result, one line
+    cost_error: str = ""  # the last ledger write's failure ("" when it worked)
 
     @property
     def live(self) -> bool:
@@ -85,19 +110,28 @@ class HostRecord:
 
 
 class Workspace:
-    """Sessions by host name, with their connection state, telemetry feeds and tunnels."""
+    """Sessions by host name, with their connection state, telemetry feeds, tunnels, cost
+    ledger and idle policy."""
 
     def __init__(
         self,
         spawn: Spawn,
         *,
         telemetry: TelemetryService | None = None,
+        ledger: SessionLedger | None = None,
+        post: Post | None = None,
+        clock: Callable[[], float] = time.time,
     ) -> None:
         self._spawn = spawn
+        self._post: Post = post if post is not None else (lambda func: func())
+        self._clock = clock
         self.telemetry = telemetry if telemetry is not None else TelemetryService()
+        self.costs = CostBook(ledger, on_written=self._ledger_written)
+        self.idle = IdlePolicy()
         self._hosts: dict[str, HostRecord] = {}
         self._listeners: list[Listener] = []
         self._feeds: dict[str, tuple[concurrent.futures.Future[None], Connection]] = {}
+        self._budget_stopped: set[str] = set()  # stopped at 100 % of a budget (once each)
 
     # -- reading --------------------------------------------------------------------------------
 
@@ -146,13 +180,17 @@ class Workspace:
             record = self._hosts[profile.name] = HostRecord(profile)
         else:
             record.profile = profile
+        self._reprice(record)
         self.telemetry.configure(profile)
         return record
 
     def remove_host(self, name: str) -> None:
-        """Forget `name`: its stream stops."""
+        """Forget `name`: its stream stops, its cost session ends."""
         self._stop_feed(name)
-        self._hosts.pop(name, None)
+        record = self._hosts.pop(name, None)
+        if record is not None and record.metering:
+            self.costs.end(name, self._clock())
+        self.idle.forget(name)
         self._notify(Change.REMOVED, name)
 
     def connection_changed(self, name: str, connection: Connection | None) -> None:
@@ -172,7 +210,15 @@ class Workspace:
         record = self._record(name)
         record.state, record.detail = state, detail
         self._follow(record)
+        self._meter(record)
+        for tunnel in record.tunnels:
+            tunnel.sync_state()  # "waiting for the SSH connection" while it is down, "open" again after
         self._notify(Change.STATE, name)
+
+    def price_changed(self, profile: HostProfile) -> None:
+        """The host's hourly price (or slice) changed, e.g. by a verified resize that already saved
+        the profile: the running cost session gets a new price segment, once."""
+        self.add_host(profile)  # reprices only what differs: a later report of the same profile writes nothing
 
     def inventory_changed(self, name: str, inventory: Inventory) -> None:
         """A (re-)probe read the host's GPUs: a changed layout restarts the feed."""
@@ -202,6 +248,135 @@ class Workspace:
         """Stop every feed (the app is closing)."""
         for name in list(self._feeds):
             self._stop_feed(name)
+
+    def close(self, timeout: float = 3.0) -> None:
+        """At exit: stop every feed and end every open cost session (no billing while gpuws is
+        closed), waiting at most `timeout` seconds for the ledger."""
+        self.shutdown()
+        metered = [name for name, record in self._hosts.items() if record.metering]
+        for name in metered:
+            self._hosts[name].metering = False
+        self.costs.close(metered, self._clock(), timeout)
+
+    # -- cost -------------------------------------------------------------------------------------
+
+    def _meter(self, record: HostRecord) -> None:
+        """Cost runs while the host is connected: a session begins on connect and ends on close."""
+        name = record.profile.name
+        if record.state in LIVE_STATES and not record.metering:
+            record.metering = True
+            record.priced = (record.profile.price_per_hour, record.profile.slice_profile)
+            self.costs.begin(record.profile, self._clock())
+        elif record.state in ENDED_STATES and record.metering:
+            record.metering = False
+            self.costs.end(name, self._clock())
+
+    def _reprice(self, record: HostRecord) -> None:
+        # Compared with what the session was given, not with the record's old profile: the
+        # window's resize changes the profile object in place before it reports the new price.
+        priced = (record.profile.price_per_hour, record.profile.slice_profile)
+        if record.metering and record.priced != priced:
+            record.priced = priced
+            self.costs.reprice(record.profile, self._clock())  # the running session costs this from now
+
+    def _ledger_written(self, host: str, error: BaseException | None) -> None:
+        # The ledger's writer thread: hop to the owner's before touching records or listeners.
+        def deliver() -> None:
+            record = self._hosts.get(host)
+            if record is not None:
+                record.cost_error = str(error) if error is not None else ""
+            self._notify(Change.COST, host)
+
+        self._post(deliver)
+
+    def cost_report(self, profiles: Sequence[HostProfile], now: float) -> dict[str, HostCost]:
+        """Each host's cost figures, read from the ledger on disk (call it off the GUI thread)."""
+        from gpuws.core.session import host_cost
+
+        history = self.costs.ledger.all_sessions()
+        return {p.name: host_cost(p, history, now) for p in profiles}
+
+    def enforce_budget(self, cost: HostCost) -> bool:
+        """Stop the host's instance when its profile asks to at 100 % of a budget and the host is
+        connected: once per host (the user may start it again on purpose). True when a stop was
+        asked for now."""
+        record = self._hosts.get(cost.host)
+        # Only a metered host (connected: its instance runs and bills) is stopped.
+        if (record is None or not record.metering or not cost.stop_at_budget
+                or cost.worst_budget().level != "exceeded" or cost.host in self._budget_stopped):
+            return False
+        self._budget_stopped.add(cost.host)
+        self._try_power(record, "stop")
+        return True
+
+    def budget_changed(self, name: str) -> None:
+        """The host's budgets were edited: a budget stop may happen again."""
+        self._budget_stopped.discard(name)
+
+    # -- idle policy and instance power -------------------------------------------------------------
+
+    def check_idle(self, now: float | None = None) -> list[IdleEvent]:
+        """Feed each connected host's fresh telemetry to the idle policy; for a host idle past its
+        minutes, return the warning and stop its instance if its settings ask to."""
+        now = self._clock() if now is None else now
+        events: list[IdleEvent] = []
+        store = self.telemetry.store
+        for name, record in list(self._hosts.items()):
+            if record.state is not ConnectionState.CONNECTED:
+                continue
+            latest = store.latest(name)
+            # Only fresh telemetry counts: a stream that stopped must never look like an idle host.
+            if not latest or not store.status(name).online or any(
+                    now - sample.t >= FRESH_TELEMETRY_S for sample in latest.values()):
+                continue
+            before = self.idle.warnings.get(name)
+            in_use = any(bool(getattr(t, "in_use", False)) for t in record.tunnels)
+            event = self.idle.feed(record.profile, now, [gpu_activity(s) for s in latest.values()], in_use)
+            if event is not None:
+                events.append(event)
+                if self.idle.settings(name).stop:
+                    self._try_power(record, "stop")
+            if self.idle.warnings.get(name) != before:
+                self._notify(Change.IDLE, name)
+        return events
+
+    def power(self, name: str, action: str, *, pre_stop: str | None = None) -> concurrent.futures.Future[None]:
+        """Start or stop the host's instance through its provider (`app/power.py`); for a stop,
+        `pre_stop` (default: the host's idle setting) runs on the host first. Refuses at once
+        (GpuwsError) what has no provider command or a pre-stop line that cannot be split;
+        progress and the result land in `power_status` (Change.POWER)."""
+        from gpuws.app.power import parse_pre_stop, power, power_plan
+
+        record = self._record(name)
+        profile = record.profile
+        power_plan(profile, action)
+        text = self.idle.settings(name).pre_stop if pre_stop is None else pre_stop
+        argv = parse_pre_stop(text.strip()) if action == "stop" else None
+        connection = record.connection
+        host_runner = connection.runner if connection is not None else None
+        self._set_power_status(name, f"{_POWER_VERB.get(action, action)} {name}…")
+
+        async def go() -> None:
+            try:
+                result = await power(profile, action, pre_stop=argv, host_runner=host_runner)
+                status = f"{name}: {action} done" if result.ok else (result.error or f"{name}: {action} failed")
+            except GpuwsError as exc:
+                status = str(exc)
+            self._post(lambda: self._set_power_status(name, status))
+
+        return self._spawn(go())
+
+    def _try_power(self, record: HostRecord, action: str) -> None:
+        try:
+            self.power(record.profile.name, action)
+        except GpuwsError as exc:  # no provider command, a bad pre-stop line: say so where it shows
+            self._set_power_status(record.profile.name, str(exc))
+
+    def _set_power_status(self, name: str, status: str) -> None:
+        record = self._hosts.get(name)
+        if record is not None:
+            record.power_status = status
+            self._notify(Change.POWER, name)
 
     # -- following the connection -----------------------------------------------------------------
 

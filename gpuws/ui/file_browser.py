@@ -1,6 +1,6 @@
 """A simple remote file browser: list a directory on the host, go in and up, download and upload.
 
-All SFTP work runs on the loop thread (`gpuws.remote.files`); progress comes back through
+All SFTP work runs on the loop thread (`gpuws.app.files`, as `gpuws cp`); progress comes back through
 `AsyncBridge.post`, at most a few times a second, so a fast transfer never floods the GUI.
 Cancel cancels the transfer's future; the partial file is resumed by the next transfer.
 """
@@ -30,8 +30,8 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from gpuws.app.files import RemoteEntry, TransferResult, download, list_dir, make_dir, remove, upload
 from gpuws.core.simulation import SIM_LABEL
-from gpuws.remote.files import RemoteEntry, TransferResult, download, list_dir, make_dir, remove, upload
 from gpuws.ui.bridge import AsyncBridge
 from gpuws.ui.widgets import Badge, muted_label
 

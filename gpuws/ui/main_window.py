@@ -30,9 +30,9 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from gpuws.app.workspace import Change
 from gpuws.core.errors import GpuwsError
 from gpuws.core.models import HostProfile, SecretKind
-from gpuws.core.session import gpu_activity, host_cost
 from gpuws.ui import theme
 from gpuws.ui.about_dialog import AboutDialog
 from gpuws.ui.bridge import AsyncBridge, ask_on_gui_thread
@@ -55,7 +55,7 @@ log = logging.getLogger(__name__)
 DialogT = TypeVar("DialogT", bound=QDialog)
 
 _IDLE_CHECK_MS = 10_000  # idle-stop and tray refresh period
-_FRESH_TELEMETRY_S = 30.0  # older samples say nothing about whether a host is idle now
+_TRAY_COALESCE_MS = 250  # changes this close together refresh the tray once
 _SHUTDOWN_WAIT_S = 3.0  # closing connections and the demo server at exit, at most
 
 
@@ -184,11 +184,19 @@ class MainWindow(QMainWindow):
         self.telemetry = TelemetryHub(bridge, parent=self)
         self.workspace = self.telemetry.workspace
         self.tray = self._make_tray()
-        # Idle-stop and the tray read telemetry and cost on a slow clock, never per sample.
+        # Idle stop, budget stop and the tray read telemetry and cost on a slow clock, never per
+        # sample; the policies themselves are the Workspace's (gpuws.app.workspace).
         self._idle_clock = QTimer(self)
         self._idle_clock.setInterval(_IDLE_CHECK_MS)
         self._idle_clock.timeout.connect(self._check_idle_and_tray)
         self._idle_clock.start()
+        # The tray follows the Workspace (subscribed once): a state change or a ledger write
+        # refreshes it soon, several changes at once only once.
+        self._tray_refresh = QTimer(self)
+        self._tray_refresh.setSingleShot(True)
+        self._tray_refresh.setInterval(_TRAY_COALESCE_MS)
+        self._tray_refresh.timeout.connect(self._refresh_costs_and_tray)
+        self._unsubscribe_tray = self.workspace.subscribe(self._on_workspace_change)
         self._restore_state()
         self._show_empty_or_detail()
         self.reload_profiles()
@@ -223,37 +231,34 @@ class MainWindow(QMainWindow):
         self.detail.tabs.setCurrentWidget(self.detail.session_tab)
         self._raise_window()
 
+    def _on_workspace_change(self, change: Change, _host: str) -> None:
+        if change in (Change.STATE, Change.COST, Change.IDLE, Change.REMOVED) and not self._closed:
+            self._tray_refresh.start()
+
     def _check_idle_and_tray(self) -> None:
+        for event in self.workspace.check_idle(time.time()):  # warns; stops the hosts whose settings ask to
+            if self.tray is not None:
+                self.tray.notify("Idle GPU host", event.message)
+        self._refresh_costs_and_tray()
+
+    def _refresh_costs_and_tray(self) -> None:
+        """Budget stops for every host (shown or not) and the tray's hosts, from the ledger."""
         now = time.time()
-        tab = self.detail.session_tab
-        idle_hosts: set[str] = set()
-        for name, session in self.sessions.items():
-            latest = self.telemetry.store.latest(name)
-            # Only fresh telemetry counts: a stream that stopped must never look like an idle host.
-            fresh = bool(latest) and self.telemetry.store.status(name).online and all(
-                now - sample.t < _FRESH_TELEMETRY_S for sample in latest.values()
-            )
-            if fresh and session.state == "connected":
-                gpus = [gpu_activity(sample) for sample in latest.values()]
-                event = tab.feed_activity(session.profile, now, gpus, tab.tunnels_in_use(name))
-                detector = tab.idle.get(name)
-                if detector is not None and detector.idle_since is not None:
-                    idle_hosts.add(name)
-                if event is not None and self.tray is not None:
-                    self.tray.notify("Idle GPU host", event.message)
-        if self.tray is None:
-            return
-        # The running costs come from the session history on disk: read it off the GUI thread.
+        workspace = self.workspace
         hosts = [(name, session.profile, session.state) for name, session in self.sessions.items()]
+        profiles = [profile for _name, profile, _state in hosts]
 
-        def costs() -> list[TrayHost]:
-            history = tab.ledger.all_sessions()
-            return [TrayHost(name, state, host_cost(profile, history, now).running, name in idle_hosts,
-                             profile.currency or "")
-                    for name, profile, state in hosts]
+        def done(costs: dict[str, Any]) -> None:
+            for cost in costs.values():
+                workspace.enforce_budget(cost)  # stop at 100 % of a budget, shown or not
+            if self.tray is not None:
+                self.tray.update_hosts([
+                    TrayHost(name, state, costs[name].running if name in costs else None,
+                             workspace.idle.idle(name), profile.currency or "")
+                    for name, profile, state in hosts])
 
-        tray = self.tray
-        self.bridge.run_blocking(costs, tray.update_hosts, owner=self)
+        # The running costs come from the ledger on disk: read it off the GUI thread.
+        self.bridge.run_blocking(lambda: workspace.cost_report(profiles, now), done, owner=self)
 
     # -- stores (created lazily: the keyring is only touched when a secret is) --------------------
 
@@ -389,8 +394,7 @@ class MainWindow(QMainWindow):
         name = session.name
         self.sessions[name] = session
         # Every host streams telemetry and meters its cost while connected, shown or not.
-        self.telemetry.watch_session(session)
-        self.detail.session_tab.track(session)
+        self.telemetry.watch_session(session)  # reported to the Workspace, which meters its cost
         session.kbdint_prompt = self._kbdint_prompt_for(name)
         session.state_changed.connect(lambda state, detail, n=name: self._on_session_state(n, state, detail))
         session.inventory_changed.connect(lambda inv, n=name: self.sidebar.set_inventory(n, inv))
@@ -489,16 +493,12 @@ class MainWindow(QMainWindow):
 
     def _on_price_changed(self, profile: HostProfile) -> None:
         """A resize changed the host's price: the sidebar and the cost meter follow at once."""
-        import time
-
         self.sidebar.set_profiles(self.all_profiles())
         self.sidebar.select(profile.name)
-        tab = self.detail.session_tab
-        ledger = tab.ledger
-        self.bridge.run_blocking(lambda: ledger.reprice(profile, time.time()), lambda _r: tab.refresh_cost(),
-                                 owner=self)
-        self.telemetry.service.configure(profile)  # idle alerts burn money at the new price
-        # Saved already by the resize service (gpuws.app.resize), as the CLI's resize saves it.
+        # One new price segment in the ledger, and idle alerts burn money at the new price; the
+        # Session tab re-reads the cost when the write lands. Saved already by the resize service
+        # (gpuws.app.resize), as the CLI's resize saves it.
+        self.workspace.price_changed(profile)
 
     def _select_after_load(self, name: str) -> Any:
         def select() -> None:
@@ -747,6 +747,8 @@ class MainWindow(QMainWindow):
             return
         self._closed = True
         self._idle_clock.stop()
+        self._tray_refresh.stop()
+        self._unsubscribe_tray()
         self.telemetry.notifier.set_tray(None)
         self.save_state()
         futures = [f for f in (s.close() for s in self.sessions.values()) if f is not None]
@@ -761,7 +763,7 @@ class MainWindow(QMainWindow):
             except Exception:  # it failed to start, or took too long; nothing to stop
                 log.debug("demo host did not start before shutdown", exc_info=True)
         concurrent.futures.wait(futures, timeout=_SHUTDOWN_WAIT_S)
-        self.detail.session_tab.close_ledger(_SHUTDOWN_WAIT_S)
+        self.workspace.close(_SHUTDOWN_WAIT_S)  # ends the open cost sessions: no billing while closed
 
     def closeEvent(self, event: QCloseEvent) -> None:
         self.shutdown()

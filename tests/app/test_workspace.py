@@ -39,6 +39,9 @@ class FakeTunnel:
     def rebind(self, connection: Any) -> None:
         self.connection = connection
 
+    def sync_state(self) -> None:
+        pass
+
 
 def _connected(ws: Workspace, name: str, conn: Conn) -> None:
     ws.state_changed(name, ConnectionState.CONNECTING)

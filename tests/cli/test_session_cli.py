@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from gpuws.cli.commands.session import split_remote
+from gpuws.app.files import split_remote
 from gpuws.cli.main import main
 from gpuws.core.models import AuthMethod, HostProfile, ProviderInfo
 from gpuws.core.profiles import ProfileStore

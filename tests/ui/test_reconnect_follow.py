@@ -83,11 +83,11 @@ def _scenario(sshd: Any, make_window: Any, qtbot: Any, remote_port: int) -> None
     window.reconnect_current()
     qtbot.waitUntil(lambda: window.sidebar.entry("gpu1").state == "connected", timeout=30000)
     _samples_after(window, qtbot, 0.0)
-    # A tunnel opened the way the Session tab opens one, kept in its per-host list.
+    # A tunnel opened the way the Session tab opens one, kept with its host by the Workspace.
     local_port = free_port()
     tunnel = window.bridge.run_async(_open_tunnel(window.sessions["gpu1"].connection, remote_port, local_port))
     tunnel = tunnel.result(timeout=30)
-    window.detail.session_tab.tunnels.setdefault("gpu1", []).append(tunnel)
+    window.workspace.add_tunnel("gpu1", tunnel)
     assert _answers(local_port)
 
     # Host → Reconnect (Ctrl+R): a new connection replaces the old one; the stream follows it.

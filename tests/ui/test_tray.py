@@ -61,13 +61,38 @@ def test_window_feeds_the_tray_with_hosts_and_running_cost(make_window: Any, qtb
     window.store.add(profile)
     window.reload_profiles()
     qtbot.waitUntil(lambda: "a100" in window.sessions, timeout=5000)
-    ledger = SessionLedger(tmp_path / "open.json")
+    ledger = SessionLedger(window.workspace.costs.ledger.path)  # the file `gpuws cost` reads
     ledger.begin(profile, time.time() - 600)  # ten minutes at 6/h
-    window.detail.session_tab.ledger = ledger
     window.tray = GpuwsTray(open_window=lambda: None, connect_host=lambda _n: None, stop_host=lambda _n: None)
     try:
         window._check_idle_and_tray()
         qtbot.waitUntil(lambda: bool(window.tray.hosts), timeout=5000)  # costs are read off the GUI thread
+        (host,) = window.tray.hosts
+        assert host.name == "a100" and host.running_cost is not None and 0.99 < host.running_cost < 1.1
+    finally:
+        tray, window.tray = window.tray, None
+        tray.menu.deleteLater()
+        tray.deleteLater()
+
+
+def test_the_tray_follows_the_workspace_without_waiting_for_the_clock(make_window: Any, qtbot: Any) -> None:
+    import time
+
+    from gpuws.core.models import HostProfile
+    from gpuws.core.session import SessionLedger
+    from gpuws.remote.connection import ConnectionState
+
+    profile = HostProfile(name="a100", host="10.0.0.7", price_per_hour=6.0)
+    window = make_window()
+    window.store.add(profile)
+    window.reload_profiles()
+    qtbot.waitUntil(lambda: "a100" in window.sessions, timeout=5000)
+    SessionLedger(window.workspace.costs.ledger.path).begin(profile, time.time() - 600)
+    window.tray = GpuwsTray(open_window=lambda: None, connect_host=lambda _n: None, stop_host=lambda _n: None)
+    try:
+        window._idle_clock.stop()  # only the Workspace's news may refresh it now
+        window.workspace.state_changed("a100", ConnectionState.CONNECTING)  # as the hub reports it
+        qtbot.waitUntil(lambda: bool(window.tray.hosts), timeout=5000)
         (host,) = window.tray.hosts
         assert host.name == "a100" and host.running_cost is not None and 0.99 < host.running_cost < 1.1
     finally:

@@ -8,9 +8,10 @@ import asyncio
 from pathlib import Path
 from typing import Any
 
+from gpuws.app.bench import keep_run
 from gpuws.cli.connecting import EXIT_TIMEOUT, tty_prompts
 from gpuws.cli.output import fail, print_json, sim_banner
-from gpuws.core.bench.check import check_markdown, check_report, check_screen, write_check_report
+from gpuws.core.bench.check import check_markdown, check_report, check_screen
 from gpuws.core.bench.report import build_report, text_table, to_json, to_markdown
 from gpuws.core.bench.results import BenchRun, ResultStore, compare
 
@@ -111,7 +112,10 @@ def run_bench(args: argparse.Namespace) -> int:
     others = {f"earlier {r.started_at}": r for r in store.history(run.host)[-3:]}
     others.update({f"host {h}": r for h, r in store.latest_per_host(run).items()})
     comparison = compare(run, others)
-    saved = None if args.no_save else store.save(run)
+    kept = keep_run(run, store, save=not args.no_save)
+    if kept.save_error is not None:
+        raise kept.save_error  # to the one exit-status table in cli/main.py
+    saved = kept.saved_path
     try:
         if args.export_json:
             args.export_json.write_text(to_json(report) + "\n", encoding="utf-8")
@@ -137,8 +141,8 @@ def run_bench(args: argparse.Namespace) -> int:
 
 
 async def _bench(args: argparse.Namespace, progress: _Progress) -> BenchRun:
+    from gpuws.app.bench import run_benchmark
     from gpuws.app.targets import open_target
-    from gpuws.remote.bench import run_benchmark
 
     async with open_target(args.name, accept_new=args.accept_new, **tty_prompts()) as connection:
         progress.simulated = bool(connection.profile.simulated)
@@ -151,11 +155,15 @@ async def _bench(args: argparse.Namespace, progress: _Progress) -> BenchRun:
 
 def _finish_check(args: argparse.Namespace, run: BenchRun, report: dict[str, Any], store: ResultStore) -> int:
     """Save the run, write the provider report (Markdown and JSON) and print the one-screen verdict."""
-    saved = None if args.no_save else store.save(run)
-    folder = args.report_dir or (saved.parent if saved is not None else Path.cwd())
+    kept = keep_run(run, store, save=not args.no_save, report_dir=args.report_dir)
+    if kept.save_error is not None:
+        raise kept.save_error  # to the one exit-status table in cli/main.py
     full = check_report(run, report)
     try:
-        md_path, json_path = write_check_report(run, folder)
+        if kept.report_error is not None:
+            raise kept.report_error
+        assert kept.report_paths is not None
+        md_path, json_path = kept.report_paths
         if args.export_json:
             args.export_json.write_text(to_json(full) + "\n", encoding="utf-8")
         if args.export_md:

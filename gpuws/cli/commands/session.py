@@ -16,6 +16,7 @@ from gpuws.cli.output import fail, print_json
 from gpuws.core.errors import ValidationError
 
 if TYPE_CHECKING:
+    from gpuws.app.files import CopyPlan
     from gpuws.core.session import HostCost
 
 PRESET_CHOICES = ("jupyter", "tensorboard", "vnc", "dcv", "novnc")
@@ -223,34 +224,19 @@ def _cost_table(report: list[HostCost]) -> str:
 # -- cp ----------------------------------------------------------------------------------------
 
 
-def split_remote(arg: str) -> tuple[str | None, str]:
-    """("NAME", "PATH") for "NAME:PATH", (None, arg) for a local path (one with "/" before any ":")."""
-    head, sep, tail = arg.partition(":")
-    if not sep or not head or "/" in head or "\\" in head or (len(head) == 1 and sys.platform.startswith("win")):
-        return None, arg
-    return head, tail or "~"
-
-
 def run_cp(args: argparse.Namespace) -> int:
-    src_host, src = split_remote(args.src)
-    dst_host, dst = split_remote(args.dst)
-    if (src_host is None) == (dst_host is None):
-        return fail("cp: give exactly one side as NAME:PATH on a host (the other is a local path)", 2)
-    return _run(_cp(args, src_host, src, dst_host, dst))
+    from gpuws.app.files import plan_copy
+
+    return _run(_cp(args, plan_copy(args.src, args.dst)))  # RefusedInput: exit status 2, as before
 
 
-async def _cp(args: argparse.Namespace, src_host: str | None, src: str, dst_host: str | None, dst: str) -> int:
+async def _cp(args: argparse.Namespace, plan: CopyPlan) -> int:
+    from gpuws.app.files import copy
     from gpuws.app.targets import open_target
-    from gpuws.remote.files import download, upload
 
-    name = src_host or dst_host
-    assert name is not None
     progress = _Progress() if sys.stderr.isatty() and not args.json else None
-    async with open_target(name, accept_new=args.accept_new, **tty_prompts()) as conn:
-        if dst_host is not None:
-            result = await upload(conn, Path(src).expanduser(), dst, progress=progress, resume=not args.no_resume)
-        else:
-            result = await download(conn, src, Path(dst).expanduser(), progress=progress, resume=not args.no_resume)
+    async with open_target(plan.host, accept_new=args.accept_new, **tty_prompts()) as conn:
+        result = await copy(conn, plan, progress=progress, resume=not args.no_resume)
     if progress:
         progress.finish()
     if args.json:

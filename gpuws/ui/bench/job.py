@@ -87,7 +87,7 @@ class BenchJob(QObject):
     # -- loop thread ------------------------------------------------------------------------------
 
     async def _main(self) -> JobResult:
-        from gpuws.remote.bench import run_benchmark
+        from gpuws.app.bench import run_benchmark
 
         self._loop = asyncio.get_running_loop()
         self._task = asyncio.current_task()
@@ -113,19 +113,19 @@ class BenchJob(QObject):
             log.warning("benchmark history of %s could not be read: %s", self.host, exc)
             history = HostHistory(self.host)
         result.history = history.with_run(run)
-        try:
-            result.saved_path = self._store.save(run)
-        except GpuwsError as exc:
-            result.save_error = str(exc)
-        except OSError as exc:
-            result.save_error = f"cannot save the result: {exc.strerror or exc}"
-        if self.mode == "check" and result.saved_path is not None:
-            from gpuws.core.bench.check import write_check_report
+        from gpuws.app.bench import keep_run
 
-            try:
-                result.check_report = write_check_report(run, result.saved_path.parent)[0]
-            except OSError as exc:
-                result.save_error = f"cannot write the check report: {exc.strerror or exc}"
+        kept = keep_run(run, self._store)  # saved, and a check's provider report written, as by `gpuws bench`
+        result.saved_path = kept.saved_path
+        error = kept.save_error
+        if isinstance(error, GpuwsError):
+            result.save_error = str(error)
+        elif error is not None:
+            result.save_error = f"cannot save the result: {error.strerror or error}"
+        if kept.report_paths is not None:
+            result.check_report = kept.report_paths[0]
+        elif kept.report_error is not None:
+            result.save_error = f"cannot write the check report: {kept.report_error.strerror or kept.report_error}"
         return result
 
     def _forward(self, event: dict[str, Any]) -> None:

@@ -1,15 +1,14 @@
 """The Session tab: running cost and budget, tunnels, terminal, files, and instance start/stop.
 
-Cost comes from `gpuws.core.session.SessionLedger` (the same file `gpuws cost` reads), refreshed
-on a timer. Tunnels are kept per host, so switching hosts does not close them; they follow the
-connection through reconnects by themselves (`gpuws.remote.tunnels`). Remote work always runs
-on the loop thread through the bridge.
+A view of the `Workspace` (gpuws.app.workspace), subscribed once: the Workspace keeps the cost
+ledger (the same file `gpuws cost` reads), the idle policy and every host's tunnels, and follows
+reconnects; the tab shows the selected host's share of them and passes the user's choices on.
+Cost is re-read on a timer and after each ledger write. Remote work always runs on the loop
+thread through the bridge.
 """
 
 from __future__ import annotations
 
-import asyncio
-import concurrent.futures
 import subprocess
 import time
 from collections.abc import Callable
@@ -38,12 +37,13 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from gpuws.app.costs import IdleSettings
+from gpuws.app.workspace import Change, Workspace
 from gpuws.core.cost import sessions_csv
 from gpuws.core.errors import GpuwsError
-from gpuws.core.idle import GpuActivity, IdleDetector, IdleEvent
 from gpuws.core.models import HostProfile
 from gpuws.core.money import currency_of, money, rate
-from gpuws.core.session import HostCost, SessionLedger, budget_warning, host_cost
+from gpuws.core.session import HostCost, budget_warning
 from gpuws.core.terminal import ssh_argv, ssh_command_line, terminal_argv
 from gpuws.core.tunnels import PRESETS, Preset, spec_for, vnc_viewer_argv
 from gpuws.ui.tabs import HostContext
@@ -55,23 +55,19 @@ REFRESH_MS = 2000
 class SessionTab(QWidget):
     """Running cost, budget, tunnels and shutdown for this host.
 
-    Interface: `SessionTab(parent=None)`, `set_host(context: HostContext | None)`.
+    Interface: `SessionTab(parent=None, *, workspace=None)`, `set_host(context: HostContext | None)`.
+    The Workspace is the context's hub's (the window's), else the one given, else the tab's own.
     """
 
-    def __init__(self, parent: QWidget | None = None, *, ledger: SessionLedger | None = None) -> None:
+    def __init__(self, parent: QWidget | None = None, *, workspace: Workspace | None = None) -> None:
         super().__init__(parent)
         self.context: HostContext | None = None
-        self.ledger = ledger or SessionLedger()
-        self._ledger_lock = asyncio.Lock()
-        self.tunnels: dict[str, list[Any]] = {}  # host name -> open gpuws.remote.tunnels.Tunnel
-        self._budget_stopped: set[str] = set()  # hosts stopped at 100 % of a budget (once each)
+        self.workspace: Workspace | None = None
+        self._unsubscribe: Callable[[], None] | None = None
         self._budget_shown_for: str | None = None
-        self.idle: dict[str, IdleDetector] = {}
-        self._tracked: dict[str, Any] = {}  # host name -> the HostSession whose states we follow
-        self.auto_stop: dict[str, str] = {}  # host name -> its pre-stop command, when "stop when idle" is on
-        self.idle_warnings: dict[str, str] = {}  # host name -> the idle warning it last raised
-        self._pending_writes: set[Any] = set()  # ledger writes under way (waited for at shutdown)
         self.last_cost: HostCost | None = None
+        self._cost_reading = False  # a ledger read is under way (off the GUI thread)
+        self._cost_again = False  # ... and another was asked for meanwhile
 
         scroll = QScrollArea(self)
         scroll.setWidgetResizable(True)
@@ -103,6 +99,8 @@ class SessionTab(QWidget):
         self.timer.setInterval(REFRESH_MS)
         self.timer.timeout.connect(self.refresh_cost)
         self.timer.start()
+        if workspace is not None:
+            self._attach(workspace)
         self.set_host(None)
 
     # -- building -------------------------------------------------------------------------------
@@ -265,6 +263,7 @@ class SessionTab(QWidget):
         self.pre_stop_edit.setPlaceholderText("pre-stop command on the host, e.g. python save_checkpoint.py")
         # Per host: each host has its own "stop when idle" choice and pre-stop command.
         self.idle_check.toggled.connect(self._remember_auto_stop)
+        self.idle_minutes.valueChanged.connect(self._remember_auto_stop)
         self.pre_stop_edit.textChanged.connect(self._remember_auto_stop)
         idle_row.addWidget(self.idle_check)
         idle_row.addWidget(self.idle_minutes)
@@ -289,16 +288,47 @@ class SessionTab(QWidget):
                        self.start_button, self.stop_button, self.export_button):
             widget.setEnabled(enabled)
         if context is not None:
-            self.track(context.session)
-            self._on_state(context.session, str(context.session.state))
-            name = context.profile.name
-            with QSignalBlocker(self.idle_check), QSignalBlocker(self.pre_stop_edit):
-                self.idle_check.setChecked(name in self.auto_stop)
-                self.pre_stop_edit.setText(self.auto_stop.get(name, ""))
+            workspace = context.hub.workspace if context.hub is not None else self.workspace
+            if workspace is None:  # shown on its own: a Workspace of its own
+                bridge = context.bridge
+                workspace = Workspace(lambda coro: bridge.run_async(coro), post=bridge.post)
+            self._attach(workspace)
+            if workspace.host(context.profile.name) is None:
+                workspace.add_host(context.profile)
+            settings = workspace.idle.settings(context.profile.name)
+            with (QSignalBlocker(self.idle_check), QSignalBlocker(self.pre_stop_edit),
+                  QSignalBlocker(self.idle_minutes)):
+                self.idle_check.setChecked(settings.stop)
+                self.idle_minutes.setValue(int(settings.minutes))
+                self.pre_stop_edit.setText(settings.pre_stop)
+            record = workspace.host(context.profile.name)
+            self.instance_status.setText(record.power_status if record is not None else "")
         self._update_power_buttons()
         self._show_ssh_command()
         self._fill_tunnels()
         self.refresh_cost()
+
+    def _attach(self, workspace: Workspace) -> None:
+        """Subscribe once to `workspace` (and no longer to an earlier one)."""
+        if workspace is self.workspace:
+            return
+        if self._unsubscribe is not None:
+            self._unsubscribe()
+        self.workspace = workspace
+        unsubscribe = self._unsubscribe = workspace.subscribe(self._on_change)
+        self.destroyed.connect(lambda _obj=None: unsubscribe())
+
+    def _on_change(self, change: Change, host: str) -> None:
+        """The Workspace changed something about `host` (on the GUI thread): show it if shown."""
+        if self.profile is None or self.profile.name != host:
+            return
+        if change in (Change.STATE, Change.CONNECTION, Change.TUNNELS):
+            self._fill_tunnels()
+        if change in (Change.STATE, Change.COST, Change.IDLE):
+            self.refresh_cost()
+        if change is Change.POWER and self.workspace is not None:
+            record = self.workspace.host(host)
+            self.instance_status.setText(record.power_status if record is not None else "")
 
     def _update_power_buttons(self) -> None:
         """Start/stop only with a provider to ask; otherwise say how to add one (issue 16)."""
@@ -311,69 +341,6 @@ class SessionTab(QWidget):
                 "The demo host has no cloud instance to start or stop" if profile is not None and profile.simulated
                 else "No cloud provider is set for this host: add one with Host ▸ Edit… to start and stop it"))
 
-    def track(self, session: Any) -> None:
-        """Meter the cost of a HostSession (and keep its tunnels' state) whether or not it is shown.
-
-        The window should call this for every host session it creates; `set_host` calls it too.
-        """
-        if self._tracked.get(session.profile.name) is session:
-            return
-        # A host's session is replaced when its profile is edited (or the demo restarts): follow the new one.
-        self._tracked[session.profile.name] = session
-        session.state_changed.connect(
-            lambda state, _detail, s=session: self._on_state(s, str(state)) if self._tracked.get(s.profile.name) is s
-            else None
-        )
-        self._on_state(session, str(session.state))
-
-    def _on_state(self, session: Any, state: str) -> None:
-        """Cost runs while the host is connected; tunnels show whether they wait for a reconnect."""
-        profile: HostProfile = session.profile
-        now = time.time()
-        write: Callable[[], None] | None = None
-        if state in ("connected", "no_driver"):
-            def write() -> None:
-                self.ledger.begin(profile, now)
-                self.ledger.reprice(profile, now)
-        elif state in ("disconnected", "unreachable", "auth_failed", "host_key_changed"):
-            def write() -> None:
-                self.ledger.end(profile.name, now)
-        connection = session.connection
-        for tunnel in self.tunnels.get(profile.name, []):
-            if connection is not None and tunnel.connection is not connection:
-                tunnel.rebind(connection)  # Reconnect made a new connection: the tunnel follows it
-            else:
-                tunnel.sync_state()
-        bridge = getattr(session, "bridge", None)
-        if write is not None and bridge is not None and bridge.running:
-            # The ledger is a locked file: write it off the GUI thread, in the order states came.
-            future = bridge.run_async(self._write_ledger(write), lambda _r: self._ledger_written(profile.name),
-                                      lambda exc: self.rate_label.setText(str(exc)), owner=self)
-            self._pending_writes.add(future)
-            future.add_done_callback(self._pending_writes.discard)
-            return
-        if write is not None:
-            write()
-        self._ledger_written(profile.name)
-
-    async def _write_ledger(self, write: Callable[[], None]) -> None:
-        async with self._ledger_lock:  # FIFO, so begin/end land in the order the states came
-            await asyncio.get_running_loop().run_in_executor(None, write)
-
-    def close_ledger(self, timeout: float = 3.0) -> None:
-        """At exit: let queued ledger writes finish, then end every session still open, so no host
-        is billed for the time gpuws was closed."""
-        concurrent.futures.wait(list(self._pending_writes), timeout=timeout)
-        now = time.time()
-        for name in list(self.ledger.running()):
-            if name in self._tracked:
-                self.ledger.end(name, now)
-
-    def _ledger_written(self, host: str) -> None:
-        if self.profile is not None and self.profile.name == host:
-            self._fill_tunnels()
-            self.refresh_cost()
-
     def _connection(self) -> Any:
         if self.context is None or self.context.session.connection is None:
             self.tunnel_status.setText("Connect to the host first.")
@@ -384,16 +351,39 @@ class SessionTab(QWidget):
     # -- cost -----------------------------------------------------------------------------------
 
     def refresh_cost(self) -> None:
+        """Re-read the shown host's cost from the ledger, off the GUI thread (one read at a time)."""
         profile = self.profile
         if profile is None:
             self.running_label.setText("—")
             self.rate_label.setText("Select a host.")
             return
-        try:
-            cost = host_cost(profile, self.ledger.all_sessions(), time.time())
-        except (GpuwsError, OSError) as exc:
-            self.rate_label.setText(str(exc))
+        workspace, context = self.workspace, self.context
+        if workspace is None or context is None or not context.bridge.running:
+            return  # nothing to read with (or the app is closing)
+        if self._cost_reading:
+            self._cost_again = True  # read again once this one is back: never a pile of reads
             return
+        self._cost_reading = True
+        costs, now = workspace.costs, time.time()
+        context.bridge.run_blocking(lambda: costs.host_cost(profile, now),
+                                    lambda cost: self._cost_read(profile, cost),
+                                    lambda exc: self._cost_read(profile, None, exc), owner=self)
+
+    def _cost_read(self, profile: HostProfile, cost: HostCost | None, error: BaseException | None = None) -> None:
+        self._cost_reading = False
+        if self._cost_again:
+            self._cost_again = False
+            self.refresh_cost()
+            return
+        if self.profile is not profile or self.workspace is None:
+            return  # another host is shown now
+        if cost is None:
+            self.rate_label.setText(str(error) if isinstance(error, GpuwsError | OSError)
+                                    else f"cost ledger: {type(error).__name__}")
+            return
+        self._show_cost(profile, cost, self.workspace)
+
+    def _show_cost(self, profile: HostProfile, cost: HostCost, workspace: Workspace) -> None:
         self.last_cost = cost
         cur = cost.currency
         self.running_label.setText(money(cost.running, cur) if cost.running is not None else "not running")
@@ -411,11 +401,11 @@ class SessionTab(QWidget):
                 bar.setVisible(False)
         self._show_budget(profile)
         warning = budget_warning(cost)
-        if cost.stop_at_budget and cost.worst_budget().level == "exceeded" and profile.name not in self._budget_stopped:
-            self._budget_stopped.add(profile.name)  # once: the user may start it again on purpose
-            if self.context is not None and self.context.profile.name == profile.name:
-                self.power("stop")
-        idle = self.idle_warnings.get(profile.name)
+        workspace.enforce_budget(cost)  # the policy (stop at 100 %, once) is the Workspace's
+        idle = workspace.idle.warnings.get(profile.name)
+        record = workspace.host(profile.name)
+        if record is not None and record.cost_error:
+            self.rate_label.setText(f"cost ledger: {record.cost_error}")
         self.banner.setVisible(warning is not None or idle is not None)
         if warning:
             self.banner.set_kind(BannerKind.ERROR if cost.budget.level == "exceeded" else BannerKind.WARNING)
@@ -444,7 +434,8 @@ class SessionTab(QWidget):
         profile.budget = self.monthly_budget_spin.value() or None
         profile.budget_daily = self.daily_budget_spin.value() or None
         profile.budget_stop = self.stop_at_budget_check.isChecked()
-        self._budget_stopped.discard(profile.name)
+        if self.workspace is not None:
+            self.workspace.budget_changed(profile.name)
         self.refresh_cost()
         if profile.simulated:
             return
@@ -465,8 +456,9 @@ class SessionTab(QWidget):
     def export_csv(self, path: str | None = None) -> None:
         target = path or QFileDialog.getSaveFileName(self, "Export session history", "gpuws-sessions.csv",
                                                      "CSV (*.csv)")[0]
-        if target:
-            Path(target).write_text(sessions_csv(self.ledger.all_sessions(), time.time()), encoding="utf-8")
+        if target and self.workspace is not None:
+            history = self.workspace.costs.ledger.all_sessions()
+            Path(target).write_text(sessions_csv(history, time.time()), encoding="utf-8")
 
     # -- terminal and files ---------------------------------------------------------------------
 
@@ -561,14 +553,20 @@ class SessionTab(QWidget):
         return tunnel
 
     def _on_tunnel_open(self, host: str, tunnel: Any) -> None:
-        self.tunnels.setdefault(host, []).append(tunnel)
+        if self.workspace is not None:
+            self.workspace.add_tunnel(host, tunnel)  # kept (and rebound on reconnect) by the Workspace
         self.tunnel_status.setText(tunnel.last_error or f"Tunnel open: {tunnel.display_url}")
         self._fill_tunnels()
         if not tunnel.last_error:
             self._open_url(tunnel)
 
+    def _tunnels(self) -> list[Any]:
+        """The shown host's tunnels, as the Workspace keeps them."""
+        record = self.workspace.host(self.profile.name) if self.workspace and self.profile else None
+        return list(record.tunnels) if record is not None else []
+
     def _fill_tunnels(self) -> None:
-        rows = self.tunnels.get(self.profile.name, []) if self.profile is not None else []
+        rows = self._tunnels()
         self.tunnel_table.setRowCount(len(rows))
         for i, tunnel in enumerate(rows):
             state = str(tunnel.state) + (f" — {tunnel.last_error}" if tunnel.last_error else "")
@@ -576,7 +574,7 @@ class SessionTab(QWidget):
                 self.tunnel_table.setItem(i, col, QTableWidgetItem(text))
 
     def _selected_tunnel(self) -> Any:
-        rows = self.tunnels.get(self.profile.name, []) if self.profile is not None else []
+        rows = self._tunnels()
         index = self.tunnel_table.currentRow()
         return rows[index] if 0 <= index < len(rows) else None
 
@@ -602,7 +600,7 @@ class SessionTab(QWidget):
 
         tunnel = self._selected_tunnel()
         if tunnel is None:
-            rows = self.tunnels.get(self.profile.name, []) if self.profile is not None else []
+            rows = self._tunnels()
             tunnel = rows[-1] if rows else None
         if tunnel is not None:
             copy_to_clipboard(tunnel.url)
@@ -615,81 +613,28 @@ class SessionTab(QWidget):
 
     def close_selected_tunnel(self) -> None:
         tunnel = self._selected_tunnel()
-        if tunnel is None or self.profile is None or self.context is None:
+        if tunnel is None or self.profile is None or self.context is None or self.workspace is None:
             return
-        self.tunnels[self.profile.name].remove(tunnel)
+        self.workspace.remove_tunnel(self.profile.name, tunnel)
         self.context.bridge.run_async(tunnel.close())
         self._fill_tunnels()
-
-    def tunnels_in_use(self, host: str) -> bool:
-        """Whether a tunnel to `host` carries a connection right now (idle-stop's "in use")."""
-        return any(t.in_use for t in self.tunnels.get(host, []))
 
     # -- instance and idle stop -----------------------------------------------------------------
 
     def _remember_auto_stop(self, *_: object) -> None:
-        if self.profile is None:
+        """The shown host's idle choices go to the Workspace's idle policy (per host)."""
+        if self.profile is None or self.workspace is None:
             return
-        if self.idle_check.isChecked():
-            self.auto_stop[self.profile.name] = self.pre_stop_edit.text()
-        else:
-            self.auto_stop.pop(self.profile.name, None)
+        self.workspace.idle.configure(self.profile.name, IdleSettings(
+            stop=self.idle_check.isChecked(), minutes=float(self.idle_minutes.value()),
+            pre_stop=self.pre_stop_edit.text()))
 
-    def power(self, action: str, session: Any = None) -> None:
-        """Start or stop the shown host's instance (or `session`'s: idle stop of any tracked host)."""
-        if session is None:
-            if self.context is None:
-                return
-            session = self.context.session
-        from gpuws.app.power import parse_pre_stop, power, power_plan
-
-        profile = session.profile
-        bridge = getattr(session, "bridge", None) or (self.context.bridge if self.context else None)
-        if bridge is None:
+    def power(self, action: str) -> None:
+        """Start or stop the shown host's instance through the Workspace (its status follows)."""
+        if self.context is None or self.workspace is None:
             return
+        name = self.context.profile.name
         try:
-            power_plan(profile, action)  # refuse at once what has no provider command
-        except GpuwsError as exc:
+            self.workspace.power(name, action, pre_stop=self.pre_stop_edit.text())
+        except GpuwsError as exc:  # no provider command, a pre-stop line that cannot be split
             self.instance_status.setText(str(exc))
-            return
-        try:
-            shown = self.profile is not None and self.profile.name == profile.name
-            text = (self.pre_stop_edit.text() if shown else self.auto_stop.get(profile.name, "")).strip()
-            pre_stop = parse_pre_stop(text) if action == "stop" else None
-        except GpuwsError as exc:
-            self.instance_status.setText(str(exc))
-            return
-        connection = session.connection
-        host_runner = connection.runner if connection is not None else None
-
-        async def go() -> Any:
-            return await power(profile, action, pre_stop=pre_stop, host_runner=host_runner)
-
-        self.instance_status.setText(f"{action.capitalize()}ing {profile.name}…")
-        bridge.run_async(
-            go(),
-            lambda r: self.instance_status.setText(f"{profile.name}: {action} done" if r.ok else (r.error or "")),
-            lambda exc: self.instance_status.setText(str(exc)),
-            owner=self,
-        )
-
-    def feed_activity(
-        self, host: HostProfile, t: float, gpus: list[GpuActivity], ssh_in_use: bool
-    ) -> IdleEvent | None:
-        """Feed one telemetry moment for `host`; warns (and stops, if asked) after the idle minutes."""
-        detector = self.idle.get(host.name)
-        if detector is None or detector.minutes != self.idle_minutes.value():
-            detector = IdleDetector(host.name, minutes=self.idle_minutes.value(),
-                                    util_pct=host.alerts.idle_util_pct, price_per_hour=host.price_per_hour)
-            self.idle[host.name] = detector
-        event = detector.update(t, gpus, in_use=ssh_in_use or self.tunnels_in_use(host.name))
-        if detector.idle_since is None:
-            self.idle_warnings.pop(host.name, None)  # busy again: the warning is over
-        if event is not None:
-            self.idle_warnings[host.name] = event.message
-            if self.profile is not None and self.profile.name == host.name:
-                self.refresh_cost()
-            session = self._tracked.get(host.name)
-            if host.name in self.auto_stop and session is not None:
-                self.power("stop", session)
-        return event

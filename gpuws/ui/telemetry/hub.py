@@ -36,7 +36,7 @@ class TelemetryHub(QObject):
         super().__init__(parent)
         self.bridge = bridge
         if workspace is None:
-            workspace = Workspace(lambda coro: bridge.run_async(coro, None, _stream_failed),
+            workspace = Workspace(lambda coro: bridge.run_async(coro, None, _stream_failed), post=bridge.post,
                                   telemetry=service if service is not None else TelemetryService())
         self.workspace = workspace
         self.service = workspace.telemetry

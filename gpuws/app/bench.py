@@ -1,0 +1,54 @@
+"""The benchmark service both front ends call: run on a host, then keep the run. Qt-free.
+
+`run_benchmark` sends the runner (`gpuws/agent/bench_runner.py`) over the host's connection and
+gathers its events (`gpuws.remote.bench`); `keep_run` puts the finished run in the host's history
+and, for a provider check, writes the report to send to the provider. `gpuws bench` and the
+Benchmarks tab both go through here, so a run is saved and reported the same way from either.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from gpuws.core.bench.check import write_check_report
+from gpuws.core.bench.results import BenchRun, ResultStore
+from gpuws.core.errors import GpuwsError
+from gpuws.remote.bench import BenchError, run_benchmark
+
+__all__ = ["BenchError", "KeptRun", "keep_run", "run_benchmark"]
+
+
+@dataclass
+class KeptRun:
+    """What `keep_run` did: where the run and its check report went, and what failed.
+
+    Failures are kept, not raised, so a run that took minutes is never lost to a report that
+    could not be written; each front end says them its own way.
+    """
+
+    run: BenchRun
+    saved_path: Path | None = None
+    report_paths: tuple[Path, Path] | None = None  # (Markdown, JSON) of a check
+    save_error: GpuwsError | OSError | None = None  # a host name unfit for a folder, a full disk
+    report_error: OSError | None = None
+
+
+def keep_run(run: BenchRun, store: ResultStore, *, save: bool = True, report_dir: Path | None = None) -> KeptRun:
+    """Save `run` in its host's history (unless `save` is False); for a check (`run.mode ==
+    "check"`) write the provider report in `report_dir`, else next to the saved run, else in the
+    current directory. No report when saving was asked for and failed. Blocking (disk)."""
+    kept = KeptRun(run)
+    if save:
+        try:
+            kept.saved_path = store.save(run)
+        except (GpuwsError, OSError) as exc:
+            kept.save_error = exc
+            return kept
+    if run.mode == "check":
+        folder = report_dir or (kept.saved_path.parent if kept.saved_path is not None else Path.cwd())
+        try:
+            kept.report_paths = write_check_report(run, folder)
+        except OSError as exc:
+            kept.report_error = exc
+    return kept

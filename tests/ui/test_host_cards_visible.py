@@ -6,6 +6,7 @@ scrolling re-binds them to the devices that come into view.
 
 from __future__ import annotations
 
+import itertools
 from typing import Any
 
 import pytest
@@ -165,3 +166,25 @@ def test_mig_devices_follow_their_gpu_in_the_grid(qtbot: Any) -> None:
     mig = shown_cards(cards)["30/mig2"]
     assert mig.title.text() == "GPU 30 · MIG 2"
     assert mig.rows["mem_used_mib"].value_text.startswith("0.2 / 9.6 GiB")
+
+
+def test_a_narrower_view_reflows_to_one_column_and_keeps_the_top_device(qtbot: Any) -> None:
+    store = filled(300)
+    cards = host_cards(qtbot, store)
+    assert cards.columns == 2
+    cards.scroll_to_key("120")
+    qtbot.wait(10)
+    cards.resize(500, 820)
+    qtbot.wait(10)
+    assert cards.columns == 1
+    visible = shown_cards(cards)
+    assert "120" in visible
+    assert sorted(int(k) for k in visible) == list(range(120, 120 + len(visible)))  # one column, in order
+    height = next(iter(visible.values())).height()
+    tops = sorted(c.geometry().top() for c in visible.values())
+    assert all(b - a >= height for a, b in itertools.pairwise(tops))  # no card over another
+    assert all(c.rows["util_gpu_pct"].value_text == percent_text(util_of(int(k))) for k, c in visible.items())
+    # The range still reaches the last device.
+    cards.verticalScrollBar().setValue(cards.verticalScrollBar().maximum())
+    qtbot.wait(10)
+    assert "299" in shown_cards(cards)

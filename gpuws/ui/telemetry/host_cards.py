@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from PySide6.QtCore import Qt, QTimer, Signal
+from PySide6.QtCore import Qt, Signal
 from PySide6.QtGui import QResizeEvent
 from PySide6.QtWidgets import QAbstractScrollArea, QFrame, QWidget
 
@@ -148,7 +148,7 @@ class HostCards(QAbstractScrollArea):
         self.cards = {}
         self.keys = list(keys)
         self._shown = set()
-        self._reflow(force=True)
+        self._reflow()
 
     def _release(self, card: GpuCard) -> None:
         card.hide()
@@ -240,39 +240,44 @@ class HostCards(QAbstractScrollArea):
         bar.setPageStep(max(1, self.viewport().height()))
         bar.setRange(0, max(0, content - self.viewport().height()))
 
-    def _reflow(self, *, force: bool = False) -> None:
-        columns = max(1, self.viewport().width() // CARD_MIN_WIDTH)
-        if columns == self._columns and not force:
-            self._update_range()
-            self._place()
-            return
-        # Keep the first row's device at the top across a change of columns.
-        first_key = self.keys[min(len(self.keys) - 1, self.verticalScrollBar().value() // self._pitch()
-                                  * self._columns)] if self.keys and self._card_height else None
-        self._columns = columns
-        self._card_height = 0
+    def _top_key(self) -> str | None:
+        """The device at the start of the top row on screen (None before the first layout)."""
+        if not self.keys or not self._card_height:
+            return None
+        index = self.verticalScrollBar().value() // self._pitch() * self._columns
+        return self.keys[min(len(self.keys) - 1, index)]
+
+    def _reflow(self, keep: str | None = None) -> None:
+        """Columns and card height for the current width; `keep`'s row stays at the top."""
+        self._columns = max(1, self.viewport().width() // CARD_MIN_WIDTH)
+        self._card_height = 0  # wrapping depends on the width
         self._measure()
         self._update_range()
-        if first_key is not None and not force:
-            self.verticalScrollBar().setValue(self.card_rect_top(self.keys.index(first_key)))
+        if keep is not None and keep in self.keys:
+            self.scroll_to_key(keep)
         self._place()
-        # The cards now on screen are not filled yet: ask for a frame.
-        QTimer.singleShot(0, self, self.scrolled.emit)
+        self._fill_fresh()
+
+    def _fill_fresh(self) -> None:
+        """Fill the cards that came on screen (scrolled or resized into view) now, not next frame."""
+        fresh = [card for card in self._on_screen() if card.stale or card.key not in self._shown]
+        self._shown |= {card.key for card in fresh}
+        self._update_cards(fresh)
 
     # --- Qt events ---------------------------------------------------------------------------
 
     def scrollContentsBy(self, dx: int, dy: int) -> None:
         self._place()
-        # Cards that came into view show their device's data in this paint, not the next frame's.
-        fresh = [card for card in self._on_screen() if card.stale or card.key not in self._shown]
-        self._shown |= {card.key for card in fresh}
-        self._update_cards(fresh)
+        self._fill_fresh()
         self.scrolled.emit()
 
     def resizeEvent(self, event: QResizeEvent) -> None:
+        keep = self._top_key()  # from the geometry before the resize
         super().resizeEvent(event)
         if event.size().width() != event.oldSize().width():
-            self._card_height = 0  # wrapping depends on the width
-            if self.keys:
-                self._measure()
-        self._reflow()
+            self._reflow(keep)
+        else:
+            self._update_range()
+            self._place()
+            self._fill_fresh()
+        self.scrolled.emit()

@@ -44,7 +44,8 @@ def test_importing_the_cli_pulls_in_nothing_heavy(tmp_path: Path) -> None:
     assert _loaded(None, tmp_path) == []
 
 
-@pytest.mark.parametrize("argv", [["--version"], ["--help"], ["hosts", "list", "--json"], ["hosts", "--help"]])
+@pytest.mark.parametrize("argv", [["--version"], ["--help"], ["hosts", "list", "--json"], ["hosts", "--help"],
+                                  ["fleet", "list", "--json"]])
 def test_quick_commands_import_no_qt_ssh_keyring_or_numpy(argv: list[str], tmp_path: Path) -> None:
     # keyring only when a secret is touched; filelock only when profiles are written.
     assert _loaded(argv, tmp_path) == []

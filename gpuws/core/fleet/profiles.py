@@ -20,10 +20,9 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import tomli_w
-from filelock import FileLock
 
 from gpuws.core import paths
 from gpuws.core.errors import ValidationError
@@ -35,6 +34,9 @@ from gpuws.core.profiles import (
     atomic_write_bytes,
 )
 from gpuws.core.validation import validate_name
+
+if TYPE_CHECKING:
+    from filelock import FileLock
 
 SCHEMA_VERSION = 1
 FLEETS_FILE = "fleets.toml"
@@ -235,7 +237,7 @@ class FleetStore:
 
     def __init__(self, path: Path | None = None) -> None:
         self.path = path if path is not None else paths.config_dir() / FLEETS_FILE
-        self._lock = FileLock(str(self.path.with_name(self.path.name + ".lock")), timeout=LOCK_TIMEOUT_S)
+        self._lock: FileLock | None = None  # made on first write: filelock costs tens of ms to import
         self.last_recovery: RecoveryNotice | None = None
 
     def load(self) -> list[FleetProfile]:
@@ -291,6 +293,10 @@ class FleetStore:
 
     @contextlib.contextmanager
     def _locked(self) -> Iterator[None]:
+        if self._lock is None:
+            from filelock import FileLock
+
+            self._lock = FileLock(str(self.path.with_name(self.path.name + ".lock")), timeout=LOCK_TIMEOUT_S)
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             with self._lock:

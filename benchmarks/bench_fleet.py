@@ -90,7 +90,7 @@ def _measure(url: str) -> None:
     view.resize(1280, 860)
     view.show()
     app.processEvents()
-    rss_start = _rss_mib()  # Python, Qt, pyqtgraph and an empty fleet view
+    rss_start = _rss_mib()  # Python, Qt, httpx and an empty fleet view (no pyqtgraph: see ui/fleet/util_plot.py)
     profile = FleetProfile("bench", url)
 
     cpu: list[float] = []

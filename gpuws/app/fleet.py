@@ -12,10 +12,8 @@ import urllib.parse
 from collections.abc import AsyncIterator
 from typing import TYPE_CHECKING, Any
 
-from gpuws.app.targets import open_target
 from gpuws.core.fleet.profiles import FleetProfile
 from gpuws.core.models import AlertThresholds
-from gpuws.core.tunnels import TunnelSpec
 from gpuws.remote.prometheus import (
     DEFAULT_TIMEOUT_S,
     FleetHistory,
@@ -24,7 +22,6 @@ from gpuws.remote.prometheus import (
     Snapshot,
     fleet_credentials,
 )
-from gpuws.remote.tunnels import Tunnel
 
 if TYPE_CHECKING:
     from gpuws.app.advice import FleetAdviceReport
@@ -40,6 +37,10 @@ async def open_fleet(profile: FleetProfile, *, secrets: Any = None, accept_new: 
         async with PrometheusClient(profile.prometheus, name=profile.name, timeout=timeout, **credentials) as client:
             yield FleetSource(profile, client, thresholds)
         return
+    # SSH (asyncssh, cryptography: ~20 MiB) only for a fleet reached through a host.
+    from gpuws.app.targets import open_target
+    from gpuws.core.tunnels import TunnelSpec
+    from gpuws.remote.tunnels import Tunnel
 
     url = urllib.parse.urlsplit(profile.prometheus)
     port = url.port or (443 if url.scheme == "https" else 80)

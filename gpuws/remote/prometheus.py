@@ -13,14 +13,14 @@ auth) and never reach logs, errors or output.
 from __future__ import annotations
 
 import asyncio
+import json
 import math
 import time
 import urllib.parse
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-import httpx
 import numpy as np
 
 from gpuws.core.errors import GpuwsError
@@ -39,6 +39,7 @@ from gpuws.core.fleet.model import (
 )
 from gpuws.core.fleet.profiles import SECRET_SERVICE, FleetAuth, FleetProfile
 from gpuws.core.models import AlertThresholds, SecretKind
+from gpuws.remote.http import httpx
 
 if TYPE_CHECKING:
     from gpuws.core.fleet.advice import FleetUsageWindow
@@ -97,7 +98,7 @@ class PrometheusClient:
     async def __aexit__(self, *exc: object) -> None:
         await self.aclose()
 
-    async def _call(self, path: str, data: Sequence[tuple[str, str]]) -> Any:
+    async def _post(self, path: str, data: Sequence[tuple[str, str]]) -> httpx.Response:
         # POST with a form body: long selectors never hit URL length limits (the API accepts both).
         extensions = {"sni_hostname": self._sni} if self._sni else None
         try:
@@ -112,6 +113,9 @@ class PrometheusClient:
         if response.status_code in (401, 403):
             raise PrometheusAuthFailed(f"{self.name}: Prometheus at {self.base_url} refused the credentials "
                                        f"(HTTP {response.status_code}); set them with `gpuws fleet add`")
+        return response
+
+    def _data(self, path: str, response: httpx.Response) -> Any:
         try:
             body = response.json()
         except ValueError:
@@ -122,6 +126,9 @@ class PrometheusClient:
             raise PrometheusError(f"{self.name}: Prometheus refused the query: "
                                   f"{_clip(str(detail or response.status_code))}")
         return body.get("data")
+
+    async def _call(self, path: str, data: Sequence[tuple[str, str]]) -> Any:
+        return self._data(path, await self._post(path, data))
 
     async def query(self, promql: str, at: float | None = None) -> list[dict[str, Any]]:
         """An instant vector: [{"metric": {labels}, "value": [t, "v"]}, ...]."""
@@ -141,6 +148,27 @@ class PrometheusClient:
         result = data.get("result")
         return result if isinstance(result, list) else []
 
+    async def query_range_series(self, promql: str, start: float, end: float,
+                                 step: float) -> Iterator[dict[str, Any]]:
+        """`query_range`'s series, decoded one at a time as the caller takes them.
+
+        A fleet-wide matrix (1,024 series of 120 points) parsed whole is ~20 MB of small Python
+        objects (a list, a float and a string per point) alive at once, and the process keeps
+        that high-water mark; decoded series by series, only one series' objects exist at a time.
+        """
+        path = "/api/v1/query_range"
+        response = await self._post(path, [("query", promql), ("start", f"{start:.3f}"),
+                                           ("end", f"{end:.3f}"), ("step", f"{step:g}")])
+        text = response.text if response.status_code == 200 else ""
+        series = _matrix_series(text)
+        if series is None:  # an error, or not the layout Prometheus writes: the whole-body path says why
+            data = self._data(path, response)
+            if not isinstance(data, dict) or data.get("resultType") != "matrix":
+                raise PrometheusError(f"{self.name}: expected a range matrix for {_clip(promql)}")
+            result = data.get("result")
+            return iter(result if isinstance(result, list) else [])
+        return series
+
     async def series(self, matchers: Sequence[str], start: float | None = None,
                      end: float | None = None) -> list[dict[str, str]]:
         """The label sets of the series matching any of `matchers`."""
@@ -151,6 +179,41 @@ class PrometheusClient:
             params.append(("end", f"{end:.3f}"))
         data = await self._call("/api/v1/series", params)
         return [d for d in data if isinstance(d, dict)] if isinstance(data, list) else []
+
+
+_DECODER = json.JSONDecoder()
+_MATRIX_HEAD = '"resultType":"matrix","result":['
+
+
+def _matrix_series(text: str) -> Iterator[dict[str, Any]] | None:
+    """The series of a successful range-matrix body, each decoded when it is taken (None: not one).
+
+    Prometheus (and Thanos, Mimir, VictoriaMetrics) write `{"status":"success","data":
+    {"resultType":"matrix","result":[{...},...]}...}`. A `"` inside a JSON string is always
+    escaped, so the head found here cannot be inside a label value.
+    """
+    if not text.startswith('{"status":"success"'):
+        return None
+    head = text.find(_MATRIX_HEAD)
+    if head < 0:
+        return None
+
+    def each(index: int) -> Iterator[dict[str, Any]]:
+        end = len(text)
+        while True:
+            while index < end and text[index] in " \t\r\n":
+                index += 1
+            if index >= end or text[index] == "]":
+                return
+            item, index = _DECODER.raw_decode(text, index)
+            if isinstance(item, dict):
+                yield item
+            while index < end and text[index] in " \t\r\n":
+                index += 1
+            if index < end and text[index] == ",":
+                index += 1
+
+    return each(head + len(_MATRIX_HEAD))
 
 
 def selector(profile_selector: str | None, *extra: str) -> str:
@@ -239,17 +302,24 @@ class FleetSource:
             f"sum(avg_over_time(DCGM_FI_DEV_FB_USED{whole}[{rng}]))",
             f"sum(avg_over_time(DCGM_FI_DEV_POWER_USAGE{whole}[{rng}]))",
         ]
-        if per_gpu:
-            queries.append(f"avg_over_time(DCGM_FI_DEV_GPU_UTIL{selector(self.profile.selector)}[{rng}])")
-        results = await asyncio.gather(*(self.client.query_range(q, start, stop, step) for q in queries))
+        # Per GPU: the labels of the device key only (Prometheus sends and we parse a fraction of
+        # the bytes); `max by` also merges the duplicates a shared GPU has (one series per pod).
+        per_gpu_query = (f"max by ({','.join(KEY_LABELS)}) "
+                         f"(avg_over_time(DCGM_FI_DEV_GPU_UTIL{selector(self.profile.selector)}[{rng}]))")
+
+        async def per_gpu_series() -> dict[SeriesKey, np.ndarray]:
+            out: dict[SeriesKey, np.ndarray] = {}
+            if per_gpu:
+                for item in await self.client.query_range_series(per_gpu_query, start, stop, step):
+                    key = series_key(item.get("metric") or {})
+                    if key is not None:
+                        out[key] = series_values(item, times)
+            return out
+
         times = np.arange(start, stop + step / 2, step, dtype=np.float64)
-        totals = [series_values(r[0] if r else None, times) for r in results[:3]]
-        per: dict[SeriesKey, np.ndarray] = {}
-        if per_gpu:
-            for item in results[3]:
-                key = series_key(item.get("metric") or {})
-                if key is not None:
-                    per[key] = series_values(item, times)
+        results, per = await asyncio.gather(
+            asyncio.gather(*(self.client.query_range(q, start, stop, step) for q in queries)), per_gpu_series())
+        totals = [series_values(r[0] if r else None, times) for r in results]
         return FleetHistory(start, stop, step, times, totals[0], totals[1], totals[2], per)
 
     async def usage_window(self, window_s: float, *, end: float | None = None,

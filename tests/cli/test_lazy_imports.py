@@ -44,7 +44,8 @@ def test_importing_the_cli_pulls_in_nothing_heavy(tmp_path: Path) -> None:
     assert _loaded(None, tmp_path) == []
 
 
-@pytest.mark.parametrize("argv", [["--version"], ["--help"], ["hosts", "list", "--json"], ["hosts", "--help"]])
+@pytest.mark.parametrize("argv", [["--version"], ["--help"], ["hosts", "list", "--json"], ["hosts", "--help"],
+                                  ["fleet", "list", "--json"]])
 def test_quick_commands_import_no_qt_ssh_keyring_or_numpy(argv: list[str], tmp_path: Path) -> None:
     # keyring only when a secret is touched; filelock only when profiles are written.
     assert _loaded(argv, tmp_path) == []
@@ -75,3 +76,15 @@ def test_each_command_gets_its_own_module_and_handler(command: str) -> None:
 def test_an_option_value_is_not_taken_for_the_command() -> None:
     assert cli_main._command_in(["--screenshot", "hosts", "--demo"]) is None
     assert cli_main._command_in(["--demo", "watch", "x"]) == "watch"
+
+
+def test_a_fleet_without_via_loads_no_ssh_and_no_httpx_cli(tmp_path: Path) -> None:
+    # A fleet is read over HTTP: SSH (asyncssh, cryptography) only for one reached `--via` a host,
+    # and httpx without its own command-line client (rich, click), which gpuws never runs.
+    code = ("import sys, gpuws.app.fleet, gpuws.remote.prometheus; "
+            "print(sorted(m for m in ('asyncssh', 'paramiko', 'cryptography', 'rich', 'click', 'PySide6', "
+            "'keyring', 'httpx') if m in sys.modules))")
+    env = {"GPUWS_CONFIG_DIR": str(tmp_path), "PATH": "/usr/bin:/bin", "HOME": str(tmp_path)}
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, check=True,
+                         timeout=60)
+    assert out.stdout.strip() == "['httpx']"

@@ -18,7 +18,6 @@ import time
 from typing import Any
 
 import numpy as np
-import pyqtgraph as pg
 from PySide6.QtCore import Qt, QTimer, Signal
 from PySide6.QtWidgets import (
     QAbstractItemView,
@@ -46,7 +45,7 @@ from gpuws.core.simulation import SIM_LABEL
 from gpuws.core.telemetry.alerts import AlertKind
 from gpuws.ui.bridge import AsyncBridge
 from gpuws.ui.fleet.tiles import FleetTile, FleetTileGrid
-from gpuws.ui.telemetry.metric_plot import owned_plot_widget
+from gpuws.ui.fleet.util_plot import FleetUtilPlot
 from gpuws.ui.widgets import heading, muted_label
 
 #: (label, seconds) of the time windows offered; the longest is Prometheus' 30 days.
@@ -144,14 +143,7 @@ class FleetView(QWidget):
         self.status.setTextFormat(Qt.TextFormat.PlainText)  # Prometheus' error text is a remote string
         self.status.setWordWrap(True)
 
-        self.plot = owned_plot_widget(self, axisItems={"bottom": pg.DateAxisItem()})
-        self.plot.getPlotItem().setMenuEnabled(False)
-        self.plot.setMaximumHeight(140)
-        self.plot.setMouseEnabled(x=False, y=False)
-        self.plot.hideButtons()
-        self.plot.setYRange(0, 100)
-        self.plot.getPlotItem().setLabel("left", "util %")
-        self.util_curve = self.plot.plot([], [], pen=pg.mkPen(width=1.5), connect="finite")
+        self.plot = FleetUtilPlot(self)
 
         self.grid = FleetTileGrid(self)
         self.grid.gpu_clicked.connect(self._on_gpu_clicked)
@@ -312,8 +304,7 @@ class FleetView(QWidget):
 
     def apply_history(self, history: Any) -> None:
         """Show a `FleetHistory`: the fleet's utilisation line and each tile's sparkline."""
-        self.util_curve.setData(history.times, history.util_avg_pct.astype(np.float64))
-        self.plot.setXRange(history.start, history.end, padding=0)
+        self.plot.set_data(history.times, history.util_avg_pct, history.start, history.end)
         self._per_gpu = dict(history.per_gpu_util)
         tiles = [FleetTile(t.gpu, t.attention, self._per_gpu.get(t.gpu.key)) for t in self.grid.tiles()]
         self.grid.set_tiles(tiles)

@@ -174,6 +174,21 @@ class GpuCard(Card):
     def set_name(self, name: str | None) -> None:
         self.title.setText(device_title(self.key, name))
 
+    def bind(self, key: str, name: str | None) -> None:
+        """Show another device (a pooled card scrolled back into view): stale until updated.
+
+        What the card showed for its previous device is cleared, so it never appears under the
+        new device's title.
+        """
+        self.key = key
+        self.stale = True
+        self.set_name(name)
+        self.update_view(None, None, 0.0, 0.0)
+        self._pstate_text = ""
+        self.pstate.setText("")
+        for name_, _ in FACTS:
+            self.facts.set_text(name_, "")
+
     def update_view(
         self,
         sample: GpuSample | None,

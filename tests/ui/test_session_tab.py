@@ -103,8 +103,11 @@ def test_cost_budget_and_ssh_command(qtbot: Any, bridge: AsyncBridge, tmp_path: 
     qtbot.waitUntil(lambda: tab.running_label.text() == "not running", timeout=5000)
     assert ledger.running() == {}
     csv_path = tmp_path / "history.csv"
-    tab.export_csv(str(csv_path))
+    tab.export_csv(str(csv_path))  # written off the GUI thread
+    qtbot.waitUntil(lambda: "Exported" in tab.export_status.text(), timeout=5000)
     assert csv_path.read_text().splitlines()[1].startswith("a100,")
+    tab.export_csv(str(tmp_path / "no-such-dir" / "history.csv"))  # a failure is said, not raised
+    qtbot.waitUntil(lambda: "Could not export" in tab.export_status.text(), timeout=5000)
     workspace.close()
 
 

@@ -160,7 +160,13 @@ class SessionTab(QWidget):
         box.addLayout(budgets)
         self.export_button = QPushButton("Export history (CSV)…", card)
         self.export_button.clicked.connect(self.export_csv)
-        box.addWidget(self.export_button)
+        self.export_status = muted_label("", card)  # where the last export went, or why it failed
+        self.export_status.setWordWrap(True)
+        self.export_status.setVisible(False)
+        row = QHBoxLayout()
+        row.addWidget(self.export_button)
+        row.addWidget(self.export_status, 1)
+        box.addLayout(row)
         return card
 
     def _access_card(self, parent: QWidget) -> Card:
@@ -456,9 +462,20 @@ class SessionTab(QWidget):
     def export_csv(self, path: str | None = None) -> None:
         target = path or QFileDialog.getSaveFileName(self, "Export session history", "gpuws-sessions.csv",
                                                      "CSV (*.csv)")[0]
-        if target and self.workspace is not None:
-            history = self.workspace.costs.ledger.all_sessions()
-            Path(target).write_text(sessions_csv(history, time.time()), encoding="utf-8")
+        if not target or self.workspace is None or self.context is None:
+            return
+        ledger = self.workspace.costs.ledger
+
+        def write() -> None:  # the ledger is a locked file and the target may be slow: off the GUI thread
+            Path(target).write_text(sessions_csv(ledger.all_sessions(), time.time()), encoding="utf-8")
+
+        self.context.bridge.run_blocking(
+            write, lambda _r: self._export_said(f"Exported to {target}"),
+            lambda exc: self._export_said(f"Could not export the history: {exc}"), owner=self)
+
+    def _export_said(self, text: str) -> None:
+        self.export_status.setText(text)
+        self.export_status.setVisible(True)
 
     # -- terminal and files ---------------------------------------------------------------------
 

@@ -13,7 +13,7 @@ from gpuws.core.fleet.profiles import FleetProfile, FleetStore
 from gpuws.core.models import HostProfile
 from gpuws.core.profiles import ProfileStore
 from gpuws.remote.prometheus import Snapshot
-from gpuws.ui.fleet.tiles import TILE_H, FleetTileGrid
+from gpuws.ui.fleet.tiles import TILE_H, TILE_W, FleetTileGrid
 from gpuws.ui.fleet.view import FleetView
 
 pytestmark = pytest.mark.gui
@@ -196,3 +196,30 @@ def test_an_advice_row_opens_its_host_on_the_resize_wizard(make_window: Any, qtb
     resize_tab = next(w for w in window.detail.tab_widgets if isinstance(w, ResizeTab))
     assert window.detail.tabs.currentWidget() is resize_tab
     assert resize_tab._wanted == (2, "3g.40gb")  # chosen once the host's GPUs have been read
+
+
+def test_tiles_share_the_row_and_the_advice_money_stays_in_view(qtbot: Any) -> None:
+    """Found in a screenshot: a band of empty space right of the tiles, and the advice panel a
+    sliver whose $/h and $/month columns were scrolled out of view."""
+    from gpuws.app.advice import FleetAdviceReport
+    from gpuws.ui.fleet.tiles import GAP
+
+    view = FleetView(None)
+    qtbot.addWidget(view)
+    view.resize(1280, 820)
+    view.show()
+    qtbot.waitExposed(view)
+    view.apply_snapshot(_fleet(64))
+    long = _advice("sim-gpu-node-000", 3, Advice.STOP, None, -3.0)
+    view.apply_advice(FleetAdviceReport("lab", 86_400, [long, _advice("sim-gpu-node-001", 0, Advice.KEEP, None, 0.0)]))
+    grid = view.grid
+    qtbot.waitUntil(lambda: grid.width() > 300)
+    columns = max(1, (grid.width() - GAP) // (TILE_W + GAP))
+    last = grid.tile_rect(columns - 1)
+    assert grid.width() - last.right() <= GAP + columns  # the row is filled, up to rounding
+    table = view.advice_table
+    qtbot.waitUntil(lambda: table.viewport().width() > 0)
+    money = table.horizontalHeader()
+    right = money.sectionViewportPosition(5) + money.sectionSize(5)
+    assert right <= table.viewport().width()  # $/month is in view, no horizontal scroll needed
+    assert view.splitter.sizes()[1] >= 0.35 * sum(view.splitter.sizes())

@@ -19,7 +19,7 @@ from PySide6.QtWidgets import QSizePolicy, QWidget
 from gpuws.core.fleet.model import Attention, FleetGpu
 from gpuws.ui import theme
 
-TILE_W = 176
+TILE_W = 176  # the narrowest a tile gets; tiles widen to share the row's width
 TILE_H = 74
 GAP = 6
 
@@ -48,6 +48,7 @@ class FleetTileGrid(QWidget):
         super().__init__(parent)
         self._tiles: list[FleetTile] = []
         self._columns = 1
+        self._tile_w = TILE_W  # the row's width shared by the columns: no empty band on the right
         self.painted_last_frame = 0  # tiles painted by the last paintEvent (for tests and the benchmark)
         self.frames = 0
         self.setSizePolicy(QSizePolicy.Policy.Expanding, QSizePolicy.Policy.Minimum)
@@ -66,10 +67,10 @@ class FleetTileGrid(QWidget):
 
     def tile_rect(self, index: int) -> QRect:
         row, col = divmod(index, self._columns)
-        return QRect(GAP + col * (TILE_W + GAP), GAP + row * (TILE_H + GAP), TILE_W, TILE_H)
+        return QRect(GAP + col * (self._tile_w + GAP), GAP + row * (TILE_H + GAP), self._tile_w, TILE_H)
 
     def index_at(self, x: float, y: float) -> int | None:
-        col = int((x - GAP) // (TILE_W + GAP))
+        col = int((x - GAP) // (self._tile_w + GAP))
         row = int((y - GAP) // (TILE_H + GAP))
         if not 0 <= col < self._columns or row < 0:
             return None
@@ -86,6 +87,7 @@ class FleetTileGrid(QWidget):
 
     def _relayout(self) -> None:
         columns = max(1, (self.width() - GAP) // (TILE_W + GAP))
+        self._tile_w = max(TILE_W, (self.width() - GAP) // columns - GAP)
         if columns != self._columns or self.minimumHeight() != self._height(columns):
             self._columns = columns
             self.setMinimumHeight(self._height())

@@ -19,6 +19,7 @@ from typing import Any
 
 import numpy as np
 from PySide6.QtCore import Qt, QTimer, Signal
+from PySide6.QtGui import QShowEvent
 from PySide6.QtWidgets import (
     QAbstractItemView,
     QComboBox,
@@ -166,8 +167,14 @@ class FleetView(QWidget):
         self.advice_table.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
         self.advice_table.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
         self.advice_table.setSelectionMode(QAbstractItemView.SelectionMode.SingleSelection)
-        self.advice_table.horizontalHeader().setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
-        self.advice_table.horizontalHeader().setStretchLastSection(True)
+        header = self.advice_table.horizontalHeader()
+        header.setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
+        # The advice text takes what is left and is elided (the tooltip has it whole), so the money
+        # columns stay in view instead of behind a horizontal scroll.
+        header.setSectionResizeMode(ADVICE_COLUMNS.index("Advice"), QHeaderView.ResizeMode.Stretch)
+        header.setStretchLastSection(False)
+        self.advice_table.setTextElideMode(Qt.TextElideMode.ElideRight)
+        self.advice_table.setWordWrap(False)
         self.advice_table.cellClicked.connect(lambda r, _c: self.activate_advice(r))
         self.advice_table.setToolTip("Click a GPU to open its host with the Resize wizard on the target")
         advice_panel = QWidget(self)
@@ -182,6 +189,7 @@ class FleetView(QWidget):
         self.splitter.setStretchFactor(0, 3)
         self.splitter.setStretchFactor(1, 2)
         self.splitter.setChildrenCollapsible(True)
+        self._split_done = False  # the first show gives the advice its share (see showEvent)
 
         layout = QVBoxLayout(self)
         layout.setContentsMargins(16, 12, 16, 8)
@@ -309,6 +317,15 @@ class FleetView(QWidget):
         tiles = [FleetTile(t.gpu, t.attention, self._per_gpu.get(t.gpu.key)) for t in self.grid.tiles()]
         self.grid.set_tiles(tiles)
         self.history_applied.emit()
+
+    def showEvent(self, event: QShowEvent) -> None:
+        super().showEvent(event)
+        if not self._split_done:
+            # Stretch factors share only what is left after the tiles' size hint, which left the
+            # advice a sliver with its money columns scrolled away: 3/5 tiles, 2/5 advice instead.
+            self._split_done = True
+            width = max(1, self.splitter.width())
+            self.splitter.setSizes([width * 3 // 5, width - width * 3 // 5])
 
     def apply_advice(self, report: Any) -> None:
         """Show a `FleetAdviceReport` (None: clear): one row per GPU, most worth acting on first."""

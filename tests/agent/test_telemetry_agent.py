@@ -7,10 +7,12 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from gpuws.core.errors import ParseError
 from gpuws.core.telemetry.agent_wire import AgentDecoder, decode_lines
+from gpuws.core.telemetry.store import METRIC_INDEX
 
 REPO = Path(__file__).resolve().parents[2]
 AGENT = REPO / "gpuws" / "agent" / "telemetry_agent.py"
@@ -184,3 +186,78 @@ def test_processes_go_at_once_when_the_set_changes_and_every_5_s_when_only_value
     assert procs_sent(4.0) == []
     later = procs_sent(5.0)
     assert later and later[0]["d"] == {"0": [[10, 300.0, 7], [11, 1.0, None]]} and "who" not in later[0]
+
+
+def _mig_host(state_dir: Path) -> None:
+    """GPU 0 (H100: GPM) and GPU 1 (A100: no GPM) split in two 3g.40gb slices each, a job on the first
+    slice of each at 80 % load, the second slice empty."""
+    import time
+
+    from gpuws.sim.mig import create_gpu_instances, set_mig_mode
+    from gpuws.sim.state import SimStateStore
+
+    with SimStateStore(state_dir).update() as state:
+        for index in (0, 1):
+            gpu = state.gpu(index)
+            gpu.set_load(0.0)  # no demo job holds the card, so MIG mode applies at once
+            assert set_mig_mode([gpu], True, time.time()).code == 0
+            assert create_gpu_instances([gpu], ["3g.40gb", "3g.40gb"], True).code == 0
+            gpu.set_load(0.8)
+            gpu.add_process("python3 train.py", 4096, gpu_instance_id=gpu.gpu_instances[0].gi_id,
+                            compute_instance_id=0)
+
+
+def test_mig_slices_carry_their_engine_activity_where_gpm_gives_it(tmp_path: Path) -> None:
+    _mig_host(tmp_path / "state")
+    lines = run_agent(tmp_path, "--hz", "10", "--count", "25")  # 2.5 s: GPM rates from the second second
+    hello = json.loads(lines[0])
+    assert "sm_active_pct" in hello["fields"] and hello["protocol"] == 2
+    last = decode_lines(lines[1:], hello["fields"], simulated=True)[-1]
+    slices = {s.key: s for s in last.samples if s.mig is not None}
+    assert sorted(slices) == ["0/mig0", "0/mig1", "1/mig0", "1/mig1"]
+    busy, spare = slices["0/mig0"], slices["0/mig1"]  # H100: GPM supported
+    assert busy.util_gpu_pct is not None and 70 <= busy.util_gpu_pct <= 90  # follows the 80 % load
+    assert busy.sm_active_pct is not None and 0 < busy.sm_active_pct <= busy.util_gpu_pct
+    assert spare.util_gpu_pct == 0.0 and spare.sm_active_pct == 0.0  # idle is 0, not "not supported"
+    for key in ("1/mig0", "1/mig1"):  # A100: no GPM, so not supported (null), never 0
+        assert slices[key].util_gpu_pct is None and slices[key].sm_active_pct is None
+    whole = [s for s in last.samples if s.mig is None]
+    assert all(s.sm_active_pct is None for s in whole)  # GPM is read for slices only
+    assert last.samples[0].to_dict()["sm_active_pct"] is None and busy.to_dict()["sm_active_pct"] > 0
+
+
+def test_without_gpm_in_nvidia_ml_py_slices_are_not_supported() -> None:
+    """An nvidia-ml-py older than GPM (no nvmlGpm* calls): the reader says "not supported", never 0."""
+    from types import SimpleNamespace
+
+    from gpuws.agent import telemetry_agent as agent
+
+    class Old:
+        NVMLError = RuntimeError
+
+    gpm = agent.GpmReader(Old, lambda fn, *args: fn(*args))
+    assert not gpm.available and gpm.read("parent", 0, 1) is None
+    # One that has GPM but a card that does not support it.
+    calls: list[str] = []
+    new = SimpleNamespace(**{name: (lambda *a, name=name: calls.append(name)) for name in agent.GpmReader.NAMES})
+    new.nvmlGpmQueryDeviceSupport = lambda h: SimpleNamespace(isSupportedDevice=0)
+    gpm = agent.GpmReader(new, lambda fn, *args: fn(*args))
+    assert gpm.available and gpm.read("parent", 0, 1) is None and gpm.read("parent", 0, 1) is None
+    assert "nvmlGpmMigSampleGet" not in calls
+
+
+def test_decoder_takes_slice_activity_and_an_older_agent_without_it() -> None:
+    decoder = AgentDecoder(["util_gpu_pct", "mem_used_mib", "sm_active_pct"])
+    decoder.feed('{"type":"devices","devices":[{"gpu":0},'
+                 '{"gpu":0,"mig":{"parent_gpu":0,"device":0,"gi":1,"ci":0},"mem_total_mib":40448}]}')
+    batch = decoder.feed("[5.0,[0,1,100],[1,0,77.8,1,4096,2,70]]")
+    assert batch is not None
+    whole, piece = batch.samples
+    assert whole.util_gpu_pct is None and whole.sm_active_pct is None
+    assert (piece.util_gpu_pct, piece.sm_active_pct, piece.mem_used_mib) == (77.8, 70.0, 4096.0)
+    assert batch.rows is not None  # the slice's activity goes to the store like a GPU's utilisation
+    assert batch.rows[1][METRIC_INDEX["util_gpu_pct"]] == np.float32(77.8)
+    older = AgentDecoder(["util_gpu_pct", "mem_used_mib"])  # an agent of before GPM
+    older.feed('{"type":"devices","devices":[{"gpu":0,"mig":{"parent_gpu":0,"device":0,"gi":1,"ci":0}}]}')
+    old_batch = older.feed("[5.0,[0,1,4096]]")
+    assert old_batch is not None and old_batch.samples[0].sm_active_pct is None

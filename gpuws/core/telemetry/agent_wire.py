@@ -47,7 +47,7 @@ _FLOAT, _INT, _PSTATE_KIND, _MASK, _IGNORED = 0, 1, 2, 3, 4
 _KINDS: Final[dict[str, int]] = {
     **{name: _FLOAT for name in (
         "util_gpu_pct", "util_mem_pct", "mem_used_mib", "temp_c", "power_w", "sm_clock_mhz", "mem_clock_mhz",
-        "pcie_rx_kib_s", "pcie_tx_kib_s", "fan_pct", "enc_util_pct", "dec_util_pct",
+        "pcie_rx_kib_s", "pcie_tx_kib_s", "fan_pct", "enc_util_pct", "dec_util_pct", "sm_active_pct",
     )},
     **{name: _INT for name in (
         "pcie_gen_current", "pcie_width_current", "ecc_errors_corrected", "ecc_errors_uncorrected",

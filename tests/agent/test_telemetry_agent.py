@@ -255,9 +255,29 @@ def test_decoder_takes_slice_activity_and_an_older_agent_without_it() -> None:
     whole, piece = batch.samples
     assert whole.util_gpu_pct is None and whole.sm_active_pct is None
     assert (piece.util_gpu_pct, piece.sm_active_pct, piece.mem_used_mib) == (77.8, 70.0, 4096.0)
-    assert batch.rows is not None  # the slice's activity goes to the store like a GPU's utilisation
-    assert batch.rows[1][METRIC_INDEX["util_gpu_pct"]] == np.float32(77.8)
+    assert batch.stored_rows is not None  # the slice's activity goes to the store like a GPU's utilisation
+    assert batch.stored_rows[1][METRIC_INDEX["util_gpu_pct"]] == np.float16(77.8)
     older = AgentDecoder(["util_gpu_pct", "mem_used_mib"])  # an agent of before GPM
     older.feed('{"type":"devices","devices":[{"gpu":0,"mig":{"parent_gpu":0,"device":0,"gi":1,"ci":0}}]}')
     old_batch = older.feed("[5.0,[0,1,4096]]")
     assert old_batch is not None and old_batch.samples[0].sm_active_pct is None
+
+
+def test_decoded_rows_are_what_the_store_would_encode_itself() -> None:
+    """The decoder hands the store its rows already encoded: they must equal `encode_rows` of the
+    samples' own values, for ints, floats, unknowns and values beyond float16's range."""
+    from gpuws.core.telemetry.store import _row_of, encode_rows
+
+    decoder = AgentDecoder(["util_gpu_pct", "mem_used_mib", "pcie_rx_kib_s", "power_w", "temp_c", "fan_pct"])
+    decoder.feed('{"type":"devices","devices":[{"gpu":0},{"gpu":1}]}')
+    batches = [decoder.feed(line) for line in (
+        "[1.0,[0,0,87,1,81000.5,2,123456,3,312.25,4,61,5,null],[1,0,12.5,1,1e12,2,-1e12,3,1e300,4,NaN,5,Infinity]]",
+        "[2.0,[1,1,2048,3,-70000]]",
+    )]
+    for batch in batches:
+        assert batch is not None and batch.stored_rows is not None
+        with np.errstate(over="ignore"):  # 1e300 as float32: inf, which encode_rows clips
+            expected = encode_rows(np.array([_row_of(s) for s in batch.samples], dtype=np.float32))
+        np.testing.assert_array_equal(batch.stored_rows, expected)
+    first = batches[0]
+    assert first is not None and first.samples[1].mem_used_mib == 1e12 and first.samples[1].temp_c is None

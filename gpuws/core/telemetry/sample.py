@@ -192,9 +192,13 @@ class SampleBatch:
     host_t: float | None = None  # the host's own clock, before skew correction
     extra: dict[str, Any] = field(default_factory=dict)
     host: HostSample | None = None  # the host's CPU, memory and load, when the source reports them
-    # The samples' history metrics as a float32 (samples, len(store.METRICS)) array, when the
-    # decoder already has them in that form (the store then skips reading them off each sample).
-    rows: Any = None
+    # The samples' history metrics already encoded as the store keeps them (scaled float16,
+    # (samples, len(store.METRICS)), see `store.encode_rows`), when the decoder has them in that
+    # form: the store then skips reading them off each sample and encoding them.
+    stored_rows: Any = None
+    # The samples' device keys (`GpuSample.key`), one tuple object shared by every batch with the
+    # same device list, when the decoder knows them.
+    keys: tuple[str, ...] | None = None
 
 
 def gpu_key(gpu: int, mig_device: int | None = None) -> str:

@@ -273,11 +273,59 @@ def test_decoded_rows_are_what_the_store_would_encode_itself() -> None:
     batches = [decoder.feed(line) for line in (
         "[1.0,[0,0,87,1,81000.5,2,123456,3,312.25,4,61,5,null],[1,0,12.5,1,1e12,2,-1e12,3,1e300,4,NaN,5,Infinity]]",
         "[2.0,[1,1,2048,3,-70000]]",
+        "[3.0]",  # nothing changed: the rows are the last line's
+        "[4.0,[0,5,40]]",
     )]
     for batch in batches:
         assert batch is not None and batch.stored_rows is not None
         with np.errstate(over="ignore"):  # 1e300 as float32: inf, which encode_rows clips
             expected = encode_rows(np.array([_row_of(s) for s in batch.samples], dtype=np.float32))
         np.testing.assert_array_equal(batch.stored_rows, expected)
-    first = batches[0]
+    first, second, third, fourth = batches
     assert first is not None and first.samples[1].mem_used_mib == 1e12 and first.samples[1].temp_c is None
+    assert second is not None and third is not None and fourth is not None
+    assert third.stored_rows is second.stored_rows and fourth.stored_rows is not third.stored_rows
+
+
+def test_pcie_throughput_and_other_slow_fields_are_read_once_a_second() -> None:
+    """NVML measures PCIe throughput over its own 20 ms window (each call waits for it): the agent
+    reads it with the other slow fields, once a second, and keeps the last value in between."""
+    import io
+    from types import SimpleNamespace
+
+    from gpuws.agent import telemetry_agent as agent
+
+    calls: dict[str, int] = {}
+
+    def counted(name: str, value: object) -> object:
+        def call(*args: object) -> object:
+            calls[name] = calls.get(name, 0) + 1
+            return value
+        return call
+
+    names = {
+        "nvmlDeviceGetUtilizationRates": SimpleNamespace(gpu=50, memory=20),
+        "nvmlDeviceGetMemoryInfo": SimpleNamespace(total=80 << 30, used=1 << 30),
+        "nvmlDeviceGetPerformanceState": 0, "nvmlDeviceGetTemperature": 60, "nvmlDeviceGetPowerUsage": 300_000,
+        "nvmlDeviceGetClockInfo": 1800, "nvmlDeviceGetPcieThroughput": 1234, "nvmlDeviceGetCurrPcieLinkGeneration": 5,
+        "nvmlDeviceGetCurrPcieLinkWidth": 16, "nvmlDeviceGetFanSpeed": 30, "nvmlDeviceGetTotalEccErrors": 0,
+        "nvmlDeviceGetEncoderUtilization": [0, 1], "nvmlDeviceGetDecoderUtilization": [0, 1],
+        "nvmlDeviceGetCount": 1, "nvmlDeviceGetHandleByIndex": "h0", "nvmlDeviceGetUUID": "GPU-x",
+        "nvmlDeviceGetName": "Fake", "nvmlDeviceGetMaxClockInfo": 1980, "nvmlDeviceGetMaxPcieLinkGeneration": 5,
+        "nvmlDeviceGetMaxPcieLinkWidth": 16, "nvmlDeviceGetEnforcedPowerLimit": 700_000,
+        "nvmlDeviceGetMigMode": [0, 0], "nvmlDeviceGetCurrentClocksEventReasons": 0,
+    }
+    nvml = SimpleNamespace(NVMLError=RuntimeError, NVML_TEMPERATURE_GPU=0, NVML_CLOCK_SM=1, NVML_CLOCK_MEM=2,
+                           NVML_PCIE_UTIL_TX_BYTES=0, NVML_PCIE_UTIL_RX_BYTES=1, NVML_MEMORY_ERROR_TYPE_CORRECTED=0,
+                           NVML_MEMORY_ERROR_TYPE_UNCORRECTED=1, NVML_VOLATILE_ECC=0,
+                           **{name: counted(name, value) for name, value in names.items()})
+    out = io.StringIO()
+    streamer = agent.Streamer(agent.NvmlReader(nvml, processes=False), None, agent.Out(out))
+    streamer.devices_message()
+    calls.clear()
+    for k in range(20):  # 2 s at 10 Hz
+        streamer.tick(k * 0.1, lambda: 1000.0)
+    assert calls["nvmlDeviceGetTemperature"] == 20 and calls["nvmlDeviceGetClockInfo"] == 40  # every sample
+    assert calls["nvmlDeviceGetPcieThroughput"] == 2 * 2 and calls["nvmlDeviceGetFanSpeed"] == 2  # once a second
+    batches = decode_lines(out.getvalue().splitlines(), list(agent.FIELDS))
+    assert all(b.samples[0].pcie_rx_kib_s == 1234.0 for b in batches)  # kept between reads

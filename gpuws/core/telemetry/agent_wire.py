@@ -90,6 +90,7 @@ class AgentDecoder:
         self.simulated = simulated
         self.devices: list[_Device] = []
         self.keys: tuple[str, ...] = ()  # the devices' keys, one tuple per device list
+        self._stored: np.ndarray[Any, Any] | None = None  # the devices' rows as stored, while unchanged
         self.host: HostSample | None = None
         self._masks: dict[int, tuple[list[str] | None, bool | None]] = {}
         self._who: dict[int, tuple[str | None, str | None, str | None]] = {}  # pid -> user, command, name
@@ -135,6 +136,7 @@ class AgentDecoder:
         t = host_t - self.skew_s
         devices = self.devices
         kinds = self._fields
+        moved = False  # a stored value changed: the store's rows are made again
         try:
             for i in range(1, len(message)):
                 change = message[i]
@@ -162,11 +164,13 @@ class AgentDecoder:
                         if kind_of is float and -limit <= value <= limit:
                             args[slot] = value
                             row[column] = value * scale  # as the store keeps it
+                            moved = True
                         else:
                             value = _float(value)
                             args[slot] = value
                             # Unknown, or clipped to float16's range as `encode_rows` does.
                             row[column] = _NAN if value is None else max(-F16_MAX, min(F16_MAX, value * scale))
+                            moved = True
                     elif kind == _FLOAT:
                         args[slot] = _float(value)
                     elif kind == _INT:
@@ -181,15 +185,13 @@ class AgentDecoder:
             # Not a list, an empty one, a position past the end, a non-integer field position.
             raise ParseError("telemetry agent sent a malformed change list") from None
         samples = []
-        rows = []
         for device in devices:
             args = device.args
             args[_T] = t
             samples.append(GpuSample(*args))
-            rows.append(device.row)
-        stored = None
-        if rows:
-            stored = np.array(rows, dtype=np.float16)
+        stored = self._stored
+        if moved or stored is None:  # else the last line's rows, shared (the store only reads them)
+            stored = self._stored = np.array([d.row for d in devices], dtype=np.float16) if devices else None
         return SampleBatch(t, samples, SOURCE_NVML, self.simulated, host_t=float(host_t), host=self.host,
                            stored_rows=stored, keys=self.keys)
 
@@ -237,6 +239,7 @@ class AgentDecoder:
             args[_SIMULATED] = self.simulated
             devices.append(_Device(args))
         self.devices = devices
+        self._stored = None
         self.keys = tuple(GpuSample(0.0, d.args[_GPU], mig=d.args[_MIG]).key for d in devices)
 
     def set_processes(self, changed: Any, who: Any = None) -> None:

@@ -194,7 +194,8 @@ class SampleBatch:
     host: HostSample | None = None  # the host's CPU, memory and load, when the source reports them
     # The samples' history metrics already encoded as the store keeps them (scaled float16,
     # (samples, len(store.METRICS)), see `store.encode_rows`), when the decoder has them in that
-    # form: the store then skips reading them off each sample and encoding them.
+    # form: the store then skips reading them off each sample and encoding them. Read-only: a
+    # decoder shares one array between batches until a value changes.
     stored_rows: Any = None
     # The samples' device keys (`GpuSample.key`), one tuple object shared by every batch with the
     # same device list, when the decoder knows them.

@@ -14,6 +14,7 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
+from gpuws.sim import state as sim_state
 from gpuws.sim.dynamics import GpuSample, sample, scenario_load, slice_load
 from gpuws.sim.mig import mig_devices
 from gpuws.sim.state import GpuState, SimState, SimStateStore
@@ -236,12 +237,26 @@ SAMPLE_REUSE_S = 0.02
 _readings: dict[int, tuple[SimState, float, GpuSample]] = {}  # GPU index -> (state, when, reading)
 
 
+# The state as last read: (when, this process's save count then, state). One reading instant --
+# the ~8 calls per GPU the agent makes in one burst -- shares one look at the state file, as the
+# nvidia-smi emulator reads it once per sample: a real NVML has no file to check per call.
+STATE_REUSE_S = 0.005
+_checked: tuple[float, int, SimState] | None = None
+
+
 def _state() -> SimState:
+    global _checked
     if _init_count <= 0 or _store is None:
         raise NVMLError(NVML_ERROR_UNINITIALIZED)
-    # Re-read only when the state file changes (e.g. after `nvidia-smi mig ...`), so a MIG change
-    # is seen by the next call while a steady stream costs a stat() per call.
-    return _store.load_shared()
+    now = time.monotonic()
+    checked = _checked
+    if checked is not None and 0.0 <= now - checked[0] < STATE_REUSE_S and checked[1] == sim_state.saves_in_process:
+        return checked[2]
+    # Re-read only when the state file changes (e.g. after `nvidia-smi mig ...`): a change made in
+    # this process is seen by the next call, one made by another process within STATE_REUSE_S.
+    state = _store.load_shared()
+    _checked = (now, sim_state.saves_in_process, state)
+    return state
 
 
 def _gpu_of(state: SimState, handle: Any) -> GpuState:
@@ -278,8 +293,9 @@ def _no_vgpu_power(gpu: GpuState) -> None:
 
 
 def nvmlInit() -> None:
-    global _init_count, _store
+    global _init_count, _store, _checked
     try:
+        _checked = None
         _store = SimStateStore.from_env()
         _store.load()
     except Exception:

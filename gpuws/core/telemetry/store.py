@@ -550,6 +550,8 @@ class TelemetryStore:
                 self._status.setdefault(host, HostStatus()).online = True
             return
         n = len(samples)
+        if keys is not None and len(keys) != n:
+            keys = None  # not these samples' keys: find them one by one
         if stored is None or stored.shape != (n, len(METRICS)):
             # One conversion for the whole batch: readings -> stored rows (None becomes NaN).
             if rows is None or rows.shape != (n, len(METRICS)):
@@ -590,7 +592,7 @@ class TelemetryStore:
                 dev = history[key] = _DeviceHistory(self.raw_window_s, self.max_hz, self.tiers, self.gap_factor)
                 self._devices_changed += 1
             devices.append(dev)
-        if keys is not None and len(keys) == len(samples):
+        if keys is not None:
             self._layouts[host] = (keys, devices)
         return devices
 

@@ -238,3 +238,23 @@ def sample(gpu: GpuState, t: float) -> GpuSample:
         decoder_pct=round(load * 8) if gpu.load.get("name") == "inference" else 0,
         processes=processes,
     )
+
+
+# A job on a MIG slice, under the demo scenarios (which do not run on a repartitioned card).
+SLICE_JOB_LOAD = 0.85
+
+
+def slice_load(gpu: GpuState, gi_id: int, t: float) -> float:
+    """The load in [0, 1] of one MIG slice (GPU instance `gi_id`) at wall time `t`.
+
+    A slice computes only while a process runs on it: then the GPU's explicit load setting
+    (constant or schedule) applies to it, or, under a demo scenario, a steady job's load. A slice
+    with no process is idle, whatever its neighbours do. What GPM's per-slice metrics follow.
+    """
+    if not any(p.gpu_instance_id == gi_id for p in gpu.processes):
+        return 0.0
+    kind = gpu.load.get("kind")
+    base = scenario_load(gpu, t) if kind in ("constant", "schedule") else SLICE_JOB_LOAD
+    if base <= 0.0:
+        return 0.0
+    return max(0.0, min(1.0, base + _noise(gpu, t, f"gi{gi_id}", 0.03)))

@@ -45,6 +45,9 @@ BUSY_PID_BASE = SIM_PID_BASE + 4999  # + GPU index: the process a Fault.BUSY kee
 FIRST_SIM_PID = SIM_PID_BASE + 20000  # processes tests add
 SIM_HOSTNAME = "gpuws-sim"
 SHARED_MAX_AGE_S = 0.5  # load_shared() re-reads at least this often even if the file looks unchanged
+# Saves of the state made by this process (any store): a reader here that caches the state for a
+# moment sees its own process's changes at once, and other processes' within that moment.
+saves_in_process = 0
 
 
 class SimStateError(GpuwsError):
@@ -296,6 +299,8 @@ class SimStateStore:
                 f.flush()
                 os.fsync(f.fileno())
             os.replace(tmp, self.path)
+            global saves_in_process
+            saves_in_process += 1
         except BaseException:
             Path(tmp).unlink(missing_ok=True)
             raise

@@ -7,10 +7,12 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from gpuws.core.errors import ParseError
 from gpuws.core.telemetry.agent_wire import AgentDecoder, decode_lines
+from gpuws.core.telemetry.store import METRIC_INDEX
 
 REPO = Path(__file__).resolve().parents[2]
 AGENT = REPO / "gpuws" / "agent" / "telemetry_agent.py"
@@ -184,3 +186,146 @@ def test_processes_go_at_once_when_the_set_changes_and_every_5_s_when_only_value
     assert procs_sent(4.0) == []
     later = procs_sent(5.0)
     assert later and later[0]["d"] == {"0": [[10, 300.0, 7], [11, 1.0, None]]} and "who" not in later[0]
+
+
+def _mig_host(state_dir: Path) -> None:
+    """GPU 0 (H100: GPM) and GPU 1 (A100: no GPM) split in two 3g.40gb slices each, a job on the first
+    slice of each at 80 % load, the second slice empty."""
+    import time
+
+    from gpuws.sim.mig import create_gpu_instances, set_mig_mode
+    from gpuws.sim.state import SimStateStore
+
+    with SimStateStore(state_dir).update() as state:
+        for index in (0, 1):
+            gpu = state.gpu(index)
+            gpu.set_load(0.0)  # no demo job holds the card, so MIG mode applies at once
+            assert set_mig_mode([gpu], True, time.time()).code == 0
+            assert create_gpu_instances([gpu], ["3g.40gb", "3g.40gb"], True).code == 0
+            gpu.set_load(0.8)
+            gpu.add_process("python3 train.py", 4096, gpu_instance_id=gpu.gpu_instances[0].gi_id,
+                            compute_instance_id=0)
+
+
+def test_mig_slices_carry_their_engine_activity_where_gpm_gives_it(tmp_path: Path) -> None:
+    _mig_host(tmp_path / "state")
+    lines = run_agent(tmp_path, "--hz", "10", "--count", "25")  # 2.5 s: GPM rates from the second second
+    hello = json.loads(lines[0])
+    assert "sm_active_pct" in hello["fields"] and hello["protocol"] == 2
+    last = decode_lines(lines[1:], hello["fields"], simulated=True)[-1]
+    slices = {s.key: s for s in last.samples if s.mig is not None}
+    assert sorted(slices) == ["0/mig0", "0/mig1", "1/mig0", "1/mig1"]
+    busy, spare = slices["0/mig0"], slices["0/mig1"]  # H100: GPM supported
+    assert busy.util_gpu_pct is not None and 70 <= busy.util_gpu_pct <= 90  # follows the 80 % load
+    assert busy.sm_active_pct is not None and 0 < busy.sm_active_pct <= busy.util_gpu_pct
+    assert spare.util_gpu_pct == 0.0 and spare.sm_active_pct == 0.0  # idle is 0, not "not supported"
+    for key in ("1/mig0", "1/mig1"):  # A100: no GPM, so not supported (null), never 0
+        assert slices[key].util_gpu_pct is None and slices[key].sm_active_pct is None
+    whole = [s for s in last.samples if s.mig is None]
+    assert all(s.sm_active_pct is None for s in whole)  # GPM is read for slices only
+    assert last.samples[0].to_dict()["sm_active_pct"] is None and busy.to_dict()["sm_active_pct"] > 0
+
+
+def test_without_gpm_in_nvidia_ml_py_slices_are_not_supported() -> None:
+    """An nvidia-ml-py older than GPM (no nvmlGpm* calls): the reader says "not supported", never 0."""
+    from types import SimpleNamespace
+
+    from gpuws.agent import telemetry_agent as agent
+
+    class Old:
+        NVMLError = RuntimeError
+
+    gpm = agent.GpmReader(Old, lambda fn, *args: fn(*args))
+    assert not gpm.available and gpm.read("parent", 0, 1) is None
+    # One that has GPM but a card that does not support it.
+    calls: list[str] = []
+    new = SimpleNamespace(**{name: (lambda *a, name=name: calls.append(name)) for name in agent.GpmReader.NAMES})
+    new.nvmlGpmQueryDeviceSupport = lambda h: SimpleNamespace(isSupportedDevice=0)
+    gpm = agent.GpmReader(new, lambda fn, *args: fn(*args))
+    assert gpm.available and gpm.read("parent", 0, 1) is None and gpm.read("parent", 0, 1) is None
+    assert "nvmlGpmMigSampleGet" not in calls
+
+
+def test_decoder_takes_slice_activity_and_an_older_agent_without_it() -> None:
+    decoder = AgentDecoder(["util_gpu_pct", "mem_used_mib", "sm_active_pct"])
+    decoder.feed('{"type":"devices","devices":[{"gpu":0},'
+                 '{"gpu":0,"mig":{"parent_gpu":0,"device":0,"gi":1,"ci":0},"mem_total_mib":40448}]}')
+    batch = decoder.feed("[5.0,[0,1,100],[1,0,77.8,1,4096,2,70]]")
+    assert batch is not None
+    whole, piece = batch.samples
+    assert whole.util_gpu_pct is None and whole.sm_active_pct is None
+    assert (piece.util_gpu_pct, piece.sm_active_pct, piece.mem_used_mib) == (77.8, 70.0, 4096.0)
+    assert batch.stored_rows is not None  # the slice's activity goes to the store like a GPU's utilisation
+    assert batch.stored_rows[1][METRIC_INDEX["util_gpu_pct"]] == np.float16(77.8)
+    older = AgentDecoder(["util_gpu_pct", "mem_used_mib"])  # an agent of before GPM
+    older.feed('{"type":"devices","devices":[{"gpu":0,"mig":{"parent_gpu":0,"device":0,"gi":1,"ci":0}}]}')
+    old_batch = older.feed("[5.0,[0,1,4096]]")
+    assert old_batch is not None and old_batch.samples[0].sm_active_pct is None
+
+
+def test_decoded_rows_are_what_the_store_would_encode_itself() -> None:
+    """The decoder hands the store its rows already encoded: they must equal `encode_rows` of the
+    samples' own values, for ints, floats, unknowns and values beyond float16's range."""
+    from gpuws.core.telemetry.store import _row_of, encode_rows
+
+    decoder = AgentDecoder(["util_gpu_pct", "mem_used_mib", "pcie_rx_kib_s", "power_w", "temp_c", "fan_pct"])
+    decoder.feed('{"type":"devices","devices":[{"gpu":0},{"gpu":1}]}')
+    batches = [decoder.feed(line) for line in (
+        "[1.0,[0,0,87,1,81000.5,2,123456,3,312.25,4,61,5,null],[1,0,12.5,1,1e12,2,-1e12,3,1e300,4,NaN,5,Infinity]]",
+        "[2.0,[1,1,2048,3,-70000]]",
+        "[3.0]",  # nothing changed: the rows are the last line's
+        "[4.0,[0,5,40]]",
+    )]
+    for batch in batches:
+        assert batch is not None and batch.stored_rows is not None
+        with np.errstate(over="ignore"):  # 1e300 as float32: inf, which encode_rows clips
+            expected = encode_rows(np.array([_row_of(s) for s in batch.samples], dtype=np.float32))
+        np.testing.assert_array_equal(batch.stored_rows, expected)
+    first, second, third, fourth = batches
+    assert first is not None and first.samples[1].mem_used_mib == 1e12 and first.samples[1].temp_c is None
+    assert second is not None and third is not None and fourth is not None
+    assert third.stored_rows is second.stored_rows and fourth.stored_rows is not third.stored_rows
+
+
+def test_pcie_throughput_and_other_slow_fields_are_read_once_a_second() -> None:
+    """NVML measures PCIe throughput over its own 20 ms window (each call waits for it): the agent
+    reads it with the other slow fields, once a second, and keeps the last value in between."""
+    import io
+    from types import SimpleNamespace
+
+    from gpuws.agent import telemetry_agent as agent
+
+    calls: dict[str, int] = {}
+
+    def counted(name: str, value: object) -> object:
+        def call(*args: object) -> object:
+            calls[name] = calls.get(name, 0) + 1
+            return value
+        return call
+
+    names = {
+        "nvmlDeviceGetUtilizationRates": SimpleNamespace(gpu=50, memory=20),
+        "nvmlDeviceGetMemoryInfo": SimpleNamespace(total=80 << 30, used=1 << 30),
+        "nvmlDeviceGetPerformanceState": 0, "nvmlDeviceGetTemperature": 60, "nvmlDeviceGetPowerUsage": 300_000,
+        "nvmlDeviceGetClockInfo": 1800, "nvmlDeviceGetPcieThroughput": 1234, "nvmlDeviceGetCurrPcieLinkGeneration": 5,
+        "nvmlDeviceGetCurrPcieLinkWidth": 16, "nvmlDeviceGetFanSpeed": 30, "nvmlDeviceGetTotalEccErrors": 0,
+        "nvmlDeviceGetEncoderUtilization": [0, 1], "nvmlDeviceGetDecoderUtilization": [0, 1],
+        "nvmlDeviceGetCount": 1, "nvmlDeviceGetHandleByIndex": "h0", "nvmlDeviceGetUUID": "GPU-x",
+        "nvmlDeviceGetName": "Fake", "nvmlDeviceGetMaxClockInfo": 1980, "nvmlDeviceGetMaxPcieLinkGeneration": 5,
+        "nvmlDeviceGetMaxPcieLinkWidth": 16, "nvmlDeviceGetEnforcedPowerLimit": 700_000,
+        "nvmlDeviceGetMigMode": [0, 0], "nvmlDeviceGetCurrentClocksEventReasons": 0,
+    }
+    nvml = SimpleNamespace(NVMLError=RuntimeError, NVML_TEMPERATURE_GPU=0, NVML_CLOCK_SM=1, NVML_CLOCK_MEM=2,
+                           NVML_PCIE_UTIL_TX_BYTES=0, NVML_PCIE_UTIL_RX_BYTES=1, NVML_MEMORY_ERROR_TYPE_CORRECTED=0,
+                           NVML_MEMORY_ERROR_TYPE_UNCORRECTED=1, NVML_VOLATILE_ECC=0,
+                           **{name: counted(name, value) for name, value in names.items()})
+    out = io.StringIO()
+    streamer = agent.Streamer(agent.NvmlReader(nvml, processes=False), None, agent.Out(out))
+    streamer.devices_message()
+    calls.clear()
+    for k in range(20):  # 2 s at 10 Hz
+        streamer.tick(k * 0.1, lambda: 1000.0)
+    assert calls["nvmlDeviceGetTemperature"] == 20 and calls["nvmlDeviceGetClockInfo"] == 40  # every sample
+    assert calls["nvmlDeviceGetPcieThroughput"] == 2 * 2 and calls["nvmlDeviceGetFanSpeed"] == 2  # once a second
+    batches = decode_lines(out.getvalue().splitlines(), list(agent.FIELDS))
+    assert all(b.samples[0].pcie_rx_kib_s == 1234.0 for b in batches)  # kept between reads

@@ -182,3 +182,27 @@ def test_a_day_at_one_hertz_fits_in_128_kib_per_gpu() -> None:
     assert store.memory_bytes() / gpus <= 128 * 1024
     day = store.window("h", "0", T0 + 3600, T0 + 24 * 3600)
     assert day.tier == "120s" and len(day.t) >= 600  # still at least a point per pixel of a plot
+
+
+def test_a_dropped_device_gets_a_new_history_though_its_batches_keep_the_same_key_tuple() -> None:
+    """Batches of one device list share their keys tuple and the store remembers the histories it
+    found for it; dropping a device (MIG layout change) must not leave later samples in the
+    dropped history."""
+    from gpuws.core.telemetry.sample import SampleBatch
+
+    store = TelemetryStore()
+    keys = ("0", "0/mig1")
+
+    def batch(t: float) -> SampleBatch:
+        return SampleBatch(t, [GpuSample(t=t, gpu=0, util_gpu_pct=10.0),
+                               GpuSample(t=t, gpu=0, util_gpu_pct=20.0, mig=MigRef(0, 1, 2, 0))], "nvml", keys=keys)
+
+    store.ingest("h", batch(1.0))
+    store.ingest("h", batch(2.0))
+    store.drop_devices("h", ["0/mig1"])
+    assert store.device_keys("h") == ["0"]
+    store.ingest("h", batch(3.0))
+    assert sorted(store.device_keys("h")) == ["0", "0/mig1"]
+    window = store.window("h", "0/mig1", 0.0, 10.0)
+    assert list(window.t) == [3.0] and window.column("util_gpu_pct")[1][0] == 20.0
+    assert store.latest("h")["0/mig1"].t == 3.0

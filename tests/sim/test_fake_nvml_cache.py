@@ -74,3 +74,35 @@ def test_one_reading_per_gpu_per_instant(nvml: ModuleType, monkeypatch: pytest.M
     time.sleep(nvml.SAMPLE_REUSE_S * 1.5)
     nvml.nvmlDeviceGetPowerUsage(h)
     assert len(computed) == 2  # a later instant: a new reading
+
+
+def test_one_look_at_the_state_file_per_instant_and_other_processes_changes_are_seen(
+    nvml: ModuleType, sim_store: SimStateStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import subprocess
+
+    from gpuws.sim import state as sim_state
+
+    looks: list[int] = []
+    real_load_shared = SimStateStore.load_shared
+
+    def counting(self: SimStateStore) -> Any:
+        looks.append(1)
+        return real_load_shared(self)
+
+    monkeypatch.setattr(SimStateStore, "load_shared", counting)
+    h = nvml.nvmlDeviceGetHandleByIndex(0)
+    time.sleep(nvml.STATE_REUSE_S * 2)
+    nvml.nvmlDeviceGetPowerUsage(h)
+    nvml.nvmlDeviceGetTemperature(h, nvml.NVML_TEMPERATURE_GPU)
+    nvml.nvmlDeviceGetClockInfo(h, nvml.NVML_CLOCK_SM)
+    assert len(looks) <= 2  # one burst of calls: one look (two if it straddled the reuse time)
+    # A change saved by another process (the simulated nvidia-smi, a test) is seen once the moment
+    # is over; this process's own saves at once (test_mig_and_load_changes_are_seen_by_the_next_call).
+    saves = sim_state.saves_in_process
+    code = ("import sys; from gpuws.sim.state import SimStateStore\n"
+            "with SimStateStore(sys.argv[1]).update() as s: s.gpu(0).set_load(1.0)\n")
+    subprocess.run([sys.executable, "-c", code, str(sim_store.dir)], check=True, timeout=60)
+    assert sim_state.saves_in_process == saves
+    time.sleep(nvml.STATE_REUSE_S * 2)
+    assert nvml.nvmlDeviceGetUtilizationRates(h).gpu == 100

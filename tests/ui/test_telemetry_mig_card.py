@@ -31,3 +31,21 @@ def test_mig_card_names_its_profile_and_leaves_power_and_temperature_to_the_pare
     qtbot.addWidget(parent)
     parent.update_view(GpuSample(t=1.0, gpu=0, temp_c=51.0, power_w=312.0, power_limit_w=700.0), None, 0.0, 2.0)
     assert "312" in parent.rows["power_w"].value_text and parent.rows["power_w"].supported
+
+
+def test_mig_card_shows_the_slice_activity_or_not_supported(qtbot: Any) -> None:
+    card = GpuCard("0/mig1", mig_device_name("3g.40gb", 2))
+    qtbot.addWidget(card)
+    assert card.rows["util_gpu_pct"].label == "Activity"
+    busy = GpuSample(t=1.0, gpu=0, util_gpu_pct=78.0, sm_active_pct=70.2, mem_used_mib=4096.0,
+                     mem_total_mib=40448.0, mig=MigRef(0, 1, 2, 0))
+    card.update_view(busy, None, 0.0, 2.0)
+    assert card.rows["util_gpu_pct"].value_text == "78 % · SM 70 %" and card.rows["util_gpu_pct"].supported
+    assert card.rows["mem_used_mib"].value_text == "4.0 / 39.5 GiB"
+    # A card without GPM (A100) or an agent that does not send it: "not supported", not 0 %.
+    unknown = GpuSample(t=2.0, gpu=0, mem_used_mib=4096.0, mem_total_mib=40448.0, mig=MigRef(0, 1, 2, 0))
+    card.update_view(unknown, None, 0.0, 2.0)
+    assert card.rows["util_gpu_pct"].value_text == "not supported" and not card.rows["util_gpu_pct"].supported
+    parent = GpuCard("0", "NVIDIA H100 80GB HBM3")
+    qtbot.addWidget(parent)
+    assert parent.rows["util_gpu_pct"].label == "GPU util"

@@ -30,7 +30,7 @@ from gpuws.core.telemetry.sample import (
     ProcessSample,
     SampleBatch,
 )
-from gpuws.core.telemetry.store import METRIC_INDEX, METRICS
+from gpuws.core.telemetry.store import F16_MAX, METRIC_INDEX, METRICS, RAW_SCALE
 from gpuws.core.telemetry.throttle import decode_mask
 
 PROTOCOL: Final = 2
@@ -42,12 +42,13 @@ _REASONS, _IDLE, _PSTATE = _SLOT["throttle_reasons"], _SLOT["idle"], _SLOT["psta
 _PROCESSES, _MIG = _SLOT["processes"], _SLOT["mig"]
 _SOURCE, _SIMULATED = _SLOT["source"], _SLOT["simulated"]
 
-# How a dynamic field's wire value becomes sample attributes.
-_FLOAT, _INT, _PSTATE_KIND, _MASK, _IGNORED = 0, 1, 2, 3, 4
+# How a dynamic field's wire value becomes sample attributes (_STORED: a float that is also a
+# store column, the common case, tested first).
+_STORED, _FLOAT, _INT, _PSTATE_KIND, _MASK, _IGNORED = 0, 1, 2, 3, 4, 5
 _KINDS: Final[dict[str, int]] = {
     **{name: _FLOAT for name in (
         "util_gpu_pct", "util_mem_pct", "mem_used_mib", "temp_c", "power_w", "sm_clock_mhz", "mem_clock_mhz",
-        "pcie_rx_kib_s", "pcie_tx_kib_s", "fan_pct", "enc_util_pct", "dec_util_pct",
+        "pcie_rx_kib_s", "pcie_tx_kib_s", "fan_pct", "enc_util_pct", "dec_util_pct", "sm_active_pct",
     )},
     **{name: _INT for name in (
         "pcie_gen_current", "pcie_width_current", "ecc_errors_corrected", "ecc_errors_uncorrected",
@@ -61,7 +62,8 @@ _INF = math.inf
 
 
 class _Device:
-    """One device's current values: GpuSample's positional arguments, and the store's metric row."""
+    """One device's current values: GpuSample's positional arguments, and the store's metric row
+    as the store keeps it (scaled and clipped for float16, see `store.encode_rows`)."""
 
     __slots__ = ("args", "row")
 
@@ -81,18 +83,27 @@ class AgentDecoder:
     def __init__(self, fields: Sequence[Any], *, skew_s: float = 0.0, simulated: bool = False) -> None:
         if not isinstance(fields, list | tuple) or not all(isinstance(f, str) for f in fields):
             raise ParseError("telemetry agent sent no field list")
-        # field position -> (sample slot, kind, store column or -1); unknown fields are skipped.
-        self._fields = [
-            (_SLOT.get(name, -1), _KINDS[name], METRIC_INDEX.get(name, -1)) if name in _KINDS
-            else (-1, _IGNORED, -1)
-            for name in fields
-        ]
+        # field position -> (sample slot, kind, store column or -1, the column's storage scale, the
+        # largest reading it stores unclipped); unknown fields are skipped.
+        self._fields = [self._field(name) for name in fields]
         self.skew_s = skew_s
         self.simulated = simulated
         self.devices: list[_Device] = []
+        self.keys: tuple[str, ...] = ()  # the devices' keys, one tuple per device list
+        self._stored: np.ndarray[Any, Any] | None = None  # the devices' rows as stored, while unchanged
         self.host: HostSample | None = None
         self._masks: dict[int, tuple[list[str] | None, bool | None]] = {}
         self._who: dict[int, tuple[str | None, str | None, str | None]] = {}  # pid -> user, command, name
+
+    @staticmethod
+    def _field(name: str) -> tuple[int, int, int, float, float]:
+        if name not in _KINDS:
+            return (-1, _IGNORED, -1, 1.0, 0.0)
+        kind, column = _KINDS[name], METRIC_INDEX.get(name, -1)
+        if kind == _FLOAT and column >= 0:
+            scale = RAW_SCALE[column]
+            return (_SLOT[name], _STORED, column, scale, F16_MAX / scale)
+        return (_SLOT.get(name, -1), kind, column, 1.0, 0.0)
 
     # -- lines --------------------------------------------------------------------------------
 
@@ -125,6 +136,7 @@ class AgentDecoder:
         t = host_t - self.skew_s
         devices = self.devices
         kinds = self._fields
+        moved = False  # a stored value changed: the store's rows are made again
         try:
             for i in range(1, len(message)):
                 change = message[i]
@@ -141,20 +153,26 @@ class AgentDecoder:
                     f = change[k]
                     if f < 0:
                         raise IndexError
-                    slot, kind, column = kinds[f]
+                    slot, kind, column, scale, limit = kinds[f]
                     value = change[k + 1]
-                    if kind == _FLOAT:
+                    if kind == _STORED:
                         kind_of = value.__class__
-                        if kind_of is float:
-                            if not -_INF < value < _INF:  # NaN and infinities are "unknown"
-                                value = None
-                        elif kind_of is int:
+                        if kind_of is int:
                             value = float(value)
-                        elif value is not None:
-                            raise ParseError(f"telemetry agent sent a non-numeric value: {str(value)[:40]!r}")
-                        args[slot] = value
-                        if column >= 0:
-                            row[column] = _NAN if value is None else value
+                            kind_of = float
+                        # A number in the stored range (NaN and infinities fail the comparison).
+                        if kind_of is float and -limit <= value <= limit:
+                            args[slot] = value
+                            row[column] = value * scale  # as the store keeps it
+                            moved = True
+                        else:
+                            value = _float(value)
+                            args[slot] = value
+                            # Unknown, or clipped to float16's range as `encode_rows` does.
+                            row[column] = _NAN if value is None else max(-F16_MAX, min(F16_MAX, value * scale))
+                            moved = True
+                    elif kind == _FLOAT:
+                        args[slot] = _float(value)
                     elif kind == _INT:
                         number = _float(value)
                         args[slot] = None if number is None else int(number)
@@ -167,14 +185,15 @@ class AgentDecoder:
             # Not a list, an empty one, a position past the end, a non-integer field position.
             raise ParseError("telemetry agent sent a malformed change list") from None
         samples = []
-        rows = []
         for device in devices:
             args = device.args
             args[_T] = t
             samples.append(GpuSample(*args))
-            rows.append(device.row)
+        stored = self._stored
+        if moved or stored is None:  # else the last line's rows, shared (the store only reads them)
+            stored = self._stored = np.array([d.row for d in devices], dtype=np.float16) if devices else None
         return SampleBatch(t, samples, SOURCE_NVML, self.simulated, host_t=float(host_t), host=self.host,
-                           rows=np.array(rows, dtype=np.float32) if rows else None)
+                           stored_rows=stored, keys=self.keys)
 
     def _mask(self, args: list[Any], value: Any) -> None:
         if value is None:
@@ -220,6 +239,8 @@ class AgentDecoder:
             args[_SIMULATED] = self.simulated
             devices.append(_Device(args))
         self.devices = devices
+        self._stored = None
+        self.keys = tuple(GpuSample(0.0, d.args[_GPU], mig=d.args[_MIG]).key for d in devices)
 
     def set_processes(self, changed: Any, who: Any = None) -> None:
         """New process lists ([pid, used_mib, sm_util_pct]) for the devices named (by position), and
@@ -264,18 +285,20 @@ class AgentDecoder:
 
     def set_host(self, message: dict[str, Any]) -> None:
         """The host's CPU, memory and load average (attached to the following samples)."""
-        load = message.get("load")
-        loads: list[float | None] = [None, None, None]
-        if isinstance(load, list):
-            loads = [_float(v) for v in load[:3]] + [None] * (3 - len(load[:3]))
-        elif load is not None:
+        get = message.get
+        load = get("load")
+        if type(load) is list and len(load) == 3:
+            loads = (_float(load[0]), _float(load[1]), _float(load[2]))
+        elif isinstance(load, list):
+            values = [*(_float(v) for v in load[:3]), None, None, None]
+            loads = (values[0], values[1], values[2])
+        elif load is None:
+            loads = (None, None, None)
+        else:
             raise ParseError("telemetry agent sent a load average that is not a list")
         t = self.devices[0].args[_T] if self.devices and self.devices[0].args[_T] is not None else 0.0
-        self.host = HostSample(
-            t=t, cpu_pct=_float(message.get("cpu_pct")), ram_used_mib=_float(message.get("ram_used_mib")),
-            ram_total_mib=_float(message.get("ram_total_mib")), load_1m=loads[0], load_5m=loads[1],
-            load_15m=loads[2],
-        )
+        self.host = HostSample(t, _float(get("cpu_pct")), _float(get("ram_used_mib")), _float(get("ram_total_mib")),
+                               *loads)
 
 
 def _float(value: Any) -> float | None:

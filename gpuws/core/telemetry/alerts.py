@@ -280,7 +280,10 @@ class AlertEngine:
     def _check_idle(self, host: str, s: GpuSample, rules: _HostRules, gpu_count: int) -> list[AlertEvent]:
         util = s.util_gpu_pct
         if util is None or s.mig is not None:
-            return []  # "not supported" is not idle
+            # "Not supported" is not idle. A MIG slice's activity (GPM) is known on Hopper and later,
+            # but an unused slice is usually a spare partition kept on purpose, and the idle cost
+            # is priced per whole GPU: slices are not checked.
+            return []
         th = rules.thresholds
         cond = self._cond(host, s.key, AlertKind.IDLE_GPU)
         on = util < th.idle_util_pct if cond.alert is None else util < th.idle_util_pct + IDLE_CLEAR_MARGIN_PCT

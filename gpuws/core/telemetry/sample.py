@@ -38,6 +38,7 @@ FLOAT_FIELDS: Final = (
     "fan_pct",
     "enc_util_pct",
     "dec_util_pct",
+    "sm_active_pct",
 )
 INT_FIELDS: Final = (
     "pcie_gen_current",
@@ -97,7 +98,13 @@ class MigRef:
 
 @dataclass(slots=True)
 class GpuSample:
-    """One reading of one GPU or MIG device. `t` is local unix time (host clock skew removed)."""
+    """One reading of one GPU or MIG device. `t` is local unix time (host clock skew removed).
+
+    `util_gpu_pct` is one thing on every device: the share of time in which a kernel ran on it
+    (NVML's utilisation rate on a whole GPU; on a MIG device, where that rate is not supported, GPM's
+    graphics/compute activity of its GPU instance). `sm_active_pct` is the share of the device's
+    SMs that were busy (GPM's SM activity; today read on MIG devices only). None: not supported.
+    """
 
     t: float
     gpu: int
@@ -127,6 +134,7 @@ class GpuSample:
     ecc_errors_uncorrected: int | None = None
     enc_util_pct: float | None = None
     dec_util_pct: float | None = None
+    sm_active_pct: float | None = None
     processes: list[ProcessSample] | None = None  # None: the source cannot tell
     mig: MigRef | None = None
     source: str = SOURCE_NVML
@@ -184,9 +192,14 @@ class SampleBatch:
     host_t: float | None = None  # the host's own clock, before skew correction
     extra: dict[str, Any] = field(default_factory=dict)
     host: HostSample | None = None  # the host's CPU, memory and load, when the source reports them
-    # The samples' history metrics as a float32 (samples, len(store.METRICS)) array, when the
-    # decoder already has them in that form (the store then skips reading them off each sample).
-    rows: Any = None
+    # The samples' history metrics already encoded as the store keeps them (scaled float16,
+    # (samples, len(store.METRICS)), see `store.encode_rows`), when the decoder has them in that
+    # form: the store then skips reading them off each sample and encoding them. Read-only: a
+    # decoder shares one array between batches until a value changes.
+    stored_rows: Any = None
+    # The samples' device keys (`GpuSample.key`), one tuple object shared by every batch with the
+    # same device list, when the decoder knows them.
+    keys: tuple[str, ...] | None = None
 
 
 def gpu_key(gpu: int, mig_device: int | None = None) -> str:

@@ -36,7 +36,7 @@ from typing import Any, Final
 import numpy as np
 import numpy.typing as npt
 
-from gpuws.core.telemetry.sample import GpuSample, HostSample, SampleBatch, gpu_key
+from gpuws.core.telemetry.sample import GpuSample, HostSample, SampleBatch
 
 F32 = npt.NDArray[np.float32]
 F64 = npt.NDArray[np.float64]
@@ -81,6 +81,11 @@ STORAGE_LOSS: Final[dict[str, tuple[float, float]]] = {
     m: ((0.5 / _U8_STEPS[m]) if m in _U8_STEPS else 0.0, 2.0**-11) for m in METRICS
 }
 _NO_WARN: Final = {"over": "ignore", "invalid": "ignore"}
+
+
+# The same, per column, for callers that build stored rows value by value (the agent decoder).
+RAW_SCALE: Final[tuple[float, ...]] = tuple(float(x) for x in _RAW_SCALE)
+F16_MAX: Final = _F16_MAX
 
 
 def encode_rows(rows: F32) -> npt.NDArray[np.float16]:
@@ -505,6 +510,8 @@ class TelemetryStore:
         self._status: dict[str, HostStatus] = {}
         self._host_latest: dict[str, HostSample] = {}
         self._devices_changed = 0  # bumped whenever a device appears or a host is forgotten
+        # host -> (the device keys of its last batch, their histories in that order): see ingest_samples
+        self._layouts: dict[str, tuple[tuple[str, ...], list[_DeviceHistory]]] = {}
 
     # --- writing ----------------------------------------------------------------------------
 
@@ -515,7 +522,8 @@ class TelemetryStore:
 
     def ingest(self, host: str, batch: SampleBatch) -> None:
         """Add one batch (all devices of `host` at one instant)."""
-        self.ingest_samples(host, batch.samples, source=batch.source, simulated=batch.simulated, rows=batch.rows)
+        self.ingest_samples(host, batch.samples, source=batch.source, simulated=batch.simulated,
+                            stored=batch.stored_rows, keys=batch.keys)
         if batch.host is not None:
             self._host_latest[host] = batch.host  # one reference swap: no lock needed for readers
 
@@ -527,39 +535,66 @@ class TelemetryStore:
         source: str | None = None,
         simulated: bool = False,
         rows: F32 | None = None,
+        stored: npt.NDArray[np.float16] | None = None,
+        keys: tuple[str, ...] | None = None,
     ) -> None:
-        """Add samples of one host (any devices, each in time order); `rows`: their METRICS, if known."""
+        """Add samples of one host (any devices, each in time order).
+
+        `rows`: their METRICS as float32, if known; `stored`: the same already encoded as stored
+        (`encode_rows`); `keys`: their device keys, one shared tuple while the device list stays the
+        same (the store then finds the devices' histories once per device list, not per sample).
+        """
         samples = samples if isinstance(samples, list) else list(samples)
         if not samples:
             with self._lock:
                 self._status.setdefault(host, HostStatus()).online = True
             return
-        # One conversion for the whole batch: readings -> stored rows (None becomes NaN).
-        if rows is None or rows.shape != (len(samples), len(METRICS)):
-            rows = np.array([_row_of(s) for s in samples], dtype=np.float32)
-        stored = encode_rows(rows)
+        n = len(samples)
+        if keys is not None and len(keys) != n:
+            keys = None  # not these samples' keys: find them one by one
+        if stored is None or stored.shape != (n, len(METRICS)):
+            # One conversion for the whole batch: readings -> stored rows (None becomes NaN).
+            if rows is None or rows.shape != (n, len(METRICS)):
+                rows = np.array([_row_of(s) for s in samples], dtype=np.float32)
+            stored = encode_rows(rows)
         with self._lock:
             status = self._status.get(host)
             if status is None:
                 status = self._status[host] = HostStatus()
-            history = self._history.setdefault(host, {})
             latest = self._latest.setdefault(host, {})
             period = status.expected_period
-            new_device = _DeviceHistory
+            cached = self._layouts.get(host)
+            if keys is not None and cached is not None and cached[0] is keys:
+                devices = cached[1]
+            else:
+                devices = self._devices_of(host, samples, keys)
             for i, sample in enumerate(samples):
-                mig = sample.mig
-                key = str(sample.gpu) if mig is None else gpu_key(sample.gpu, mig.device)
-                dev = history.get(key)
-                if dev is None:
-                    dev = history[key] = new_device(self.raw_window_s, self.max_hz, self.tiers, self.gap_factor)
-                    self._devices_changed += 1
-                dev.add(sample.t, stored[i], period)
-                latest[key] = sample
+                devices[i].add(sample.t, stored[i], period)
+            if keys is not None:
+                latest.update(zip(keys, samples, strict=True))
+            else:
+                for sample in samples:
+                    latest[sample.key] = sample
             status.last_t = samples[-1].t
             status.online = True
             if source is not None:
                 status.source = source
             status.simulated = simulated
+
+    def _devices_of(self, host: str, samples: list[GpuSample], keys: tuple[str, ...] | None) -> list[_DeviceHistory]:
+        """The histories of `samples`' devices, in order, made where new (under the lock)."""
+        history = self._history.setdefault(host, {})
+        devices = []
+        for i, sample in enumerate(samples):
+            key = keys[i] if keys is not None else sample.key
+            dev = history.get(key)
+            if dev is None:
+                dev = history[key] = _DeviceHistory(self.raw_window_s, self.max_hz, self.tiers, self.gap_factor)
+                self._devices_changed += 1
+            devices.append(dev)
+        if keys is not None:
+            self._layouts[host] = (keys, devices)
+        return devices
 
     def mark_offline(self, host: str, t: float) -> None:
         """The host dropped (disconnect): break every line of it at `t`."""
@@ -576,11 +611,13 @@ class TelemetryStore:
             for key in keys:
                 history.pop(key, None)
                 latest.pop(key, None)
+            self._layouts.pop(host, None)
 
     def forget(self, host: str) -> None:
         """Drop everything about `host` (profile removed)."""
         with self._lock:
             self._history.pop(host, None)
+            self._layouts.pop(host, None)
             self._devices_changed += 1
             self._latest.pop(host, None)
             self._status.pop(host, None)

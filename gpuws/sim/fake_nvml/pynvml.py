@@ -14,7 +14,8 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-from gpuws.sim.dynamics import GpuSample, sample
+from gpuws.sim import state as sim_state
+from gpuws.sim.dynamics import GpuSample, sample, scenario_load, slice_load
 from gpuws.sim.mig import mig_devices
 from gpuws.sim.state import GpuState, SimState, SimStateStore
 
@@ -92,6 +93,16 @@ nvmlClocksThrottleReasonHwThermalSlowdown = 0x0000000000000040
 nvmlClocksThrottleReasonHwPowerBrakeSlowdown = 0x0000000000000080
 nvmlClocksThrottleReasonDisplayClockSetting = 0x0000000000000100
 nvmlClocksThrottleReasonNone = 0x0000000000000000
+
+# GPM (GPU Performance Monitoring, Hopper and later): the metrics this fake computes.
+NVML_GPM_METRIC_GRAPHICS_UTIL = 1
+NVML_GPM_METRIC_SM_UTIL = 2
+NVML_GPM_METRIC_SM_OCCUPANCY = 3
+NVML_GPM_METRIC_ANY_TENSOR_UTIL = 5
+NVML_GPM_METRIC_DRAM_BW_UTIL = 10
+NVML_GPM_METRIC_MAX = 477
+NVML_GPM_METRICS_GET_VERSION = 1
+NVML_GPM_SUPPORT_VERSION = 1
 
 
 # -- errors (same class names and values as nvidia-ml-py) -----------------------------------------
@@ -226,12 +237,26 @@ SAMPLE_REUSE_S = 0.02
 _readings: dict[int, tuple[SimState, float, GpuSample]] = {}  # GPU index -> (state, when, reading)
 
 
+# The state as last read: (when, this process's save count then, state). One reading instant --
+# the ~8 calls per GPU the agent makes in one burst -- shares one look at the state file, as the
+# nvidia-smi emulator reads it once per sample: a real NVML has no file to check per call.
+STATE_REUSE_S = 0.005
+_checked: tuple[float, int, SimState] | None = None
+
+
 def _state() -> SimState:
+    global _checked
     if _init_count <= 0 or _store is None:
         raise NVMLError(NVML_ERROR_UNINITIALIZED)
-    # Re-read only when the state file changes (e.g. after `nvidia-smi mig ...`), so a MIG change
-    # is seen by the next call while a steady stream costs a stat() per call.
-    return _store.load_shared()
+    now = time.monotonic()
+    checked = _checked
+    if checked is not None and 0.0 <= now - checked[0] < STATE_REUSE_S and checked[1] == sim_state.saves_in_process:
+        return checked[2]
+    # Re-read only when the state file changes (e.g. after `nvidia-smi mig ...`): a change made in
+    # this process is seen by the next call, one made by another process within STATE_REUSE_S.
+    state = _store.load_shared()
+    _checked = (now, sim_state.saves_in_process, state)
+    return state
 
 
 def _gpu_of(state: SimState, handle: Any) -> GpuState:
@@ -268,8 +293,9 @@ def _no_vgpu_power(gpu: GpuState) -> None:
 
 
 def nvmlInit() -> None:
-    global _init_count, _store
+    global _init_count, _store, _checked
     try:
+        _checked = None
         _store = SimStateStore.from_env()
         _store.load()
     except Exception:
@@ -606,3 +632,116 @@ def nvmlDeviceGetComputeInstanceId(handle: _Handle) -> int:
     if handle.mig_index is None:
         raise NVMLError(NVML_ERROR_NOT_SUPPORTED)
     return mig_devices(_gpu(handle))[handle.mig_index][1].ci_id
+
+
+# -- GPM (GPU Performance Monitoring) -------------------------------------------------------------
+# Real GPM keeps hardware counters; a sample is a snapshot of them and a metric is the rate between
+# two samples. Here a sample records which device (or GPU instance) and when, and a metric is the
+# simulated load averaged over the time between the two samples, so it follows the load as the
+# real counters would. Supported on the Hopper (and later) models only, as on real hardware.
+
+GPM_ARCHITECTURES = frozenset({"Hopper", "Blackwell"})
+
+
+@dataclass
+class c_nvmlGpmSupport_t:
+    version: int = 0
+    isSupportedDevice: int = 0
+
+
+class c_nvmlGpmSample_t:
+    """An opaque GPM sample (nvmlGpmSampleAlloc): what it snapshotted, and when."""
+
+    def __init__(self) -> None:
+        self.index: int | None = None
+        self.gi_id: int | None = None  # None: the whole GPU
+        self.t = 0.0
+        self.freed = False
+
+
+@dataclass
+class c_nvmlGpmMetric_t:
+    metricId: int = 0
+    nvmlReturn: int = NVML_SUCCESS
+    value: float = 0.0
+
+
+class c_nvmlGpmMetricsGet_t:
+    """nvmlGpmMetricsGet's in/out structure: ask `numMetrics` metrics between `sample1` and `sample2`."""
+
+    def __init__(self) -> None:
+        self.version = 0
+        self.numMetrics = 0
+        self.sample1: c_nvmlGpmSample_t | None = None
+        self.sample2: c_nvmlGpmSample_t | None = None
+        self.metrics = [c_nvmlGpmMetric_t() for _ in range(NVML_GPM_METRIC_MAX)]
+
+
+# Each metric as a share of the load: SMs are never all busy, tensor cores even less.
+_GPM_SHARE = {
+    NVML_GPM_METRIC_GRAPHICS_UTIL: 1.0,
+    NVML_GPM_METRIC_SM_UTIL: 0.9,
+    NVML_GPM_METRIC_SM_OCCUPANCY: 0.6,
+    NVML_GPM_METRIC_ANY_TENSOR_UTIL: 0.5,
+    NVML_GPM_METRIC_DRAM_BW_UTIL: 0.55,
+}
+
+
+def _gpm_gpu(handle: Any) -> GpuState:
+    gpu = _gpu(handle)
+    if handle.mig_index is not None or gpu.model.architecture not in GPM_ARCHITECTURES:
+        raise NVMLError(NVML_ERROR_NOT_SUPPORTED)
+    return gpu
+
+
+def nvmlGpmQueryDeviceSupport(device: _Handle) -> c_nvmlGpmSupport_t:
+    gpu = _gpu(device)
+    supported = device.mig_index is None and gpu.model.architecture in GPM_ARCHITECTURES
+    return c_nvmlGpmSupport_t(version=NVML_GPM_SUPPORT_VERSION, isSupportedDevice=int(supported))
+
+
+def nvmlGpmSampleAlloc() -> c_nvmlGpmSample_t:
+    return c_nvmlGpmSample_t()
+
+
+def nvmlGpmSampleFree(gpmSample: c_nvmlGpmSample_t) -> None:
+    gpmSample.freed = True
+
+
+def nvmlGpmSampleGet(device: _Handle, gpmSample: c_nvmlGpmSample_t) -> c_nvmlGpmSample_t:
+    gpu = _gpm_gpu(device)
+    gpmSample.index, gpmSample.gi_id, gpmSample.t = gpu.index, None, time.time()
+    return gpmSample
+
+
+def nvmlGpmMigSampleGet(device: _Handle, gpuInstanceId: int, gpmSample: c_nvmlGpmSample_t) -> c_nvmlGpmSample_t:
+    """A sample of one GPU instance of a MIG-enabled GPU (`device` is the parent GPU)."""
+    gpu = _gpm_gpu(device)
+    if not gpu.mig_current or not any(gi.gi_id == gpuInstanceId for gi in gpu.gpu_instances):
+        raise NVMLError(NVML_ERROR_INVALID_ARGUMENT)
+    gpmSample.index, gpmSample.gi_id, gpmSample.t = gpu.index, int(gpuInstanceId), time.time()
+    return gpmSample
+
+
+def nvmlGpmMetricsGet(metricsGet: c_nvmlGpmMetricsGet_t) -> c_nvmlGpmMetricsGet_t:
+    first, second = metricsGet.sample1, metricsGet.sample2
+    if metricsGet.version != NVML_GPM_METRICS_GET_VERSION or first is None or second is None:
+        raise NVMLError(NVML_ERROR_INVALID_ARGUMENT)
+    if first.freed or second.freed or first.index is None or (first.index, first.gi_id) != (
+            second.index, second.gi_id) or not second.t > first.t:
+        raise NVMLError(NVML_ERROR_INVALID_ARGUMENT)
+    gpu = _state().gpu(first.index)
+    steps = min(8, max(2, int((second.t - first.t) * 4) + 1))
+    times = [first.t + (second.t - first.t) * i / (steps - 1) for i in range(steps)]
+    if first.gi_id is None:
+        loads = [scenario_load(gpu, t) for t in times]
+    else:
+        loads = [slice_load(gpu, first.gi_id, t) for t in times]
+    load = sum(loads) / len(loads)
+    for metric in metricsGet.metrics[:metricsGet.numMetrics]:
+        share = _GPM_SHARE.get(metric.metricId)
+        if share is None:
+            metric.nvmlReturn, metric.value = NVML_ERROR_NOT_SUPPORTED, 0.0
+        else:
+            metric.nvmlReturn, metric.value = NVML_SUCCESS, round(100.0 * share * load, 2)
+    return metricsGet

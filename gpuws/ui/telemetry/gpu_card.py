@@ -96,6 +96,8 @@ def mig_device_name(profile: str | None, gpu_instance: int | None) -> str | None
     return f"MIG {profile}" + (f" · GI {gpu_instance}" if gpu_instance is not None else "")
 
 
+SLICE_ACTIVITY_LABEL = "Activity"
+
 # Power and temperature belong to the whole card: shown once, on the parent GPU's card.
 _CARD_WIDE_METRICS = frozenset({"temp_c", "power_w"})
 
@@ -126,6 +128,10 @@ class GpuCard(Card):
         self.rows: dict[str, MetricRow] = {
             metric.key: MetricRow(metric.key, metric.label, metric.colours) for metric in CARD_METRICS
         }
+        if "/mig" in key:
+            # A slice's own engine activity (GPM, where NVML gives it): the same field as a GPU's
+            # utilisation, named for what it is here.
+            self.rows["util_gpu_pct"].label = SLICE_ACTIVITY_LABEL
         self.plots = SparklineRows(list(self.rows.values()), self)
         self.plots.clicked.connect(lambda m: self.metric_clicked.emit(self.key, m))
 

@@ -73,7 +73,12 @@ def percent_text(value: float) -> str:
 
 
 def _util(s: GpuSample) -> str:
-    return NOT_SUPPORTED if s.util_gpu_pct is None else percent_text(s.util_gpu_pct)
+    """'87 %'; with the share of SMs busy where GPM gives it (MIG slices): '87 % · SM 80 %'."""
+    if s.util_gpu_pct is None:
+        return NOT_SUPPORTED
+    if s.sm_active_pct is None:
+        return percent_text(s.util_gpu_pct)
+    return f"{percent_text(s.util_gpu_pct)} · SM {percent_text(s.sm_active_pct)}"
 
 
 def _memory(s: GpuSample) -> str:

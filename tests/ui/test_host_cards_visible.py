@@ -188,3 +188,26 @@ def test_a_narrower_view_reflows_to_one_column_and_keeps_the_top_device(qtbot: A
     cards.verticalScrollBar().setValue(cards.verticalScrollBar().maximum())
     qtbot.wait(10)
     assert "299" in shown_cards(cards)
+
+
+def test_a_card_is_as_tall_as_its_content_not_its_narrowest_wrap(qtbot: Any) -> None:
+    """Found in a screenshot: every card a third taller than its content, in empty bands above and
+    below the header, so a 1100 x 820 view showed one row of cards where two fit."""
+    import time
+
+    from tests.ui.telemetry_samples import fill_store
+
+    store = TelemetryStore()
+    now = time.time()
+    fill_store(store, "demo", now - 60, 60, gpus=3, mig=True)
+    view = HostCards()
+    qtbot.addWidget(view)
+    view.resize(1100, 700)
+    view.show()
+    qtbot.waitExposed(view)
+    view.refresh(store, "demo", now - 60, now)
+    qtbot.waitUntil(lambda: len(view.cards) == 4)
+    needed = max(card.heightForWidth(card.width()) for card in view.cards.values())
+    assert needed > 0
+    assert all(card.height() <= needed + 1 for card in view.cards.values())
+    assert len(view._on_screen()) == 4  # both rows in view

@@ -173,7 +173,10 @@ class HostCards(QAbstractScrollArea):
                 return
             probe = self._acquire(self.keys[0])
             self._release(probe)
-        self._card_height = max(self._card_height, probe.heightForWidth(width), probe.minimumSizeHint().height())
+        # Not minimumSizeHint: with word-wrapped facts it is the height at the narrowest width (a
+        # word per line), which made every card a third taller than its content, spread as bands.
+        fits = probe.heightForWidth(width)
+        self._card_height = max(self._card_height, fits if fits > 0 else probe.sizeHint().height())
 
     def _place(self) -> None:
         """Bind cards to the devices of the rows on screen (+ margin) and put them in place."""

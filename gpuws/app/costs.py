@@ -80,11 +80,15 @@ class CostBook:
                 except Exception:
                     log.exception("cost ledger listener failed")
 
+        done: concurrent.futures.Future[None] = concurrent.futures.Future()
+        done.set_result(None)
         if self._closed:
-            done: concurrent.futures.Future[None] = concurrent.futures.Future()
-            done.set_result(None)
             return done
-        future = self._writer.submit(run)
+        try:
+            future = self._writer.submit(run)
+        except RuntimeError:  # the interpreter is exiting: its executors take no more work
+            log.warning("cost ledger write for %s dropped: the process is exiting", host)
+            return done
         self._pending.add(future)
         future.add_done_callback(self._pending.discard)
         return future

@@ -35,6 +35,7 @@ class TelemetryHub(QObject):
                  parent: QObject | None = None, *, workspace: Workspace | None = None) -> None:
         super().__init__(parent)
         self.bridge = bridge
+        self._owns_workspace = workspace is None  # made here: closed here (its ledger thread too)
         if workspace is None:
             workspace = Workspace(lambda coro: bridge.run_async(coro, None, _stream_failed), post=bridge.post,
                                   telemetry=service if service is not None else TelemetryService())
@@ -114,7 +115,10 @@ class TelemetryHub(QObject):
             self.workspace.state_changed(host, ConnectionState.DISCONNECTED)
 
     def shutdown(self) -> None:
-        self.workspace.shutdown()
+        if self._owns_workspace:
+            self.workspace.close()
+        else:  # the window's Workspace: the window closes it (and ends the cost sessions) itself
+            self.workspace.shutdown()
 
     def _on_alert_event(self, event: AlertEvent) -> None:
         # Loop thread: hop to the GUI thread; the hub may be gone by then at exit.

@@ -77,6 +77,7 @@ def test_unreachable_host_is_5_and_unknown_profile_is_2(capsys: pytest.CaptureFi
     ProfileStore().add(HostProfile(name="gone", host="127.0.0.1", port=port, user="me", auth=AuthMethod.AGENT))
     assert main(["probe", "gone"]) == 5
     assert main(["watch", "gone", "--count", "1"]) == 5
+    assert main(["mig-parted", "export", "gone"]) == 5  # it caught every error itself and said 1
     assert main(["probe", "nope"]) == 2
     err = capsys.readouterr().err
     assert "Traceback" not in err and all(line.startswith("gpuws: error: ") for line in err.splitlines())

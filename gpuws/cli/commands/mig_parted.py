@@ -88,10 +88,7 @@ def load_config(path: Path, config: str) -> list[MigPartedEntry]:
 
 
 def _export(args: argparse.Namespace) -> int:
-    try:
-        return asyncio.run(_export_async(args))
-    except GpuwsError as exc:
-        return fail(str(exc))
+    return asyncio.run(_export_async(args))  # errors go to the one exit-status table in cli/main.py
 
 
 async def _export_async(args: argparse.Namespace) -> int:

@@ -1,4 +1,5 @@
-"""The process entry point of the `gpuws` command: Ctrl-C at any moment is exit 130 and one line.
+"""The process entry point of the `gpuws` command: Ctrl-C at any moment is exit 130 and one line;
+stdout closed by its reader (`gpuws ... | head`) is exit 1 without a traceback.
 
 `gpuws.cli.main.main` turns a KeyboardInterrupt into 130 once it runs; this wrapper covers the
 moment before, while the command's modules are still being imported, where a KeyboardInterrupt
@@ -14,6 +15,7 @@ from types import FrameType
 
 EXIT_INTERRUPTED = 130
 INTERRUPTED_LINE = "gpuws: interrupted\n"
+EXIT_BROKEN_PIPE = 1  # "other error" in the one exit-status table
 
 
 def _interrupted_while_starting(_signum: int, _frame: FrameType | None) -> None:
@@ -36,4 +38,10 @@ def run() -> None:
     except KeyboardInterrupt:  # while the parser imports the subcommands, before main's own guard
         sys.stderr.write(INTERRUPTED_LINE)
         code = EXIT_INTERRUPTED
+    except BrokenPipeError:
+        # The reader of stdout left (`gpuws ... | head`): nothing more to say to anyone. Point stdout
+        # at /dev/null so the flush at exit does not fail again, and exit "other error".
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        code = EXIT_BROKEN_PIPE
     sys.exit(code)

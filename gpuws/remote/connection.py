@@ -171,8 +171,10 @@ class _HostKeyGate:
         revoked = self.known.revoked_keys(self.host, self.port)
         if revoked:
             places = ", ".join(e.location for e in revoked)
+            # asyncssh refused it before our gate: a plain key or a certificate's key (it does not say).
             return HostCertificateInvalid(
-                f"host certificate of {label} uses a revoked key ({places}); refusing to connect"
+                f"host key of {label} (or the key of its certificate) is marked @revoked ({places}); "
+                "refusing to connect"
             )
         return HostUnreachable(f"host key of {label} not verified")
 

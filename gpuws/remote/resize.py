@@ -17,7 +17,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from gpuws.core.errors import GpuwsError
+from gpuws.core.errors import GpuwsError, NoNvidiaDriver
 from gpuws.core.nvsmi.compute_apps import ComputeApp, parse_compute_apps
 from gpuws.core.nvsmi.listing import parse_gpu_list
 from gpuws.core.nvsmi.query_csv import parse_query_csv
@@ -57,6 +57,10 @@ class ResizeRefused(GpuwsError):
 
 class StepFailed(GpuwsError):
     """A step or the verification failed (the caller rolls back)."""
+
+
+class NoDriverForResize(StepFailed, NoNvidiaDriver):
+    """nvidia-smi is not on the host: a failed step to the resize, "no NVIDIA driver" to people."""
 
 
 @dataclass(frozen=True)
@@ -123,6 +127,8 @@ class MigResizer:
         except CommandTimeout as exc:
             raise StepFailed(str(exc)) from None
         except OSError as exc:  # e.g. nvidia-smi missing on a LocalRunner
+            if isinstance(exc, FileNotFoundError) and argv[0] == "nvidia-smi":
+                raise NoDriverForResize("no NVIDIA driver found on the host (nvidia-smi is missing)") from None
             raise StepFailed(f"{argv[0]}: {exc.strerror or exc}") from None
 
     async def needs_sudo(self) -> bool:
@@ -152,6 +158,8 @@ class MigResizer:
         query = await self._run(
             ["nvidia-smi", f"--query-gpu={','.join(_GPU_FIELDS)}", "--format=csv,noheader"]
         )
+        if query.exit_status == 127:  # the host's shell did not find it (over SSH)
+            raise NoDriverForResize("no NVIDIA driver found on the host (nvidia-smi is missing)")
         if not query.ok:
             raise StepFailed(f"nvidia-smi --query-gpu failed: {_first_line(query)}")
         rows = parse_query_csv(query.stdout, _GPU_FIELDS)

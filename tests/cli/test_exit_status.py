@@ -2,7 +2,13 @@
 
 from __future__ import annotations
 
+import contextlib
+import io
 import socket
+import sys
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -20,6 +26,8 @@ from gpuws.remote.probe import NoDriverFound
 from gpuws.remote.resize import ResizeOutcome, ResizeRefused
 from gpuws.remote.telemetry import TelemetryNoDriver
 from tests.support.sshd import SshdServer
+
+MIG_PARTED_FILE = str(Path(__file__).resolve().parents[1] / "fixtures" / "mig-parted" / "config-default.yaml")
 
 
 @pytest.mark.parametrize(("error", "status"), [
@@ -69,6 +77,7 @@ def test_unreachable_host_is_5_and_unknown_profile_is_2(capsys: pytest.CaptureFi
     ProfileStore().add(HostProfile(name="gone", host="127.0.0.1", port=port, user="me", auth=AuthMethod.AGENT))
     assert main(["probe", "gone"]) == 5
     assert main(["watch", "gone", "--count", "1"]) == 5
+    assert main(["mig-parted", "export", "gone"]) == 5  # it caught every error itself and said 1
     assert main(["probe", "nope"]) == 2
     err = capsys.readouterr().err
     assert "Traceback" not in err and all(line.startswith("gpuws: error: ") for line in err.splitlines())
@@ -84,3 +93,40 @@ def test_unknown_host_key_is_4_for_every_connecting_command(
         assert main(argv) == 4, argv
     assert main(["probe", "rig", "--accept-new"]) == 0
     capsys.readouterr()
+
+
+class _Terminal(io.StringIO):
+    def isatty(self) -> bool:
+        return True
+
+
+@pytest.mark.parametrize("argv", [
+    ["probe", "rig"],
+    ["watch", "rig", "--count", "1"],
+    ["bench", "rig", "--no-save"],
+    ["slices", "rig"],
+    ["resize", "rig", "full", "--gpu", "0", "--dry-run"],
+    ["advise", "rig", "--observe", "1"],
+    ["mig-parted", "export", "rig"],
+    ["mig-parted", "assert", "rig", MIG_PARTED_FILE, "--config", "all-disabled"],
+    ["mig-parted", "apply", "rig", MIG_PARTED_FILE, "--config", "all-disabled", "--dry-run"],
+])
+def test_every_connecting_command_asks_about_the_host_key_on_a_terminal(
+    argv: list[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Issue 11: the same OpenSSH question on a TTY for every command that connects (advise and
+    # mig-parted connected without it, so an unknown key was refused without asking).
+    ProfileStore().add(HostProfile(name="rig", host="127.0.0.1", user="me", auth=AuthMethod.AGENT))
+    seen: dict[str, Any] = {}
+
+    @contextlib.asynccontextmanager
+    async def open_target(name: str, **options: Any) -> AsyncIterator[Any]:
+        seen.update(options)
+        raise GpuwsError("stop here: the options are what this test looks at")
+        yield  # an async generator, like the real one
+
+    monkeypatch.setattr("gpuws.app.targets.open_target", open_target)
+    monkeypatch.setattr(sys, "stdin", _Terminal())
+    monkeypatch.setattr(sys, "stderr", _Terminal())
+    assert main(argv) == 1
+    assert seen.get("confirm_host_key") is not None and seen.get("kbdint_prompt") is not None, argv

@@ -110,3 +110,20 @@ def test_ctrl_c_while_starting_is_130_and_one_line(delay: float, silent_server: 
         assert (code, err) == (130, "gpuws: interrupted\n")
         return
     pytest.fail("never got past the interpreter's start-up")
+
+
+def test_output_into_a_closed_pipe_is_no_traceback(isolated_home: Path) -> None:
+    # `gpuws ... | head -c 300`: the reader is gone before gpuws writes (its read end closed first,
+    # so every write fails with EPIPE).
+    ProfileStore().add(HostProfile(name="rig", host="rig.example"))
+    read_end, write_end = os.pipe()
+    os.close(read_end)
+    try:
+        done = subprocess.run([sys.executable, "-m", "gpuws", "hosts", "list", "--json"], stdout=write_end,
+                              stderr=subprocess.PIPE, env=gpuws_env(isolated_home), stdin=subprocess.DEVNULL,
+                              timeout=60)
+    finally:
+        os.close(write_end)
+    err = done.stderr.decode("utf-8", "replace")
+    assert "Traceback" not in err and "BrokenPipeError" not in err, err
+    assert done.returncode == 1, err  # "other error" in the one table; nothing more to say on stderr

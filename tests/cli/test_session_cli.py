@@ -77,6 +77,8 @@ def test_cost_json_and_csv(capsys: pytest.CaptureFixture[str], tmp_path: Path) -
     save(name="eu", price_per_hour=2.0, currency="EUR", budget_daily=5.0)
     code, out, _ = run(capsys, "cost", "eu")
     assert code == 0 and "€2.00" in out  # Found: costs without a currency
+    row = next(line for line in out.splitlines() if line.startswith("eu "))
+    assert "€5.00" in row and "daily" in row  # a daily budget alone is shown in the BUDGET column too
     code, _, err = run(capsys, "cost", "nope")
     assert code == 2 and "no host profile named 'nope'" in err
     SessionLedger().end("rig", time.time())

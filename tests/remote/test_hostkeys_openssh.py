@@ -126,6 +126,20 @@ async def test_revoked_wins_over_a_trusted_ca(multi_sshd: SshdServer, isolated_h
         await HostConnection(key_profile(multi_sshd), known_hosts=KnownHosts([path])).connect()
 
 
+async def test_revoked_plain_host_key_is_refused_without_talk_of_a_certificate(
+    sshd: SshdServer, isolated_home: Path
+) -> None:
+    # A plain host key, recorded and also @revoked: asyncssh refuses it before our gate sees it, and
+    # the refusal named a "host certificate" the host never offered.
+    line = sshd.known_hosts_line()
+    path = known_file(isolated_home, line + "@revoked " + line)
+    with pytest.raises(HostKeyRevoked) as info:
+        await HostConnection(key_profile(sshd), known_hosts=KnownHosts([path])).connect()
+    message = str(info.value)
+    assert "revoked" in message and f"{path}:2" in message
+    assert message.startswith("host key of")  # was: "host certificate of ... uses a revoked key"
+
+
 async def test_user_at_host_port_jump_chain_needs_no_profiles(sshd: SshdServer, isolated_home: Path) -> None:
     # As `ssh -J u@h:p,ssh://u@h:p target`: address hops log in with the default identity.
     (isolated_home / ".ssh" / "known_hosts").write_text(sshd.known_hosts_line())

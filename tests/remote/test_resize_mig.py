@@ -11,7 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from gpuws.core.runner import LocalRunner
+from gpuws.core.errors import NoNvidiaDriver
+from gpuws.core.runner import CommandResult, LocalRunner
 from gpuws.remote.resize import (
     ROLLED_BACK,
     TARGET_VERIFIED,
@@ -161,3 +162,18 @@ async def test_non_mig_gpu_and_bad_target_are_refused(sim: tuple[MigResizer, Sim
         await resizer.resize(A100, "3x3g.40gb")
     with pytest.raises(ResizeRefused, match="no GPU 9"):
         await resizer.resize(9, "full")
+
+
+class _NoNvidiaSmiOverSsh:
+    """A host's shell without nvidia-smi: "not found", exit status 127 (what SSH brings back)."""
+
+    async def run(self, argv: list[str], **_: object) -> CommandResult:
+        return CommandResult(tuple(argv), 127, "", f"sh: 1: {argv[0]}: not found\n")
+
+
+async def test_no_nvidia_smi_is_no_driver_not_a_failed_step(tmp_path: Path) -> None:
+    # `gpuws slices`/`advise`/`resize` on a host without a driver exited 1 ("nvidia-smi --query-gpu
+    # failed") instead of 6, the table's "no NVIDIA driver", which probe and watch already gave.
+    for runner in (_NoNvidiaSmiOverSsh(), LocalRunner(dict(os.environ, PATH=str(tmp_path)))):
+        with pytest.raises(NoNvidiaDriver, match="no NVIDIA driver"):
+            await MigResizer(runner).read_gpus()  # type: ignore[arg-type]

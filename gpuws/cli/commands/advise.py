@@ -17,6 +17,7 @@ import time
 from collections import defaultdict
 from typing import TYPE_CHECKING, Any
 
+from gpuws.cli.connecting import tty_prompts
 from gpuws.cli.output import fail, print_json, sim_banner
 from gpuws.core.advice import DEFAULT_MIN_DATA_S, AdvicePolicy, GpuAdvice, parse_duration
 from gpuws.core.errors import ValidationError
@@ -157,7 +158,7 @@ async def _advise(
     from gpuws.remote.resize import MigResizer
     from gpuws.remote.telemetry import TelemetryStream
 
-    async with open_target(args.name, accept_new=args.accept_new) as connection:
+    async with open_target(args.name, accept_new=args.accept_new, **tty_prompts()) as connection:
         profile = connection.profile
         states = await MigResizer(connection.runner).read_gpus()
         if not args.json:

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from gpuws.cli.commands.resize import RESIZE_EXIT_STATUS
+from gpuws.cli.connecting import tty_prompts
 from gpuws.cli.output import fail, print_json, sim_banner
 from gpuws.core.errors import GpuwsError, ParseError
 from gpuws.core.resize.layout import LayoutError
@@ -87,17 +88,14 @@ def load_config(path: Path, config: str) -> list[MigPartedEntry]:
 
 
 def _export(args: argparse.Namespace) -> int:
-    try:
-        return asyncio.run(_export_async(args))
-    except GpuwsError as exc:
-        return fail(str(exc))
+    return asyncio.run(_export_async(args))  # errors go to the one exit-status table in cli/main.py
 
 
 async def _export_async(args: argparse.Namespace) -> int:
     from gpuws.app.targets import open_target
     from gpuws.remote.resize import MigResizer
 
-    async with open_target(args.name, accept_new=args.accept_new) as conn:
+    async with open_target(args.name, accept_new=args.accept_new, **tty_prompts()) as conn:
         gpus = await MigResizer(conn.runner).read_gpus()
     chosen = [g for g in gpus if g.mig_capable and (args.gpu is None or g.index == args.gpu)]
     if args.gpu is not None and not chosen:
@@ -126,7 +124,7 @@ async def _apply_async(args: argparse.Namespace) -> int:
     from gpuws.remote.resize import MigResizer, Progress
 
     entries = load_config(args.file, args.config)  # a bad file is refused before connecting
-    async with open_target(args.name, accept_new=args.accept_new) as conn:
+    async with open_target(args.name, accept_new=args.accept_new, **tty_prompts()) as conn:
         profile = conn.profile
         resizer = MigResizer(conn.runner)
         targets = config_targets(args.config, entries, await read_host_gpus(resizer))
@@ -187,7 +185,7 @@ async def _assert_async(args: argparse.Namespace) -> int:
     from gpuws.remote.resize import MigResizer
 
     entries = load_config(args.file, args.config)
-    async with open_target(args.name, accept_new=args.accept_new) as conn:
+    async with open_target(args.name, accept_new=args.accept_new, **tty_prompts()) as conn:
         profile = conn.profile
         targets = config_targets(args.config, entries, await read_host_gpus(MigResizer(conn.runner)))
     differences = assert_differences(targets)

@@ -214,8 +214,11 @@ def _cost_table(report: list[HostCost]) -> str:
         def money(value: float | None, currency: str = c.currency) -> str:
             return "-" if value is None else as_money(value, currency)
 
-        budget = ("-" if c.budget.budget is None else
-                  f"{money(c.budget.spent)}/{money(c.budget.budget)} ({c.budget.level})")
+        # The budget nearest to being used up, daily or monthly (a daily budget alone showed "-").
+        worst = c.worst_budget()
+        period = f" {worst.period}" if worst.period else ""
+        budget = ("-" if worst.budget is None else
+                  f"{money(worst.spent)}/{money(worst.budget)}{period} ({worst.level})")
         rows.append((c.host, money(c.price_per_hour), money(c.running), money(c.daily), money(c.monthly), budget))
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
     return "\n".join("  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip() for row in rows)

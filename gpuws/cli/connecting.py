@@ -32,6 +32,10 @@ class ExitStatus(IntEnum):
     RESIZE_REFUSED = 8  # resize refused by preflight: nothing changed
     RESIZE_ROLLED_BACK = 9  # resize failed and the verified previous layout is back
     RESIZE_ROLLBACK_FAILED = 10  # the rollback failed too: the host needs attention
+    # Verdicts, not errors: a benchmark that ran and found a bad card, or could not decide. Kept
+    # apart from 8/9 so a script never reads "a check failed" as "a resize was refused".
+    CHECK_FAILED = 11  # `gpuws bench`: a check failed
+    INCONCLUSIVE = 12  # `gpuws bench`: something could not be measured (never a pass)
 
 
 # Kept for the commands that name them (the values are the table's).

@@ -29,7 +29,9 @@ EXIT_STATUS_TABLE = """exit status (every command):
   7  timed out
   8  resize refused by preflight (nothing changed)
   9  resize rolled back to the verified previous layout
-  10 resize rollback failed (the host needs attention)"""
+  10 resize rollback failed (the host needs attention)
+  11 benchmark: a check failed
+  12 benchmark: inconclusive (something could not be measured; never a pass)"""
 
 # One module per concern; each registers its own subcommands.
 COMMAND_MODULES = (

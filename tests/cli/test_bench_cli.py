@@ -10,7 +10,7 @@ import pytest
 from gpuws.cli.main import main
 from gpuws.core import paths
 
-EXIT_FAIL, EXIT_INCONCLUSIVE = 8, 9
+EXIT_FAIL, EXIT_INCONCLUSIVE = 11, 12  # the one table's verdict statuses
 
 
 def test_bench_demo_json_report(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:

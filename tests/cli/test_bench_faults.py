@@ -27,7 +27,7 @@ def test_bench_nan_fails_stress(capsys: pytest.CaptureFixture[str], monkeypatch:
     code, report = bench(capsys, monkeypatch, "bench-nan:0")
     (stress,) = checks(report, 0, "stress")
     assert stress["verdict"] == "fail" and "not finite" in stress["reason"]
-    assert report["verdict"] == "fail" and code == 8
+    assert report["verdict"] == "fail" and code == 11
 
 
 def test_copy_corrupt_fails_mem_copy(capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:

@@ -70,6 +70,23 @@ def test_the_table_is_in_the_help() -> None:
         assert line in text
 
 
+def test_every_status_means_one_thing_in_the_help_and_the_readme() -> None:
+    """Found: `gpuws bench` exited 8 for a failed check and 9 for inconclusive, which the one
+    table gives to a refused and a rolled-back resize."""
+    from pathlib import Path
+
+    from gpuws.cli.commands.bench import EXIT_FAIL, EXIT_INCONCLUSIVE
+    from gpuws.cli.connecting import ExitStatus
+
+    assert {EXIT_FAIL, EXIT_INCONCLUSIVE}.isdisjoint({ExitStatus.RESIZE_REFUSED, ExitStatus.RESIZE_ROLLED_BACK,
+                                                      ExitStatus.RESIZE_ROLLBACK_FAILED})
+    help_lines = build_parser().format_help().splitlines()
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
+    for status in ExitStatus:
+        assert sum(line.strip().startswith(f"{status.value} ") for line in help_lines) == 1, status
+        assert readme.count(f"| {status.value} | ") == 1, status
+
+
 def test_unreachable_host_is_5_and_unknown_profile_is_2(capsys: pytest.CaptureFixture[str]) -> None:
     with socket.socket() as s:  # a port nobody listens on
         s.bind(("127.0.0.1", 0))

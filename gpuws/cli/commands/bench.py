@@ -9,16 +9,16 @@ from pathlib import Path
 from typing import Any
 
 from gpuws.app.bench import keep_run
-from gpuws.cli.connecting import EXIT_TIMEOUT, tty_prompts
+from gpuws.cli.connecting import EXIT_TIMEOUT, ExitStatus, tty_prompts
 from gpuws.cli.output import fail, print_json, sim_banner
 from gpuws.core.bench.check import check_markdown, check_report, check_screen
 from gpuws.core.bench.report import build_report, text_table, to_json, to_markdown
 from gpuws.core.bench.results import BenchRun, ResultStore, compare
 
-EXIT_FAIL = 8
-EXIT_INCONCLUSIVE = 9
+EXIT_FAIL = ExitStatus.CHECK_FAILED  # the one table's verdict statuses (gpuws.cli.connecting)
+EXIT_INCONCLUSIVE = ExitStatus.INCONCLUSIVE
 
-_EPILOG = """exit status: 0 pass or warn, 8 a check failed, 9 inconclusive (something could not run,
+_EPILOG = """exit status: 0 pass or warn, 11 a check failed, 12 inconclusive (something could not run,
 e.g. no CUDA toolchain or a CPU-only host), 1 other error, 3 authentication failed, 4 unknown or
 changed host key, 5 host unreachable, 7 timed out.
 Runs are kept per host under the data directory (bench/NAME/) and compared with earlier runs."""

@@ -168,6 +168,8 @@ class AdviceStrip(QWidget):
         context, hub = self.context, self.hub
         if context is None or hub is None or (self._pending is not None and not self._pending.done()):
             return
+        if not context.bridge.running:  # the app is closing: its timer may still fire once
+            return
         connection = context.session.connection
         runner = None if connection is None else connection.runner
         if runner is None and not self._states:

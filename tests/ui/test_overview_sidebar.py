@@ -140,3 +140,22 @@ def test_secondary_text_follows_a_palette_switch(qtbot: Any) -> None:
         assert abs(dark_text - window) > 60  # and still readable against the background
     finally:
         app.setPalette(original)
+
+
+def test_a_short_card_keeps_its_title_at_the_top_beside_a_taller_one(qtbot: Any) -> None:
+    """Found in a screenshot: a GPU card sharing a row with a MIG card (taller, its devices listed)
+    spread the extra height as bands above and below its title."""
+    from gpuws.core.inventory import Inventory
+
+    inventory = fixture_inventory("a100-sxm4-v12.xml")
+    with_mig = inventory.gpus[0]
+    without = replace(with_mig, index=1, mig_devices=[], mig_mode="Disabled")
+    tab = OverviewTab()
+    qtbot.addWidget(tab)
+    tab.resize(1100, 900)
+    tab.show()
+    tab.show_inventory(Inventory(inventory.host, [with_mig, without]))
+    qtbot.waitUntil(lambda: len(tab.gpu_cards) == 2 and tab.gpu_cards[1].height() > 0)
+    tall, short = tab.gpu_cards
+    qtbot.waitUntil(lambda: short.height() == tall.height())  # one grid row
+    assert short.grid.geometry().top() <= tall.grid.geometry().top() + 1  # facts start at the same height

@@ -65,6 +65,9 @@ class GpuCard(Card):
         if gpu.mig_devices:
             grid.add_row("MIG devices", "\n".join(_mig_device_line(d) for d in gpu.mig_devices))
         layout.addWidget(grid)
+        # A card sharing a grid row with a taller one gets the extra height here, under its facts,
+        # not spread as bands around its title.
+        layout.addStretch(1)
         # The UUID is long and unbreakable: a small footer line that never dictates the card's width.
         self.uuid_label = muted_label(or_dash(gpu.uuid), self)
         small = QFont(self.uuid_label.font())

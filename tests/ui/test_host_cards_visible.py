@@ -166,6 +166,20 @@ def test_mig_devices_follow_their_gpu_in_the_grid(qtbot: Any) -> None:
     mig = shown_cards(cards)["30/mig2"]
     assert mig.title.text() == "GPU 30 · MIG 2"
     assert mig.rows["mem_used_mib"].value_text.startswith("0.2 / 9.6 GiB")
+    assert mig.rows["util_gpu_pct"].label == "Activity"
+    # Found in a screenshot: a pooled card that had shown a slice kept "Activity" for a whole GPU.
+    cards.scroll_to_key("0")
+    qtbot.wait(10)
+    cards.scroll_to_key("30/mig1")
+    qtbot.wait(10)
+    cards.scroll_to_key("0")
+    qtbot.wait(10)
+    labels = {key: card.rows["util_gpu_pct"].label for key, card in shown_cards(cards).items()}
+    assert labels and all(label == ("Activity" if "/mig" in key else "GPU util") for key, label in labels.items())
+    for key in ("30/mig1", "30/mig2"):  # and back: every slice card says Activity again
+        cards.scroll_to_key(key)
+        qtbot.wait(10)
+        assert shown_cards(cards)[key].rows["util_gpu_pct"].label == "Activity"
 
 
 def test_a_narrower_view_reflows_to_one_column_and_keeps_the_top_device(qtbot: Any) -> None:

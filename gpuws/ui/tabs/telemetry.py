@@ -125,7 +125,8 @@ class TelemetryTab(QWidget):
         self.status_banner.hide()
 
         self.cards = HostCards(self)
-        self.cards.setMinimumHeight(220)
+        # Room for a card header and two metric rows; with the advice strip's line this still fits 900x600.
+        self.cards.setMinimumHeight(168)
         self.cards.metric_clicked.connect(self.open_detail)
         self.cards.scrolled.connect(self._invalidate)
         self.detail = DetailPlot(self)

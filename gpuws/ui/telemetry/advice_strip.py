@@ -76,7 +76,7 @@ def resize_target(advice: GpuAdvice) -> str | None:
 
 
 MAX_STRIP_HEIGHT = 132  # px: about three advice rows, then it scrolls
-MIN_STRIP_HEIGHT = 1  # the layout may fold it away in a small window (900x600): the tabs keep their room
+MIN_STRIP_HEIGHT = 48  # one advice line stays in view on every tab (more scrolls), even at 900x600
 
 
 class AdviceStrip(QWidget):

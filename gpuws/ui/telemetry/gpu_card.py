@@ -97,6 +97,7 @@ def mig_device_name(profile: str | None, gpu_instance: int | None) -> str | None
 
 
 SLICE_ACTIVITY_LABEL = "Activity"
+_UTIL_LABEL = next(metric.label for metric in CARD_METRICS if metric.key == "util_gpu_pct")
 
 # Power and temperature belong to the whole card: shown once, on the parent GPU's card.
 _CARD_WIDE_METRICS = frozenset({"temp_c", "power_w"})
@@ -128,10 +129,7 @@ class GpuCard(Card):
         self.rows: dict[str, MetricRow] = {
             metric.key: MetricRow(metric.key, metric.label, metric.colours) for metric in CARD_METRICS
         }
-        if "/mig" in key:
-            # A slice's own engine activity (GPM, where NVML gives it): the same field as a GPU's
-            # utilisation, named for what it is here.
-            self.rows["util_gpu_pct"].label = SLICE_ACTIVITY_LABEL
+        self._label_rows()
         self.plots = SparklineRows(list(self.rows.values()), self)
         self.plots.clicked.connect(lambda m: self.metric_clicked.emit(self.key, m))
 
@@ -180,6 +178,18 @@ class GpuCard(Card):
     def set_name(self, name: str | None) -> None:
         self.title.setText(device_title(self.key, name))
 
+    def _label_rows(self) -> bool:
+        """Name the utilisation row for this card's kind of device; True when the label changed.
+
+        A slice's own engine activity (GPM, where NVML gives it) is the same field as a GPU's
+        utilisation, named for what it is there.
+        """
+        row = self.rows["util_gpu_pct"]
+        label = SLICE_ACTIVITY_LABEL if "/mig" in self.key else _UTIL_LABEL
+        changed = row.label != label
+        row.label = label
+        return changed
+
     def bind(self, key: str, name: str | None) -> None:
         """Show another device (a pooled card scrolled back into view): stale until updated.
 
@@ -188,6 +198,8 @@ class GpuCard(Card):
         """
         self.key = key
         self.stale = True
+        if self._label_rows():
+            self.plots.relabel()
         self.set_name(name)
         self.update_view(None, None, 0.0, 0.0)
         self._pstate_text = ""

@@ -293,6 +293,11 @@ class SparklineRows(QWidget):
             self._labels, self._style = None, None
         return super().event(event)
 
+    def relabel(self) -> None:
+        """A row's label changed (a pooled card bound to another kind of device): draw it anew."""
+        self._labels = None
+        self.update()
+
     def resizeEvent(self, event: QResizeEvent) -> None:
         self._lines = None
         self._labels = None  # elided to the label column again

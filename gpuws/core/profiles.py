@@ -26,7 +26,7 @@ import dataclasses
 import enum
 import types
 import typing
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
@@ -39,9 +39,10 @@ from gpuws.core.jumps import jump_profile_names
 from gpuws.core.models import HostProfile
 from gpuws.core.recordfile import (
     Decoded,
+    NamedRecordStore,
     RecordFile,
-    RecoveryNotice,
     schema_problem,
+    sorted_by_name,
     toml_document,
 )
 from gpuws.core.validation import validate_profile
@@ -49,7 +50,6 @@ from gpuws.core.validation import validate_profile
 SCHEMA_VERSION = 1
 PROFILES_FILE = "profiles.toml"
 
-_T = TypeVar("_T")
 _D = TypeVar("_D")
 
 
@@ -222,38 +222,20 @@ def _drop_broken_jumps(candidates: list[tuple[int, HostProfile]], problems: list
         candidates = [(n, p) for n, p in candidates if n not in broken]
 
 
-def _sorted(profiles: Iterable[HostProfile]) -> list[HostProfile]:
-    return sorted(profiles, key=lambda p: (p.name.casefold(), p.name))
-
-
-class ProfileStore:
+class ProfileStore(NamedRecordStore[HostProfile]):
     """Host profiles in `profiles.toml` (default: in `gpuws.core.paths.config_dir()`)."""
 
     def __init__(self, path: Path | None = None) -> None:
-        self._file = RecordFile(path if path is not None else paths.config_dir() / PROFILES_FILE,
-                                kind="profile", decode=_decode, encode=lambda ps: encode_profiles(_sorted(ps)))
-
-    @property
-    def path(self) -> Path:
-        return self._file.path
-
-    @property
-    def last_recovery(self) -> RecoveryNotice | None:
-        """Set when a load or a change had to move a damaged file aside; the UI/CLI shows it."""
-        return self._file.last_recovery
-
-    # -- reading --------------------------------------------------------------------------------
-
-    def load(self) -> list[HostProfile]:
-        """All profiles, sorted by name. Recovers a damaged file (see `gpuws.core.recordfile`)."""
-        return _sorted(self._file.read())
+        super().__init__(RecordFile(path if path is not None else paths.config_dir() / PROFILES_FILE,
+                                    kind="profile", decode=_decode,
+                                    encode=lambda ps: encode_profiles(sorted_by_name(ps))))
 
     def get(self, name: str) -> HostProfile:
         """The profile called `name`; raises ProfileNotFound."""
-        for profile in self.load():
-            if profile.name == name:
-                return profile
-        raise ProfileNotFound(name)
+        profile = self._named(name)
+        if profile is None:
+            raise ProfileNotFound(name)
+        return profile
 
     # -- mutations --------------------------------------------------------------------------------
 
@@ -333,9 +315,6 @@ class ProfileStore:
             del profiles[index]
 
         self._mutate(change)
-
-    def _mutate(self, change: Callable[[list[HostProfile]], _T]) -> _T:
-        return self._file.mutate(change)
 
 
 def _find(profiles: list[HostProfile], name: str) -> int | None:

@@ -20,10 +20,10 @@ import os
 import tempfile
 import time
 import tomllib
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Generic, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar
 
 from gpuws.core.errors import GpuwsError
 from gpuws.core.files import LocalFileRefused, read_regular_file
@@ -36,6 +36,21 @@ MAX_FILE_BYTES = 8 * 1024 * 1024  # thousands of records fit in well under 1 MiB
 
 _R = TypeVar("_R")
 _T = TypeVar("_T")
+
+
+class Named(Protocol):
+    """A record known by its name (unique ignoring case)."""
+
+    @property
+    def name(self) -> str: ...
+
+
+_N = TypeVar("_N", bound=Named)
+
+
+def sorted_by_name(records: Iterable[_N]) -> list[_N]:
+    """Records in the order a store lists and writes them: by name ignoring case, then exactly."""
+    return sorted(records, key=lambda r: (r.name.casefold(), r.name))
 
 
 class ProfileStoreError(GpuwsError):
@@ -216,3 +231,30 @@ class RecordFile(Generic[_T]):
             atomic_write_bytes(self.path, self._encode(records))
         except OSError as exc:
             raise ProfileStoreError(f"{self.kind}s: cannot write {self.path}: {exc.strerror}") from None
+
+
+class NamedRecordStore(Generic[_N]):
+    """What every store of named records shares over its `RecordFile`: where it is, what a
+    recovery said, the records sorted by name, one by its exact name, and locked changes."""
+
+    def __init__(self, file: RecordFile[_N]) -> None:
+        self._file = file
+
+    @property
+    def path(self) -> Path:
+        return self._file.path
+
+    @property
+    def last_recovery(self) -> RecoveryNotice | None:
+        """Set when a load or a change had to move a damaged file aside; the UI and CLI show it."""
+        return self._file.last_recovery
+
+    def load(self) -> list[_N]:
+        """Every record, sorted by name; a damaged file is recovered (see the module docstring)."""
+        return sorted_by_name(self._file.read())
+
+    def _named(self, name: str) -> _N | None:
+        return next((record for record in self.load() if record.name == name), None)
+
+    def _mutate(self, change: Callable[[list[_N]], _R]) -> _R:
+        return self._file.mutate(change)

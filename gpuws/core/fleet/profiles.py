@@ -13,17 +13,23 @@ from __future__ import annotations
 
 import re
 import urllib.parse
-from collections.abc import Callable
 from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
 import tomli_w
 
 from gpuws.core import paths
 from gpuws.core.errors import ValidationError
-from gpuws.core.recordfile import Decoded, RecordFile, RecoveryNotice, schema_problem, toml_document
+from gpuws.core.recordfile import (
+    Decoded,
+    NamedRecordStore,
+    RecordFile,
+    schema_problem,
+    sorted_by_name,
+    toml_document,
+)
 from gpuws.core.validation import validate_name
 
 SCHEMA_VERSION = 1
@@ -31,7 +37,6 @@ FLEETS_FILE = "fleets.toml"
 #: Keyring service for fleet credentials, apart from host profiles' so names never collide.
 SECRET_SERVICE = "gpuws-fleet"  # noqa: S105 (a keyring service name, not a secret)
 
-_T = TypeVar("_T")
 
 # One PromQL label matcher: name, operator, double-quoted value (escapes allowed).
 _MATCHER = re.compile(r'\s*([A-Za-z_][A-Za-z0-9_]*)\s*(=~|!~|!=|=)\s*"((?:[^"\\]|\\.)*)"\s*')
@@ -183,7 +188,7 @@ def _from_table(table: dict[str, Any]) -> FleetProfile:
 
 def encode_fleets(fleets: list[FleetProfile]) -> bytes:
     """The file's bytes for these fleets."""
-    rows = [{k: v for k, v in f.to_dict().items() if v is not None} for f in _sorted(fleets)]
+    rows = [{k: v for k, v in f.to_dict().items() if v is not None} for f in sorted_by_name(fleets)]
     return tomli_w.dumps({"schema_version": SCHEMA_VERSION, "fleets": rows}).encode("utf-8")
 
 
@@ -215,36 +220,19 @@ def decode_fleets(raw: bytes) -> Decoded[FleetProfile]:
     return Decoded(fleets, problems)
 
 
-def _sorted(fleets: list[FleetProfile]) -> list[FleetProfile]:
-    return sorted(fleets, key=lambda f: (f.name.casefold(), f.name))
-
-
-class FleetStore:
+class FleetStore(NamedRecordStore[FleetProfile]):
     """Fleet profiles in `fleets.toml` (default: in `gpuws.core.paths.config_dir()`)."""
 
     def __init__(self, path: Path | None = None) -> None:
-        self._file = RecordFile(path if path is not None else paths.config_dir() / FLEETS_FILE,
-                                kind="fleet", decode=decode_fleets, encode=encode_fleets)
-
-    @property
-    def path(self) -> Path:
-        return self._file.path
-
-    @property
-    def last_recovery(self) -> RecoveryNotice | None:
-        """Set when a load or a change had to move a damaged file aside; the CLI shows it."""
-        return self._file.last_recovery
-
-    def load(self) -> list[FleetProfile]:
-        """All fleets, sorted by name (a damaged file is recovered, see `gpuws.core.recordfile`)."""
-        return _sorted(self._file.read())
+        super().__init__(RecordFile(path if path is not None else paths.config_dir() / FLEETS_FILE,
+                                    kind="fleet", decode=decode_fleets, encode=encode_fleets))
 
     def get(self, name: str) -> FleetProfile:
         """The fleet called `name`; raises FleetNotFound."""
-        for fleet in self.load():
-            if fleet.name == name:
-                return fleet
-        raise FleetNotFound(name)
+        fleet = self._named(name)
+        if fleet is None:
+            raise FleetNotFound(name)
+        return fleet
 
     def add(self, fleet: FleetProfile) -> FleetProfile:
         """Save a new fleet; raises FleetExists when the name is taken (ignoring case)."""
@@ -269,6 +257,3 @@ class FleetStore:
             raise FleetNotFound(name)
 
         self._mutate(change)
-
-    def _mutate(self, change: Callable[[list[FleetProfile]], _T]) -> _T:
-        return self._file.mutate(change)

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import math
+from array import array
 from collections.abc import Sequence
 from dataclasses import fields as dataclass_fields
 from typing import Any, Final
@@ -62,19 +63,20 @@ _INF = math.inf
 
 
 class _Device:
-    """One device's current values: GpuSample's positional arguments, and the store's metric row
-    as the store keeps it (scaled and clipped for float16, see `store.encode_rows`)."""
+    """One device's current values: GpuSample's positional arguments, and where its store row (the
+    metrics as the store keeps them: scaled and clipped for float16, see `store.encode_rows`) starts
+    in the decoder's flat row buffer."""
 
-    __slots__ = ("args", "row")
+    __slots__ = ("args", "base")
 
-    def __init__(self, args: list[Any]) -> None:
+    def __init__(self, args: list[Any], base: int) -> None:
         self.args = args
-        self.row = [_NAN] * len(METRICS)
+        self.base = base
 
 
 _NAN = math.nan
 _NOBODY: Final = (None, None, None)
-_METRIC_SLOTS: Final = tuple(_SLOT[m] for m in METRICS)
+_N_METRICS: Final = len(METRICS)
 
 
 class AgentDecoder:
@@ -90,6 +92,9 @@ class AgentDecoder:
         self.simulated = simulated
         self.devices: list[_Device] = []
         self.keys: tuple[str, ...] = ()  # the devices' keys, one tuple per device list
+        # Every device's store row, one after the other, as float32 (what `encode_rows` rounds from):
+        # written value by value, turned into the stored float16 rows with one conversion per line.
+        self._rows = array("f")
         self._stored: np.ndarray[Any, Any] | None = None  # the devices' rows as stored, while unchanged
         self.host: HostSample | None = None
         self._masks: dict[int, tuple[list[str] | None, bool | None]] = {}
@@ -136,6 +141,7 @@ class AgentDecoder:
         t = host_t - self.skew_s
         devices = self.devices
         kinds = self._fields
+        rows = self._rows
         moved = False  # a stored value changed: the store's rows are made again
         try:
             for i in range(1, len(message)):
@@ -145,9 +151,9 @@ class AgentDecoder:
                     raise ParseError(f"telemetry agent sent a change for an unknown device: {str(position)[:20]!r}")
                 device = devices[position]
                 args = device.args
-                row = device.row
+                base = device.base
                 n = len(change)
-                if n % 2 == 0:
+                if not n & 1:
                     raise ParseError("telemetry agent sent a change list with a field but no value")
                 for k in range(1, n, 2):
                     f = change[k]
@@ -156,6 +162,7 @@ class AgentDecoder:
                     slot, kind, column, scale, limit = kinds[f]
                     value = change[k + 1]
                     if kind == _STORED:
+                        moved = True
                         kind_of = value.__class__
                         if kind_of is int:
                             value = float(value)
@@ -163,14 +170,13 @@ class AgentDecoder:
                         # A number in the stored range (NaN and infinities fail the comparison).
                         if kind_of is float and -limit <= value <= limit:
                             args[slot] = value
-                            row[column] = value * scale  # as the store keeps it
-                            moved = True
+                            rows[base + column] = value * scale  # as the store keeps it
                         else:
                             value = _float(value)
                             args[slot] = value
                             # Unknown, or clipped to float16's range as `encode_rows` does.
-                            row[column] = _NAN if value is None else max(-F16_MAX, min(F16_MAX, value * scale))
-                            moved = True
+                            rows[base + column] = (_NAN if value is None
+                                                   else max(-F16_MAX, min(F16_MAX, value * scale)))
                     elif kind == _FLOAT:
                         args[slot] = _float(value)
                     elif kind == _INT:
@@ -190,8 +196,9 @@ class AgentDecoder:
             args[_T] = t
             samples.append(GpuSample(*args))
         stored = self._stored
-        if moved or stored is None:  # else the last line's rows, shared (the store only reads them)
-            stored = self._stored = np.array([d.row for d in devices], dtype=np.float16) if devices else None
+        if (moved or stored is None) and devices:  # else the last line's rows, shared (the store only reads them)
+            stored = self._stored = (
+                np.frombuffer(rows, dtype=np.float32).reshape(len(devices), _N_METRICS).astype(np.float16))
         return SampleBatch(t, samples, SOURCE_NVML, self.simulated, host_t=float(host_t), host=self.host,
                            stored_rows=stored, keys=self.keys)
 
@@ -219,7 +226,7 @@ class AgentDecoder:
         """A new device list with static facts: every device's values start again from unknown."""
         if not isinstance(records, list):
             raise ParseError("telemetry agent sent a device list that is not a list")
-        devices = []
+        devices: list[_Device] = []
         for record in records:
             if not isinstance(record, dict):
                 raise ParseError("telemetry agent sent a device record that is not an object")
@@ -237,8 +244,9 @@ class AgentDecoder:
             args[_MIG] = _mig(record.get("mig"))
             args[_SOURCE] = SOURCE_NVML
             args[_SIMULATED] = self.simulated
-            devices.append(_Device(args))
+            devices.append(_Device(args, len(devices) * _N_METRICS))
         self.devices = devices
+        self._rows = array("f", [_NAN]) * (len(devices) * _N_METRICS)
         self._stored = None
         self.keys = tuple(GpuSample(0.0, d.args[_GPU], mig=d.args[_MIG]).key for d in devices)
 

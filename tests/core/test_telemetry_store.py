@@ -206,3 +206,26 @@ def test_a_dropped_device_gets_a_new_history_though_its_batches_keep_the_same_ke
     window = store.window("h", "0/mig1", 0.0, 10.0)
     assert list(window.t) == [3.0] and window.column("util_gpu_pct")[1][0] == 20.0
     assert store.latest("h")["0/mig1"].t == 3.0
+
+
+@pytest.mark.parametrize("tier", ["raw", "5s", "120s"])
+def test_a_window_decodes_only_the_columns_asked_for_and_the_same_values(tier: str) -> None:
+    """`Window.means(columns)` (what the cards and overview tiles read) equals the columns of the
+    fully decoded `mean`, gaps and the bucket still filling included; and a window is a snapshot:
+    later samples, which overwrite the rings, do not change what it holds."""
+    store = TelemetryStore()
+    mid = feed(store, "h", T0, 1800, hz=1, gpus=2)
+    store.mark_offline("h", mid)
+    end = feed(store, "h", mid + 300, 333, hz=1, gpus=2)  # the gap in every tier; ends mid-bucket
+    window = store.window("h", "1", end - 3600, end, tier=tier)
+    columns = [METRICS.index("mem_used_mib"), METRICS.index("util_gpu_pct"), METRICS.index("temp_c")]
+    partial = window.means(columns)
+    assert partial.shape == (len(window.t), 3)
+    assert np.isnan(partial[:, 1]).any() and np.isnan(partial[:, 2]).all()  # the gap; temp unsupported
+    feed(store, "h", end, 2 * 3600, hz=1, gpus=2)  # the rings move on, past everything read above
+    np.testing.assert_array_equal(window.means(columns), partial)
+    np.testing.assert_array_equal(window.mean[:, columns], partial)
+    t, util = window.column("util_gpu_pct")
+    assert t is window.t
+    np.testing.assert_array_equal(util, partial[:, 1].astype(np.float64))
+    assert np.nanmax(partial[:, 0]) == pytest.approx(1001.0, rel=2**-11)

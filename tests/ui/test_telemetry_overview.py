@@ -6,10 +6,12 @@ import time
 from typing import Any
 
 import numpy as np
+import pytest
+from PySide6.QtCore import QRect
 from PySide6.QtGui import QImage, QPolygonF
 
 from gpuws.core.telemetry.store import TelemetryStore
-from gpuws.ui.telemetry.overview_grid import OverviewGrid
+from gpuws.ui.telemetry.overview_grid import TILE_H, OverviewGrid
 from tests.ui.telemetry_samples import fill_store
 
 
@@ -66,3 +68,34 @@ def test_new_samples_rebuild_the_lines_in_place(qtbot: Any) -> None:
     assert not tile.unread
     assert tile.lines[0][0] is poly and poly.size() > before  # same polyline, refilled with the new rows
     assert poly.last().x() > poly.first().x()
+
+
+def test_dense_history_is_drawn_at_two_points_per_pixel_keeping_its_peaks(qtbot: Any) -> None:
+    """An hour of 5 s buckets (720 points) over a ~250 px plot: each tile's lines are reduced to
+    about two points per pixel (a 1 px line costs about its number of points), and every peak and
+    trough of the series is still drawn."""
+    store = TelemetryStore()
+    now = time.time()
+    for host in ("a", "b", "c"):
+        fill_store(store, host, now - 3600, 3600, gpus=1)
+    grid = OverviewGrid()
+    qtbot.addWidget(grid)
+    grid.resize(1100, 400)
+    grid.show()
+    assert grid.canvas.refresh(store, now - 3600, now, alerted=set()) == 3
+    _rendered(grid)
+    canvas = grid.canvas
+    plot_height = canvas._paint_style().plot_rect(QRect(0, 0, canvas.tile_rect(0).width(), TILE_H)).height()
+    for tile in canvas.tiles:
+        assert tile.util.shape[0] > 700  # the data keeps every bucket
+        for series, values in ((tile.lines[0], tile.mem_pct), (tile.lines[1], tile.util)):
+            (poly,) = series
+            assert isinstance(poly, QPolygonF)
+            points = np.array([(p.x(), p.y()) for p in poly.toList()])
+            width = points[-1, 0] - points[0, 0]
+            assert points.shape[0] <= 2 * width + 4
+            # The drawn line spans the same height as the data (percent of the plot's height).
+            low, high = np.clip(np.nanmin(values), 0, 100), np.clip(np.nanmax(values), 0, 100)
+            drawn = (points[:, 1].max() - points[:, 1].min()) / plot_height * 100
+            assert drawn == pytest.approx(high - low, abs=1e-6)
+            assert np.all(np.diff(points[:, 0]) >= 0)

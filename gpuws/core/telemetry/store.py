@@ -125,6 +125,32 @@ def _decode_stats(u8: npt.NDArray[np.uint8], f16: npt.NDArray[np.float16]) -> F3
     out[..., _F16_COLS] = f16.astype(np.float32) / _F16_SCALE
     return out
 
+# Where each metric lives in a tier bucket: (is uint8, its index among those columns).
+_TIER_PLACE: Final = {
+    **{int(metric): (True, at) for at, metric in enumerate(_U8_COLS)},
+    **{int(metric): (False, at) for at, metric in enumerate(_F16_COLS)},
+}
+_COLUMN: Final = [np.array([i], dtype=np.intp) for i in range(len(METRICS))]
+
+
+def _decode_mean_columns(u8: npt.NDArray[np.uint8], f16: npt.NDArray[np.float16], columns: npt.NDArray[np.intp]) -> F32:
+    """(buckets, len(columns)) of one statistic's tier columns (u8, f16: (buckets, their columns)),
+    decoded as `_decode_stats` does, for the metrics at `columns` only."""
+    out = np.empty((u8.shape[0], len(columns)), np.float32)
+    for k, metric in enumerate(columns.tolist()):
+        small, at = _TIER_PLACE[metric]
+        if small:
+            q = u8[:, at]
+            col = q.astype(np.float32)
+            col[q == _U8_MISSING] = np.nan
+            col /= _U8_SCALE[at]
+        else:
+            col = f16[:, at].astype(np.float32)
+            col /= _F16_SCALE[at]
+        out[:, k] = col
+    return out
+
+
 RAW_TIER: Final = "raw"
 
 
@@ -147,24 +173,90 @@ class TierSpec:
 DEFAULT_TIERS: Final = (TierSpec(5.0, 3600.0), TierSpec(120.0, 24 * 3600.0))
 
 
-@dataclass(frozen=True)
 class Window:
-    """History of one device over a time range: `t` (unix s) and (rows, len(metrics)) arrays.
+    """History of one device over a time range: `t` (unix s) and (rows, len(metrics)) arrays of
+    each bucket's `mean`, `min` and `max`. For the raw tier the three are the same array. NaN rows
+    are gaps.
 
-    For the raw tier min, mean and max are the same array. NaN rows are gaps.
+    Decoded when read, and only what is read: a view that plots a few metrics' means (a card, an
+    overview tile) asks `means(columns)` and never pays for decoding the rest.
     """
 
-    tier: str
-    bucket_s: float | None
-    t: F64
-    mean: F32
-    min: F32
-    max: F32
-    metrics: tuple[str, ...] = METRICS
+    __slots__ = ("_decoded", "_f16", "_open", "_raw", "_u8", "bucket_s", "t", "tier")
+    metrics: Final[tuple[str, ...]] = METRICS
+
+    def __init__(
+        self,
+        tier: str,
+        bucket_s: float | None,
+        t: F64,
+        *,
+        raw: npt.NDArray[np.float16] | None = None,
+        u8: npt.NDArray[np.uint8] | None = None,
+        f16: npt.NDArray[np.float16] | None = None,
+        open_bucket: F32 | None = None,
+    ) -> None:
+        """`raw`: stored raw rows (rows, metrics); or a tier's `u8` and `f16` columns (3, buckets,
+        columns: min, mean, max), then `open_bucket` (3, 1, metrics), decoded, the bucket still filling."""
+        self.tier = tier
+        self.bucket_s = bucket_s
+        self.t = t
+        self._raw = raw
+        self._u8 = u8
+        self._f16 = f16
+        self._open = open_bucket
+        self._decoded: F32 | None = None  # (3, rows, metrics), once something asked for all of it
+
+    def _all(self) -> npt.NDArray[np.float32]:
+        if self._decoded is None:
+            if self._raw is not None:
+                rows = decode_rows(self._raw)
+                self._decoded = np.broadcast_to(rows, (3, *rows.shape))
+            else:
+                parts = [] if self._u8 is None or self._f16 is None else [_decode_stats(self._u8, self._f16)]
+                if self._open is not None:
+                    parts.append(self._open)
+                self._decoded = (np.concatenate(parts, axis=1) if len(parts) > 1 else parts[0] if parts
+                                 else np.empty((3, 0, len(METRICS)), np.float32))
+        return self._decoded
+
+    @property
+    def mean(self) -> F32:
+        mean: F32 = self._all()[1]
+        return mean
+
+    @property
+    def min(self) -> F32:
+        low: F32 = self._all()[0]
+        return low
+
+    @property
+    def max(self) -> F32:
+        high: F32 = self._all()[2]
+        return high
+
+    def means(self, columns: Sequence[int] | npt.NDArray[np.intp]) -> F32:
+        """(rows, len(columns)) means of the metrics at `columns` (METRICS indices), decoding only those."""
+        columns = np.asarray(columns, dtype=np.intp)
+        if self._decoded is not None:
+            decoded: F32 = self._decoded[1][:, columns]
+            return decoded
+        if self._raw is not None:
+            out: F32 = self._raw[:, columns].astype(np.float32)  # a copy: the caller may keep it
+            out /= _RAW_SCALE[columns]
+            return out
+        parts = []
+        if self._u8 is not None and self._f16 is not None:
+            parts.append(_decode_mean_columns(self._u8[1], self._f16[1], columns))
+        if self._open is not None:
+            parts.append(self._open[1][:, columns])
+        if not parts:
+            return np.empty((0, len(columns)), np.float32)
+        return np.concatenate(parts) if len(parts) > 1 else parts[0]
 
     def column(self, metric: str) -> tuple[F64, F64]:
         """(t, values) of one metric as float64, NaN where there is a gap."""
-        return self.t, self.mean[:, METRIC_INDEX[metric]].astype(np.float64)
+        return self.t, self.means(_COLUMN[METRIC_INDEX[metric]])[:, 0].astype(np.float64)
 
 
 class _RawRing:
@@ -267,13 +359,12 @@ class _TierRing:
         self.head = (self.head + n) % cap
         self.size = min(cap, self.size + n)
 
-    def stats(self, slices: Sequence[slice]) -> F32:
-        """(3, rows, metrics) decoded min, mean, max of slices of the ring, joined (one decode)."""
+    def stored(self, slices: Sequence[slice]) -> tuple[npt.NDArray[np.uint8], npt.NDArray[np.float16]]:
+        """The u8 and f16 columns (3, rows, columns) of slices of the ring, joined, still encoded (copies)."""
         if len(slices) == 1:
-            return _decode_stats(self.u8[:, slices[0]], self.f16[:, slices[0]])
-        u8 = np.concatenate([self.u8[:, sl] for sl in slices], axis=1)
-        f16 = np.concatenate([self.f16[:, sl] for sl in slices], axis=1)
-        return _decode_stats(u8, f16)
+            return self.u8[:, slices[0]].copy(), self.f16[:, slices[0]].copy()
+        return (np.concatenate([self.u8[:, sl] for sl in slices], axis=1),
+                np.concatenate([self.f16[:, sl] for sl in slices], axis=1))
 
     def nbytes(self) -> int:
         return int(self.t.nbytes + self.u8.nbytes + self.f16.nbytes)
@@ -434,14 +525,14 @@ class _DeviceHistory:
         if tier is None:
             parts = _ring_slices(raw.t, raw.head, raw.size, t_from, t_to)
             t = _join([raw.t[sl] for sl in parts], np.float64)
-            v = decode_rows(_join([raw.v[sl] for sl in parts], np.float16, len(METRICS)))
-            return Window(RAW_TIER, None, t, v, v, v)
+            return Window(RAW_TIER, None, t, raw=_join([raw.v[sl] for sl in parts], np.float16, len(METRICS)))
         width = tier.spec.bucket_s
         if self.last_t is not None and (tier.done is None or int(self.last_t // width) > tier.done):
             self.aggregate()
         parts = _ring_slices(tier.t, tier.head, tier.size, t_from, t_to)
         t_parts = [tier.t[sl] for sl in parts]
-        s_parts = [tier.stats(parts)] if parts else []
+        u8, f16 = tier.stored(parts) if parts else (None, None)
+        open_bucket = None
         if self.last_t is not None:
             # The bucket still filling, computed on the fly so the newest minute is not missing.
             current = int(self.last_t // width)
@@ -452,10 +543,9 @@ class _DeviceHistory:
                 if rows.shape[0]:
                     mn, mean, mx = _bucket_stats(rows)
                     t_parts.append(np.array([centre]))
-                    s_parts.append(np.stack((mn, mean, mx))[:, None, :])
+                    open_bucket = np.stack((mn, mean, mx))[:, None, :]
         t = _join(t_parts, np.float64)
-        stats = np.concatenate(s_parts, axis=1) if s_parts else np.empty((3, 0, len(METRICS)), np.float32)
-        return Window(tier.spec.name, tier.spec.bucket_s, t, stats[1], stats[0], stats[2])
+        return Window(tier.spec.name, tier.spec.bucket_s, t, u8=u8, f16=f16, open_bucket=open_bucket)
 
     def _pick(self, t_from: float, tier_name: str | None) -> _TierRing | None:
         """The finest history that still reaches back to `t_from` (None: the raw ring)."""

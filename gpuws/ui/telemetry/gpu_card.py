@@ -228,7 +228,7 @@ class GpuCard(Card):
                 row.ceiling = metric.ceiling(sample)
         if window is not None and window.t.size:
             # Every row's series in one float64 copy, in row order (the plots slice it per row).
-            self.plots.set_data(window.t, window.mean[:, _SERIES_COLUMNS].astype(np.float64), t_from, t_to)
+            self.plots.set_data(window.t, window.means(_SERIES_COLUMNS).astype(np.float64), t_from, t_to)
         else:
             self.plots.set_data(np.empty(0), None, t_from, t_to)
         if sample is not None:

@@ -7,6 +7,7 @@ installed in the test environment), which behaves as the real one does for what 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import signal
 import sys
@@ -84,3 +85,49 @@ async def test_start_jupyter_and_open_it_through_the_tunnel(
     finally:
         if pid:
             os.kill(pid, signal.SIGKILL)
+
+
+def test_the_cli_says_how_to_see_a_hidden_token(
+    sshd: SshdServer, isolated_home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`gpuws tunnel NAME --preset jupyter` prints the URL with `token=***`; it says in the same
+    breath that --show-token prints it, and with --show-token prints the real one."""
+    import json
+    import subprocess
+
+    from gpuws.core.models import AuthMethod, HostProfile
+    from gpuws.core.profiles import ProfileStore
+
+    monkeypatch.setenv("HOME", str(isolated_home))
+    trust(sshd, isolated_home)
+    ProfileStore().add(HostProfile(name="rig", host="127.0.0.1", port=sshd.port, user=sshd.user, auth=AuthMethod.KEY,
+                                   key_path=str(sshd.client_key)))
+    install_fake_jupyter(tmp_path / "simhost" / "bin")
+    env = {**os.environ, "HOME": str(isolated_home), "PYTHONPATH": str(REPO_ROOT)}
+    pids: list[int] = []
+    try:
+        for extra in ([], ["--show-token"]):
+            proc = subprocess.Popen(
+                [sys.executable, "-m", "gpuws", "tunnel", "rig", "--preset", "jupyter", "--no-browser",
+                 "--local", str(free_port()), *extra],
+                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, cwd=REPO_ROOT,
+                stdin=subprocess.DEVNULL,
+            )
+            assert proc.stdout is not None
+            line = proc.stdout.readline()
+            proc.send_signal(signal.SIGINT)
+            _, err = proc.communicate(timeout=30)
+            assert line.startswith("Jupyter"), (line, err)
+            if extra:
+                assert "token=***" not in line and "token=" in line
+                assert "--show-token" not in err
+            else:
+                assert "token=***" in line
+                assert "--show-token prints the URL with it" in err
+    finally:
+        # The server the first run started outlives it (as a real one would): stop it.
+        for entry in (tmp_path / "simhost" / "state" / "jupyter-runtime").glob("*.json"):
+            pids.append(int(json.loads(entry.read_text())["pid"]))
+        for pid in pids:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)

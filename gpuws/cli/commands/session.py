@@ -140,6 +140,8 @@ async def _tunnel(args: argparse.Namespace) -> int:
                             "preset": spec.preset.value})
             else:
                 print(f"{spec.info.label}: {shown}  ->  {args.name}:{spec.remote_port}  (Ctrl-C to close)", flush=True)
+                if shown != tunnel.url:
+                    print("gpuws: the token is hidden (***); --show-token prints the URL with it", file=sys.stderr)
             if not args.no_browser:
                 _open(tunnel.url, spec.info.opens_in_browser, vnc_viewer_argv(tunnel.local_port or 0))
             await stop.wait()

@@ -16,7 +16,8 @@ Protocol 2, one JSON value per line, written in as few writes as possible:
   {"type": "procs", "d": {"0": [[pid, used_mib, sm_util_pct], ...]}, "who": {"<pid>": [user, command, name]}}
                                      a device's processes (read once a second) when the set changed,
                                      or every 5 s when only their memory or SM use did; null when
-                                     NVML cannot tell; "who" names each pid once a stream
+                                     NVML cannot tell; "who" names each pid once a stream. Sent
+                                     before the sample line of its tick: that sample carries it
   {"type": "host", "cpu_pct": .., "ram_used_mib": .., "ram_total_mib": .., "load": [1m, 5m, 15m]}
                                      the host's CPU, memory and load average from /proc, at most 1 Hz
   {"type": "unavailable", "reason": "..."}    then exit status 3: the client falls back to nvidia-smi
@@ -509,7 +510,6 @@ class Streamer:
                 line.append(changes)
         # Stamped mid-read: reading many GPUs takes a moment, and the values span it.
         line[0] = round((started + wall()) / 2, 3)
-        self.out.add(line)
         changed = {}
         who = {}
         for position, (h, _index, _mig) in enumerate(reader.handles):
@@ -536,6 +536,9 @@ class Streamer:
             if who:
                 message["who"] = who
             self.out.add(message)
+        # After the process lists read in this tick, so that the sample carries them (the first
+        # sample of a stream too, rather than "cannot tell" until the next one).
+        self.out.add(line)
         if slow and self.host is not None:
             rec = self.host.read()
             rec["type"] = "host"

@@ -329,3 +329,12 @@ def test_pcie_throughput_and_other_slow_fields_are_read_once_a_second() -> None:
     assert calls["nvmlDeviceGetPcieThroughput"] == 2 * 2 and calls["nvmlDeviceGetFanSpeed"] == 2  # once a second
     batches = decode_lines(out.getvalue().splitlines(), list(agent.FIELDS))
     assert all(b.samples[0].pcie_rx_kib_s == 1234.0 for b in batches)  # kept between reads
+
+
+def test_the_first_sample_of_a_stream_carries_its_processes(lines: list[str]) -> None:
+    """The process lists of a tick go before that tick's sample line: `gpuws watch --json` showed
+    `"processes": null` ("cannot tell") on its first sample though the agent had read them."""
+    hello = json.loads(lines[0])
+    first = decode_lines(lines[1:], hello["fields"], simulated=True)[0]
+    assert all(s.processes is not None for s in first.samples)
+    assert any(s.processes for s in first.samples)  # the simulated host runs jobs on its GPUs

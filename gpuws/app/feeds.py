@@ -98,8 +98,14 @@ async def follow_telemetry(
         if left <= 0:
             raise ConnectionLost(f"{connection.profile.name}: no telemetry for {reconnect_timeout:g} s "
                                  f"(last: {lost.reason})")
+        if connection.failure is not None:
+            # The connection's own reconnect met a wrong key or a refused login: waiting out the
+            # timeout would not change that, and the caller's exit status should say which it was.
+            raise connection.failure
         attempt += 1
         await asyncio.sleep(min(policy.delay(attempt), left))
+        if connection.failure is not None:
+            raise connection.failure
         if connection.state in _GAVE_UP:
             with contextlib.suppress(HostUnreachable, NotConnected, RemoteCommandError, OSError):
                 await connection.connect()

@@ -267,6 +267,7 @@ class HostConnection:
         self._policy = reconnect or ReconnectPolicy()
         self._state = ConnectionState.DISCONNECTED
         self._detail = ""
+        self._failure: GpuwsError | None = None
         self._changed = asyncio.Event()
         self._conns: list[asyncssh.SSHClientConnection] = []  # jump hosts first, target last
         self._watcher: asyncio.Task[None] | None = None
@@ -283,6 +284,12 @@ class HostConnection:
     def detail(self) -> str:
         """The last state's explanation (an error message, or the retry in progress)."""
         return self._detail
+
+    @property
+    def failure(self) -> GpuwsError | None:
+        """Why reconnecting stopped for good (authentication, a host key): retrying cannot fix it.
+        None while connected or still retrying, or when the last loss was only unreachability."""
+        return self._failure
 
     @property
     def label(self) -> str:
@@ -318,6 +325,7 @@ class HostConnection:
     async def connect(self) -> None:
         """Connect (through the jump hosts, if any); raises a GpuwsError saying why not."""
         self._closing = False
+        self._failure = None
         self._set_state(ConnectionState.CONNECTING, self.label)
         try:
             await self._open()
@@ -489,6 +497,7 @@ class HostConnection:
             try:
                 await self._open()
             except _FATAL as exc:  # retrying cannot fix these
+                self._failure = exc
                 self._set_state(_failure_state(exc), str(exc))
                 return
             except GpuwsError as exc:

@@ -87,3 +87,29 @@ def test_watch_gives_up_with_status_5_after_the_reconnect_timeout(sshd: SshdServ
     assert code == 5, err
     assert [o["event"] for o in lines if "event" in o] == ["disconnected"]
     assert err.startswith("gpuws: error: ") and "Traceback" not in err and err.count("\n") == 1
+
+
+@pytest.mark.parametrize(("change", "status"), [("login", 3), ("host key", 4)])
+def test_watch_stops_at_once_when_the_host_comes_back_refusing_it(sshd: SshdServer, change: str, status: int) -> None:
+    """The host restarts and no longer takes the key (status 3), or shows another host key (4).
+    Retrying cannot fix either: watch said it was "reconnecting" until --reconnect-timeout and
+    then exited 5, "unreachable", which is not what happened."""
+    _save_profile(sshd)
+    with _watch("--reconnect-timeout", "600") as proc:
+        _line(proc)
+        if change == "login":
+            sshd.authorized_keys.write_text("")
+            sshd.restart()
+        else:
+            sshd.restart(new_host_key=True)
+        try:
+            code = proc.wait(60)  # well before the 600 s timeout: it is not waited out
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            pytest.fail(f"watch kept retrying after the host refused its {change}")
+        assert proc.stdout is not None and proc.stderr is not None
+        lines = [json.loads(line) for line in proc.stdout.read().splitlines()]
+        err = proc.stderr.read()
+    assert code == status, err
+    assert [o["event"] for o in lines if "event" in o] == ["disconnected"]
+    assert err.startswith("gpuws: error: ") and "Traceback" not in err

@@ -20,7 +20,7 @@ from typing import Final
 import asyncssh
 
 from gpuws.core.errors import ConnectionLost
-from gpuws.core.runner import CommandTimeout
+from gpuws.core.runner import CommandTimeout, raise_if_cancelling
 from gpuws.core.telemetry.sample import SampleBatch
 from gpuws.remote.connection import ConnectionState, HostConnection, HostUnreachable, NotConnected, ReconnectPolicy
 from gpuws.remote.ssh_runner import RemoteCommandError
@@ -91,6 +91,7 @@ async def follow_telemetry(
                     yield batch
         except _TRANSIENT as exc:
             reason = str(exc) or type(exc).__name__
+        raise_if_cancelling()  # Ctrl-C ends watch even when a stream's cleanup swallowed it
         if lost is None:
             lost = StreamLost(clock(), reason[:300])
             yield lost

@@ -134,6 +134,18 @@ class LocalRunner:
                 await proc.wait()
 
 
+def raise_if_cancelling() -> None:
+    """Re-raise a cancel that was lost on the way out of a stream.
+
+    Unwatching cancels the task; but a cancel can be swallowed before it reaches the loop: 3.11's
+    `asyncio.wait_for` returns a result that was ready at the same moment, and a stream's cleanup
+    may raise an ordinary error in place of the CancelledError (caught as a failed stream). A
+    retry loop would then go on for good, for nobody: call this where such a loop resumes."""
+    task = asyncio.current_task()
+    if task is not None and task.cancelling():
+        raise asyncio.CancelledError
+
+
 def _kill_group(proc: asyncio.subprocess.Process) -> None:
     with contextlib.suppress(ProcessLookupError):
         os.killpg(proc.pid, signal.SIGKILL)

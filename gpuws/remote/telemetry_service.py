@@ -21,7 +21,7 @@ from typing import Any, Final
 
 from gpuws.core.errors import GpuwsError
 from gpuws.core.models import HostProfile
-from gpuws.core.runner import CommandRunner
+from gpuws.core.runner import CommandRunner, raise_if_cancelling
 from gpuws.core.telemetry.alerts import AlertEngine, AlertLog
 from gpuws.core.telemetry.store import TelemetryStore
 from gpuws.remote.telemetry import TelemetryError, TelemetryStream, TelemetryStreamEnded, describe_source
@@ -91,6 +91,7 @@ class TelemetryService:
             while True:
                 current = runner() if callable(runner) else runner
                 got_data = await self._stream_once(host, current, profile.simulated)
+                raise_if_cancelling()
                 delay = RETRY_MIN_S if got_data else min(RETRY_MAX_S, delay * 2)
                 await asyncio.sleep(delay)
         finally:

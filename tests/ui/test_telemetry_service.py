@@ -96,3 +96,51 @@ def test_service_streams_marks_the_gap_and_resumes_after_a_drop(tmp_path: Path, 
     assert unreachable[0].cleared_at is not None  # samples came back: cleared
     assert not service.store.status("sim").online  # cancelled: marked offline
     assert service.feed("sim") is None
+
+
+class _SwallowingStream:
+    """A stream whose cleanup fails when it is interrupted: the CancelledError of an unwatch
+    comes out as an ordinary error (as a channel closing under a cancelled read can)."""
+
+    opened = 0
+
+    def __init__(self, *_args: Any, **_kwargs: Any) -> None:
+        self.source, self.simulated = "nvml", True
+
+    async def __aenter__(self) -> _SwallowingStream:
+        type(self).opened += 1
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        if exc[0] is asyncio.CancelledError:
+            raise OSError("channel closed while reading")
+
+    def __aiter__(self) -> _SwallowingStream:
+        return self
+
+    async def __anext__(self) -> Any:
+        await asyncio.sleep(3600)
+
+
+@pytest.mark.timeout(60)
+def test_an_unwatched_host_stops_streaming_even_when_the_cancel_is_swallowed(monkeypatch: Any) -> None:
+    """Closing a session cancels its feed; a cancel that a stream's cleanup turned into an error
+    left the task restarting streams for good (the hub's feed never went, seen as a flaky
+    test_the_windows_hub_meters_a_host_session_from_connect_to_close)."""
+    monkeypatch.setattr(telemetry_service, "RETRY_MIN_S", 0.01)
+    service = TelemetryService(stream_factory=_SwallowingStream)  # type: ignore[arg-type]
+    profile = HostProfile(name="sim", host="127.0.0.1", simulated=True)
+
+    async def scenario() -> None:
+        task = asyncio.create_task(service.watch(profile, LocalRunner()))
+        await wait_for(lambda: _SwallowingStream.opened == 1, 10)
+        task.cancel()
+        done, _ = await asyncio.wait({task}, timeout=5)
+        if not done:
+            task.cancel()
+        assert done, "the watch went on after it was cancelled"
+        assert task.cancelled()
+
+    asyncio.run(scenario())
+    assert _SwallowingStream.opened == 1  # no stream started after the cancel
+    assert service.feed("sim") is None

@@ -288,13 +288,20 @@ class GpuAdvice:
         """One sentence with the money, for the window and the CLI table."""
         money = money_text(self.price_delta_per_hour)
         if self.advice is Advice.NOT_ENOUGH_DATA:
-            return f"GPU {self.gpu}: not enough data yet"
+            # Waiting helps only when the data is short; a slice whose GPU gives no engine
+            # activity (no GPM: pre-Hopper) never gets utilisation, and the line says so.
+            unsupported = next((r for r in self.reasons if r.startswith(UNREPORTED_UTIL)), None)
+            return f"GPU {self.gpu}: not enough data: {unsupported}" if unsupported else (
+                f"GPU {self.gpu}: not enough data yet")
         if self.advice is Advice.STOP:
             return f"GPU {self.gpu}: stop it (idle){money}"
         if self.advice is Advice.KEEP:
             return f"GPU {self.gpu}: keep {self.current}"
         where = f" to {self.target}" if self.target else ""
         return f"GPU {self.gpu}: {self.advice.value}{where}{money}"
+
+
+UNREPORTED_UTIL: Final = "utilisation is not reported for this GPU"
 
 
 def money_text(delta: float | None) -> str:
@@ -390,7 +397,7 @@ def advise_gpu(
             return _larger(result, current, choices, stats, policy, slice_mib, [
                 *reasons, f"{mem_text} (>= {_pct(100 * policy.memory_full_fraction)} of the slice)"], by_memory=True)
         return result(Advice.NOT_ENOUGH_DATA, None, [
-            *reasons, "utilisation is not reported for this GPU (MIG without engine activity)", mem_text],
+            *reasons, f"{UNREPORTED_UTIL} (MIG without engine activity)", mem_text],
             conf=Confidence.LOW)
 
     window = _duration(stats.span_s)

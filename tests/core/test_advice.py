@@ -152,6 +152,9 @@ def test_unknown_utilisation_is_never_guessed() -> None:
     a = advise_gpu(0, quiet, now, choices)
     assert a.advice is Advice.NOT_ENOUGH_DATA
     assert "utilisation is not reported for this GPU (MIG without engine activity)" in a.reasons
+    # The headline says why, rather than "yet": waiting does not bring utilisation to such a slice.
+    assert a.headline() == ("GPU 0: not enough data: utilisation is not reported for this GPU "
+                            "(MIG without engine activity)")
     # Memory alone can still say the slice is too small.
     full = UsageSeries(series.t, nan, series.mem_used_mib * 37 / 12, 39.5 * 1024, None)
     assert advise_gpu(0, full, now, choices).advice is Advice.LARGER

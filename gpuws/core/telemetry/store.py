@@ -115,40 +115,35 @@ def _encode_stats(stats: F32) -> tuple[npt.NDArray[np.uint8], npt.NDArray[np.flo
         return q.astype(np.uint8), f.astype(np.float16)
 
 
-def _decode_stats(u8: npt.NDArray[np.uint8], f16: npt.NDArray[np.float16]) -> F32:
-    # Arithmetic rather than a lookup table: a few vector operations, no index arrays to build.
-    small = u8.astype(np.float32)
-    small[u8 == _U8_MISSING] = np.nan
-    small /= _U8_SCALE
-    out = np.empty((*u8.shape[:-1], len(METRICS)), np.float32)
-    out[..., _U8_COLS] = small
-    out[..., _F16_COLS] = f16.astype(np.float32) / _F16_SCALE
+def _decode_stats(u8: npt.NDArray[np.uint8], f16: npt.NDArray[np.float16],
+                  columns: npt.NDArray[np.intp] | None = None) -> F32:
+    """Tier bucket columns, (..., uint8 columns) and (..., float16 columns), back to (..., metrics)
+    float32 readings; with `columns` (METRICS indices), only those metrics, in that order."""
+    small_at: slice | npt.NDArray[np.intp]
+    wide_at: slice | npt.NDArray[np.intp]
+    if columns is None:  # every column: views, no index copies
+        small_at, small_to, wide_at, wide_to = slice(None), _U8_COLS, slice(None), _F16_COLS
+    else:
+        small = _U8_AT[columns] >= 0
+        small_at, small_to = _U8_AT[columns[small]], np.flatnonzero(small)
+        wide_at, wide_to = _F16_AT[columns[~small]], np.flatnonzero(~small)
+    # Arithmetic rather than a lookup table: a few vector operations.
+    q = u8[..., small_at]
+    values = q.astype(np.float32)
+    values[q == _U8_MISSING] = np.nan
+    values /= _U8_SCALE[small_at]
+    out = np.empty((*u8.shape[:-1], len(METRICS) if columns is None else len(columns)), np.float32)
+    out[..., small_to] = values
+    out[..., wide_to] = f16[..., wide_at].astype(np.float32) / _F16_SCALE[wide_at]
     return out
 
-# Where each metric lives in a tier bucket: (is uint8, its index among those columns).
-_TIER_PLACE: Final = {
-    **{int(metric): (True, at) for at, metric in enumerate(_U8_COLS)},
-    **{int(metric): (False, at) for at, metric in enumerate(_F16_COLS)},
-}
-_COLUMN: Final = [np.array([i], dtype=np.intp) for i in range(len(METRICS))]
 
-
-def _decode_mean_columns(u8: npt.NDArray[np.uint8], f16: npt.NDArray[np.float16], columns: npt.NDArray[np.intp]) -> F32:
-    """(buckets, len(columns)) of one statistic's tier columns (u8, f16: (buckets, their columns)),
-    decoded as `_decode_stats` does, for the metrics at `columns` only."""
-    out = np.empty((u8.shape[0], len(columns)), np.float32)
-    for k, metric in enumerate(columns.tolist()):
-        small, at = _TIER_PLACE[metric]
-        if small:
-            q = u8[:, at]
-            col = q.astype(np.float32)
-            col[q == _U8_MISSING] = np.nan
-            col /= _U8_SCALE[at]
-        else:
-            col = f16[:, at].astype(np.float32)
-            col /= _F16_SCALE[at]
-        out[:, k] = col
-    return out
+# Each metric's index among the uint8 and among the float16 bucket columns (-1: not there).
+_U8_AT: Final = np.full(len(METRICS), -1, np.intp)
+_U8_AT[_U8_COLS] = np.arange(len(_U8_COLS))
+_F16_AT: Final = np.full(len(METRICS), -1, np.intp)
+_F16_AT[_F16_COLS] = np.arange(len(_F16_COLS))
+_COLUMN: Final = [np.array([i], dtype=np.intp) for i in range(len(METRICS))]  # one metric, for `Window.column`
 
 
 RAW_TIER: Final = "raw"
@@ -247,7 +242,7 @@ class Window:
             return out
         parts = []
         if self._u8 is not None and self._f16 is not None:
-            parts.append(_decode_mean_columns(self._u8[1], self._f16[1], columns))
+            parts.append(_decode_stats(self._u8[1], self._f16[1], columns))
         if self._open is not None:
             parts.append(self._open[1][:, columns])
         if not parts:

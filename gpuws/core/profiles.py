@@ -41,9 +41,8 @@ from gpuws.core.recordfile import (
     Decoded,
     NamedRecordStore,
     RecordFile,
-    schema_problem,
+    record_tables,
     sorted_by_name,
-    toml_document,
 )
 from gpuws.core.validation import validate_profile
 
@@ -175,16 +174,11 @@ def encode_profiles(profiles: Iterable[HostProfile]) -> bytes:
 
 def _decode(raw: bytes) -> Decoded[HostProfile]:
     """Parse the file's bytes; collect every problem instead of stopping at the first."""
-    doc = toml_document(raw, "profile file")
-    if isinstance(doc, str):
-        return Decoded([], [doc], whole_file_bad=True)
-    problem = schema_problem(doc, SCHEMA_VERSION)
-    if problem is not None:
-        return Decoded([], [problem], whole_file_bad=True)
+    found = record_tables(raw, "profile file", "hosts", SCHEMA_VERSION)
+    if isinstance(found, str):
+        return Decoded([], [found], whole_file_bad=True)
+    doc, hosts = found
     unknown = sorted(set(doc) - {"schema_version", "hosts"})
-    hosts = doc.get("hosts", [])
-    if not isinstance(hosts, list) or not all(isinstance(h, dict) for h in hosts):
-        return Decoded([], ["'hosts' is not a list of [[hosts]] tables"], whole_file_bad=True)
     problems = [f"unknown top-level key {key!r}" for key in unknown]
     candidates: list[tuple[int, HostProfile]] = []
     seen: set[str] = set()

@@ -96,6 +96,21 @@ def schema_problem(doc: dict[str, Any], newest: int) -> str | None:
     return None
 
 
+def record_tables(raw: bytes, what: str, key: str, newest: int) -> tuple[dict[str, Any], list[dict[str, Any]]] | str:
+    """A record file's document and its `[[key]]` tables, or the one-line reason the whole file is
+    unusable (not TOML, an unreadable schema_version, `key` not a list of tables)."""
+    doc = toml_document(raw, what)
+    if isinstance(doc, str):
+        return doc
+    problem = schema_problem(doc, newest)
+    if problem is not None:
+        return problem
+    rows = doc.get(key, [])
+    if not isinstance(rows, list) or not all(isinstance(r, dict) for r in rows):
+        return f"'{key}' is not a list of [[{key}]] tables"
+    return doc, rows
+
+
 def atomic_write_bytes(path: Path, data: bytes) -> None:
     """Replace `path` with `data` so that a crash leaves either the old or the new content."""
     fd, tmp_name = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")

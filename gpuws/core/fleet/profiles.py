@@ -26,9 +26,8 @@ from gpuws.core.recordfile import (
     Decoded,
     NamedRecordStore,
     RecordFile,
-    schema_problem,
+    record_tables,
     sorted_by_name,
-    toml_document,
 )
 from gpuws.core.validation import validate_name
 
@@ -194,15 +193,10 @@ def encode_fleets(fleets: list[FleetProfile]) -> bytes:
 
 def decode_fleets(raw: bytes) -> Decoded[FleetProfile]:
     """The valid fleets and every problem found in the file's bytes."""
-    doc = toml_document(raw, "fleet file")
-    if isinstance(doc, str):
-        return Decoded([], [doc], whole_file_bad=True)
-    problem = schema_problem(doc, SCHEMA_VERSION)
-    if problem is not None:
-        return Decoded([], [problem], whole_file_bad=True)
-    rows = doc.get("fleets", [])
-    if not isinstance(rows, list) or not all(isinstance(r, dict) for r in rows):
-        return Decoded([], ["'fleets' is not a list of [[fleets]] tables"], whole_file_bad=True)
+    found = record_tables(raw, "fleet file", "fleets", SCHEMA_VERSION)
+    if isinstance(found, str):
+        return Decoded([], [found], whole_file_bad=True)
+    _, rows = found
     fleets: list[FleetProfile] = []
     problems: list[str] = []
     seen: set[str] = set()

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import contextlib
+import time
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -50,37 +53,12 @@ def test_menu_lists_hosts_with_cost_and_actions_call_back(qtbot: Any) -> None:
         tray.deleteLater()
 
 
-def test_window_feeds_the_tray_with_hosts_and_running_cost(make_window: Any, qtbot: Any, tmp_path: Any) -> None:
-    import time
-
+@contextlib.contextmanager
+def _window_with_a_metered_host(make_window: Any, qtbot: Any) -> Iterator[Any]:
+    """A window with host "a100" at 6/h whose cost session began ten minutes ago (in the ledger
+    `gpuws cost` reads), and a tray of its own; the tray goes at the end."""
     from gpuws.core.models import HostProfile
     from gpuws.core.session import SessionLedger
-
-    profile = HostProfile(name="a100", host="10.0.0.7", price_per_hour=6.0)
-    window = make_window()
-    window.store.add(profile)
-    window.reload_profiles()
-    qtbot.waitUntil(lambda: "a100" in window.sessions, timeout=5000)
-    ledger = SessionLedger(window.workspace.costs.ledger.path)  # the file `gpuws cost` reads
-    ledger.begin(profile, time.time() - 600)  # ten minutes at 6/h
-    window.tray = GpuwsTray(open_window=lambda: None, connect_host=lambda _n: None, stop_host=lambda _n: None)
-    try:
-        window._check_idle_and_tray()
-        qtbot.waitUntil(lambda: bool(window.tray.hosts), timeout=5000)  # costs are read off the GUI thread
-        (host,) = window.tray.hosts
-        assert host.name == "a100" and host.running_cost is not None and 0.99 < host.running_cost < 1.1
-    finally:
-        tray, window.tray = window.tray, None
-        tray.menu.deleteLater()
-        tray.deleteLater()
-
-
-def test_the_tray_follows_the_workspace_without_waiting_for_the_clock(make_window: Any, qtbot: Any) -> None:
-    import time
-
-    from gpuws.core.models import HostProfile
-    from gpuws.core.session import SessionLedger
-    from gpuws.remote.connection import ConnectionState
 
     profile = HostProfile(name="a100", host="10.0.0.7", price_per_hour=6.0)
     window = make_window()
@@ -90,12 +68,29 @@ def test_the_tray_follows_the_workspace_without_waiting_for_the_clock(make_windo
     SessionLedger(window.workspace.costs.ledger.path).begin(profile, time.time() - 600)
     window.tray = GpuwsTray(open_window=lambda: None, connect_host=lambda _n: None, stop_host=lambda _n: None)
     try:
-        window._idle_clock.stop()  # only the Workspace's news may refresh it now
-        window.workspace.state_changed("a100", ConnectionState.CONNECTING)  # as the hub reports it
-        qtbot.waitUntil(lambda: bool(window.tray.hosts), timeout=5000)
-        (host,) = window.tray.hosts
-        assert host.name == "a100" and host.running_cost is not None and 0.99 < host.running_cost < 1.1
+        yield window
     finally:
         tray, window.tray = window.tray, None
         tray.menu.deleteLater()
         tray.deleteLater()
+
+
+def _shows_ten_minutes_at_six_an_hour(window: Any, qtbot: Any) -> None:
+    qtbot.waitUntil(lambda: bool(window.tray.hosts), timeout=5000)  # costs are read off the GUI thread
+    (host,) = window.tray.hosts
+    assert host.name == "a100" and host.running_cost is not None and 0.99 < host.running_cost < 1.1
+
+
+def test_window_feeds_the_tray_with_hosts_and_running_cost(make_window: Any, qtbot: Any) -> None:
+    with _window_with_a_metered_host(make_window, qtbot) as window:
+        window._check_idle_and_tray()
+        _shows_ten_minutes_at_six_an_hour(window, qtbot)
+
+
+def test_the_tray_follows_the_workspace_without_waiting_for_the_clock(make_window: Any, qtbot: Any) -> None:
+    from gpuws.remote.connection import ConnectionState
+
+    with _window_with_a_metered_host(make_window, qtbot) as window:
+        window._idle_clock.stop()  # only the Workspace's news may refresh it now
+        window.workspace.state_changed("a100", ConnectionState.CONNECTING)  # as the hub reports it
+        _shows_ten_minutes_at_six_an_hour(window, qtbot)

@@ -99,12 +99,18 @@ def test_tile_geometry_and_click(qtbot: Any) -> None:
     assert grid.minimumHeight() >= 2 * TILE_H
 
 
-def test_sidebar_lists_fleets_and_a_click_opens_the_matching_host(make_window: Any, qtbot: Any) -> None:
+def _window_with_fleet_lab(make_window: Any, qtbot: Any) -> Any:
+    """A window whose sidebar lists fleet "lab" (its Prometheus unreachable) and host node-001."""
     ProfileStore().add(HostProfile(name="node-001", host="node-001.gpu.example"))
     FleetStore().add(FleetProfile("lab", "http://127.0.0.1:9"))
     window = make_window()
+    qtbot.waitUntil(lambda: window.fleet_list.list.count() == 1, timeout=5000)
+    return window
+
+
+def test_sidebar_lists_fleets_and_a_click_opens_the_matching_host(make_window: Any, qtbot: Any) -> None:
+    window = _window_with_fleet_lab(make_window, qtbot)
     fleets = window.fleet_list
-    qtbot.waitUntil(lambda: fleets.list.count() == 1, timeout=5000)
     assert fleets.isVisibleTo(window)
     view = window.fleet_view
     fleets.list.setCurrentRow(0)
@@ -175,11 +181,8 @@ def test_an_advice_row_opens_its_host_on_the_resize_wizard(make_window: Any, qtb
     from gpuws.app.advice import FleetAdviceReport
     from gpuws.ui.tabs.resize import ResizeTab
 
-    ProfileStore().add(HostProfile(name="node-001", host="node-001.gpu.example"))
-    FleetStore().add(FleetProfile("lab", "http://127.0.0.1:9"))
-    window = make_window()
+    window = _window_with_fleet_lab(make_window, qtbot)
     fleets = window.fleet_list
-    qtbot.waitUntil(lambda: fleets.list.count() == 1, timeout=5000)
     view = window.fleet_view
     fleets.list.setCurrentRow(0)
     view.apply_advice(FleetAdviceReport("lab", 86_400, [

@@ -4,7 +4,7 @@ Run: `python -m benchmarks.bench_connect [--hosts 50] [--repeats 3] [--latency-m
 
 Each host is an in-process asyncssh server on 127.0.0.1 with its own host key. It runs every exec
 request with /bin/sh, as sshd does, with a `nvidia-smi` that prints a real capture
-(`../shared/fixtures/nvidia-smi-xml/`), so the probe does all of its real work: key exchange,
+(`tests/fixtures/real/nvidia-smi-xml/`), so the probe does all of its real work: key exchange,
 auth, one channel, the probe script, XML parsing. Loopback has no network delay, so each host
 adds `--latency-ms` before answering auth and before each command, standing in for the round
 trips to a cloud host; concurrency is what hides them. Prints the medians and the ratio.
@@ -26,8 +26,9 @@ from gpuws.core.models import AuthMethod, HostProfile
 from gpuws.remote.connection import HostConnection
 from gpuws.remote.hostkeys import KnownHosts
 from gpuws.remote.probe import probe
+from tests.support.real_fixtures import REAL_FIXTURES
 
-FIXTURE = Path(__file__).resolve().parents[1].parent / "shared" / "fixtures" / "nvidia-smi-xml" / "dual_2070-v13.xml"
+FIXTURE = REAL_FIXTURES / "nvidia-smi-xml" / "dual_2070-v13.xml"
 PASSWORD = "bench"
 
 

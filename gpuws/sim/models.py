@@ -1,6 +1,6 @@
 """The GPU models the simulated host can have, with the specs their real counterparts report.
 
-Figures come from real `nvidia-smi` output (see /work/shared/fixtures and its README) and NVIDIA's
+Figures come from real `nvidia-smi` output (see tests/fixtures/real and its README) and NVIDIA's
 datasheets and MIG user guide; MIG profiles come from the GPU registry
 (`gpuws.core.gpus`), and a test checks each model's PCI device id against it.
 A `--gpus` spec such as "h100,a100,l40s,vgpu" or "2xh100" picks them.

@@ -12,12 +12,13 @@ import pytest
 
 from gpuws.core.models import AuthMethod, HostProfile
 from gpuws.core.profiles import ProfileStore
+from tests.support.real_fixtures import REAL_FIXTURES
 from tests.support.sshd import SshdServer, free_port
 
 pytestmark = [pytest.mark.sshd]
 
 REPO = Path(__file__).resolve().parents[2]
-XML = REPO.parent / "shared" / "fixtures" / "nvidia-smi-xml" / "dual_2070-v13.xml"
+XML = REAL_FIXTURES / "nvidia-smi-xml" / "dual_2070-v13.xml"
 
 
 @pytest.fixture

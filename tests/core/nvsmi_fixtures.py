@@ -1,4 +1,4 @@
-"""Access to the real nvidia-smi captures in ../shared/fixtures (see its README.md).
+"""Access to the real nvidia-smi captures in tests/fixtures/real (see its README.md).
 
 A missing fixture fails the test loudly: these tests exist to check the parsers against reality.
 """
@@ -7,7 +7,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-FIXTURES = Path(__file__).resolve().parents[2].parent / "shared" / "fixtures"
+from tests.support.real_fixtures import REAL_FIXTURES
+
+FIXTURES = REAL_FIXTURES
 XML_DIR = FIXTURES / "nvidia-smi-xml"
 CAPTURES = FIXTURES / "nvidia-smi-captures"
 MIG_DIR = FIXTURES / "mig"
@@ -19,7 +21,7 @@ _RULE = "#" * 80
 
 def read_fixture(path: Path) -> str:
     if not path.is_file():
-        raise AssertionError(f"missing real-capture fixture {path}; the shared fixtures must be beside the repo")
+        raise AssertionError(f"missing real-capture fixture {path}; tests/fixtures/real is part of the repository")
     return path.read_text(encoding="utf-8")
 
 

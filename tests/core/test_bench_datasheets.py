@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import re
-from pathlib import Path
 
 import pytest
 
 from gpuws.core.bench.datasheets import CATALOG, PCIE_X16_GB_S, datasheet_for, detect_model, is_vgpu_name
+from tests.support.real_fixtures import REAL_FIXTURES
 
-FIXTURES = Path(__file__).resolve().parents[2].parent / "shared" / "fixtures"
+FIXTURES = REAL_FIXTURES
 
 REQUIRED_MODELS = {
     "V100 SXM2", "V100 PCIe", "T4", "A10", "A10G", "A100 40GB PCIe", "A100 80GB PCIe", "A100 40GB SXM",

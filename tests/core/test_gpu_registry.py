@@ -16,8 +16,9 @@ from gpuws.core.resize.catalog import GPU_MODELS, model_for_gpu_name
 from gpuws.core.resize.mig_parse import parse_lgip
 from gpuws.core.telemetry.throttle import GPU_IDLE_BIT, REASON_BITS
 from gpuws.sim.models import GPU_MODELS as SIM_MODELS
+from tests.support.real_fixtures import REAL_FIXTURES
 
-MIG_FIXTURES = Path(__file__).resolve().parents[2].parent / "shared" / "fixtures" / "mig"
+MIG_FIXTURES = REAL_FIXTURES / "mig"
 
 
 def _lgip_table(text: str) -> str:

@@ -1,4 +1,4 @@
-"""`nvidia-smi -q -x` parsing against every real capture in ../shared/fixtures/nvidia-smi-xml."""
+"""`nvidia-smi -q -x` parsing against every real capture in tests/fixtures/real/nvidia-smi-xml."""
 
 from __future__ import annotations
 

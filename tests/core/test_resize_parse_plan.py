@@ -12,8 +12,9 @@ from gpuws.core.resize.layout import FULL_LAYOUT, LayoutError, parse_target
 from gpuws.core.resize.mig_parse import ComputeInstance, GpuInstance, parse_lci, parse_lgi, parse_lgip, parse_lgipp
 from gpuws.core.resize.plan import StepKind, build_mig_plan
 from gpuws.core.resize.state import GpuMigState
+from tests.support.real_fixtures import REAL_FIXTURES
 
-FIXTURES = Path(__file__).resolve().parents[2].parent / "shared" / "fixtures"
+FIXTURES = REAL_FIXTURES
 H100 = model_by_key("h100-80gb")
 
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import pynvml
 import pytest
@@ -13,8 +12,9 @@ from gpuws.core.nvsmi.query_csv import parse_query_csv
 from gpuws.core.telemetry.sample import GpuSample, iso8601, sample_from_agent
 from gpuws.core.telemetry.smi_query import invalid_field_in, number, sample_from_query_row
 from gpuws.core.telemetry.throttle import REASON_BITS, decode_mask, decode_text_fields, parse_mask
+from tests.support.real_fixtures import REAL_FIXTURES
 
-CAPTURES = Path(__file__).resolve().parents[2].parent / "shared" / "fixtures" / "nvidia-smi-captures"
+CAPTURES = REAL_FIXTURES / "nvidia-smi-captures"
 
 
 def capture_query_rows(name: str) -> dict[str, dict[str, str | None]]:

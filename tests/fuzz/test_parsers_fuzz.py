@@ -1,7 +1,7 @@
 """Fuzzing the parsers that read untrusted text (issue 13): nvidia-smi XML and query CSV, telemetry
 agent JSON lines, ssh_config, known_hosts and profiles.toml.
 
-Inputs are the real fixtures (../shared/fixtures, the ssh -G parity corpus) mutated by Hypothesis:
+Inputs are the real fixtures (tests/fixtures/real, the ssh -G parity corpus) mutated by Hypothesis:
 slices cut, duplicated or replaced with hostile text, truncated, nested deep. The only exceptions
 allowed out are the project's own (`GpuwsError` subclasses). Deterministic (derandomized) and
 bounded by example counts so the whole module runs in well under a minute in CI.
@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import contextlib
 import json
-from pathlib import Path
 
 import asyncssh
 import pytest
@@ -29,8 +28,9 @@ from gpuws.remote.hostkeys import parse_known_hosts
 from gpuws.remote.telemetry import _json_line
 from tests.core.nvsmi_fixtures import H100, H100_MIG, capture_section
 from tests.core.test_sshconfig_parity import CORPUS
+from tests.support.real_fixtures import REAL_FIXTURES
 
-FIXTURES = Path(__file__).resolve().parents[2].parent / "shared" / "fixtures"
+FIXTURES = REAL_FIXTURES
 
 # A failing example is printed in full; a 50 kB XML seed makes Hypothesis warn about that.
 pytestmark = pytest.mark.filterwarnings("ignore:Generating overly large repr")

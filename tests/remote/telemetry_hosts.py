@@ -5,10 +5,11 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
+from tests.support.real_fixtures import REAL_FIXTURES
 from tests.support.sshd import SshdServer, install_sim_nvidia_smi
 
 REPO = Path(__file__).resolve().parents[2]
-CAPTURES = REPO.parent / "shared" / "fixtures" / "nvidia-smi-captures"
+CAPTURES = REAL_FIXTURES / "nvidia-smi-captures"
 
 # Replays the `--query-gpu` rows of a real capture (idle row, then load row, alternating) for any
 # requested subset of its fields, as nvidia-smi does with --format=csv,noheader,nounits [-lms N].

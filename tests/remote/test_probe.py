@@ -13,11 +13,12 @@ from gpuws.core.inventory import Inventory
 from gpuws.remote.connection import HostConnection
 from gpuws.remote.probe import XML_BEGIN, XML_END, NoDriverFound, parse_probe_output, probe
 from tests.remote.helpers import key_profile, trust
+from tests.support.real_fixtures import REAL_FIXTURES
 from tests.support.sshd import SshdServer
 
 pytestmark = pytest.mark.sshd
 
-FIXTURES = Path(__file__).resolve().parents[2].parent / "shared" / "fixtures" / "nvidia-smi-xml"
+FIXTURES = REAL_FIXTURES / "nvidia-smi-xml"
 XML_FILES = sorted(FIXTURES.glob("*.xml"))
 BASE_PATH = "/usr/local/bin:/usr/bin:/bin"
 

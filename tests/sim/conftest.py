@@ -9,8 +9,9 @@ import pytest
 
 from gpuws.sim import nvidia_smi
 from gpuws.sim.state import SimStateStore
+from tests.support.real_fixtures import REAL_FIXTURES
 
-FIXTURES = Path(__file__).resolve().parents[2].parent / "shared" / "fixtures"
+FIXTURES = REAL_FIXTURES
 
 
 @pytest.fixture

@@ -18,13 +18,14 @@ from PySide6.QtWidgets import QApplication
 
 from gpuws.core.inventory import Inventory
 from gpuws.ui.bridge import AsyncBridge
+from tests.support.real_fixtures import REAL_FIXTURES
 
-FIXTURES = Path(__file__).resolve().parents[2].parent / "shared" / "fixtures"
+FIXTURES = REAL_FIXTURES
 
 
 def fixture_path(*parts: str) -> Path:
     path = FIXTURES.joinpath(*parts)
-    assert path.is_file(), f"missing test fixture {path} (is ../shared/fixtures beside the repo?)"
+    assert path.is_file(), f"missing test fixture {path} (tests/fixtures/real is part of the repository)"
     return path
 
 

@@ -1,7 +1,7 @@
 """MIG GPU-instance profiles as the driver lists them (`nvidia-smi mig -lgip` / `-lgipp`).
 
 One row per profile: ID, name, placement size and allowed starts (memory slices), memory, SMs and
-engines. Real captures (/work/shared/fixtures/mig/: H100 SXM5 and H100 NVL) and NVIDIA's MIG user
+engines. Real captures (tests/fixtures/real/mig/: H100 SXM5 and H100 NVL) and NVIDIA's MIG user
 guide give these; where neither has a model's table (H200, B200) the memory is the nominal size in
 the profile name, and `MigGpu.memory_source` says so.
 """

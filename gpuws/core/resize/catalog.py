@@ -1,7 +1,7 @@
 """The slice catalog: what a GPU can be cut into, derived from the GPU registry (`core/gpus`).
 
 MIG GPU-instance profiles per GPU model follow NVIDIA's MIG user guide and what
-`nvidia-smi mig -lgip` / `-lgipp` print on real cards (see /work/shared/fixtures/mig/): profile
+`nvidia-smi mig -lgip` / `-lgipp` print on real cards (see tests/fixtures/real/mig/): profile
 name, profile ID, how many instances fit, memory, compute share (SM slices out of 7) and the
 placements the driver accepts (start memory slot and size, out of 8 slots), `+me` included. Time-sliced vGPU
 fractions are listed for hosts whose GPU is a vGPU slice; those change only through the provider.

@@ -46,3 +46,22 @@ async def test_the_window_resize_reprices_the_profile_like_the_cli(tmp_path: Pat
 
 def test_the_tab_reads_through_the_one_service() -> None:
     assert operations.apply_provider is service.apply_provider and operations.preview_mig is service.preview_mig
+
+
+async def test_the_after_verify_step_tells_the_front_end_once_with_the_saved_profile(tmp_path: Path) -> None:
+    runner = sim_host(tmp_path)
+    with SimStateStore(tmp_path / "state").update() as state:
+        for gpu in state.gpus:
+            gpu.set_load(0.0)
+    profile = HostProfile(name="gpu1", host="127.0.0.1", user="me", price_per_hour=8.0)
+    ProfileStore().add(profile)
+    told: list[HostProfile] = []
+    _, _, plan = await service.plan_mig(runner, 0, "3g.40gb")
+    applied = await service.apply_mig(runner, profile, plan, stop_processes=False, audit=AuditLog(),
+                                      on_changed=told.append)
+    assert told == [applied.profile] == [ProfileStore().get("gpu1")]
+    # Nothing to do: nothing changed, nobody is told.
+    _, _, again = await service.plan_mig(runner, 0, "3g.40gb")
+    await service.apply_mig(runner, applied.profile, again, stop_processes=False, audit=AuditLog(),
+                            on_changed=told.append)
+    assert len(told) == 1

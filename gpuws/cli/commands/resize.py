@@ -15,7 +15,8 @@ from __future__ import annotations
 import argparse
 import asyncio
 import sys
-from typing import Any
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
 from gpuws.cli.connecting import ExitStatus, resize_exit_status, tty_prompts
 from gpuws.cli.output import fail, print_json, sim_banner
@@ -29,6 +30,9 @@ from gpuws.core.resize.pricing import PriceBook, price_book
 from gpuws.core.resize.provider import plan_provider_resize
 from gpuws.core.resize.state import GpuMigState
 from gpuws.core.resize.targets import target_options
+
+if TYPE_CHECKING:
+    from gpuws.app.resize import Progress
 
 EXIT_OK, EXIT_REFUSED = ExitStatus.OK, ExitStatus.USAGE
 # The one table's statuses for typed outcomes (used by --recover and `mig-parted apply`).
@@ -93,11 +97,11 @@ def slice_rows(state: GpuMigState, prices: PriceBook) -> list[dict[str, Any]]:
 
 
 async def _slices_async(args: argparse.Namespace) -> int:
+    from gpuws.app.resize import read_gpus
     from gpuws.app.targets import open_target
-    from gpuws.remote.resize import MigResizer
 
     async with open_target(args.name, accept_new=args.accept_new, **tty_prompts()) as conn:
-        gpus = await MigResizer(conn.runner).read_gpus()
+        gpus = await read_gpus(conn.runner)
         profile = conn.profile
     interrupted = ResizeJournal().interrupted(args.name)
     doc: list[dict[str, Any]] = []
@@ -175,15 +179,13 @@ def _print_plan(banner: str, header: str, prices: tuple[float | None, float | No
 
 
 async def _mig_resize(args: argparse.Namespace) -> int:
-    from gpuws.app.resize import apply_mig
+    from gpuws.app.resize import apply_mig, plan_mig, read_gpus
     from gpuws.app.targets import open_target
-    from gpuws.remote.resize import MigResizer, Progress
 
     async with open_target(args.name, accept_new=args.accept_new, **tty_prompts()) as conn:
         profile = conn.profile
-        resizer = MigResizer(conn.runner)
-        gpus = await resizer.read_gpus()
-        state, model, plan = await resizer.plan(args.gpu, args.target)
+        gpus = await read_gpus(conn.runner)
+        state, model, plan = await plan_mig(conn.runner, args.gpu, args.target)
         prices = price_book(profile, model, len(gpus))
         price_pair = (prices.layout_price(plan.before, model), prices.layout_price(plan.after, model))
         banner = sim_banner(profile.simulated)
@@ -204,14 +206,9 @@ async def _mig_resize(args: argparse.Namespace) -> int:
         if plan.destructive and not _confirm(args, f"resizing GPU {state.index} of {args.name}"):
             return EXIT_REFUSED
 
-        def progress(p: Progress) -> None:
-            if not args.json:
-                count = f"[{p.done}/{p.total}] " if p.total else ""
-                print(f"  {p.phase}: {count}{p.message}", file=sys.stderr, flush=True)
-
         # Re-plan check, run, verify or roll back, audit, profile slice and price: one service.
         applied = await apply_mig(conn.runner, profile, plan, stop_processes=args.stop_processes,
-                                  progress=progress, target_text=args.target)
+                                  progress=progress_printer(args.json), target_text=args.target)
     result = applied.result
     doc.update(result.to_dict())
     doc["after"] = result.after.describe() if result.after else None
@@ -265,10 +262,8 @@ def _recover(args: argparse.Namespace) -> int:
 
 
 async def _recover_async(args: argparse.Namespace) -> ResizeOutcome:
-    from gpuws.app.resize import journal_hook
+    from gpuws.app.resize import ResizeRefused, recover_mig
     from gpuws.app.targets import open_target
-    from gpuws.core.resize.layout import LayoutError, parse_target
-    from gpuws.remote.resize import MigResizer, Progress, ResizeRefused
 
     journal = ResizeJournal()
     entry = journal.read(args.name)
@@ -284,41 +279,50 @@ async def _recover_async(args: argparse.Namespace) -> ResizeOutcome:
                             f"with `gpuws slices {args.name}` and remove that file")
     async with open_target(args.name, accept_new=args.accept_new, **tty_prompts()) as conn:
         profile = conn.profile
-        resizer = MigResizer(conn.runner)
-        state = await resizer.read_state(entry.gpu)
-        model = state.model
-        if model is None or not state.mig_capable:
-            raise ResizeRefused(f"GPU {entry.gpu} ({state.name}) is not MIG-capable; nothing to recover")
-        try:
-            target, previous = parse_target(entry.target, model), parse_target(entry.before, model)
-        except LayoutError as exc:  # a journal this GPU cannot take: refused, nothing changed
-            raise ResizeRefused(f"the interrupted resize cannot be recovered: {exc}") from None
         banner = sim_banner(profile.simulated)
         if not args.json:
-            print(f"{banner}{args.name} GPU {entry.gpu}: interrupted {entry.before} -> {entry.target} "
-                  f"(started {entry.started_at}); the GPU now has {state.layout.describe()}")
-            print(f"recover: complete {target.describe()}, or restore {previous.describe()} if that fails")
-        if state.layout != target and not _confirm(args, f"recovering GPU {entry.gpu} of {args.name}"):
+            then = "".join(f", then GPU {p['gpu']} -> {p['target']}" for p in entry.pending if isinstance(p, dict))
+            print(f"{banner}{args.name} GPU {entry.gpu}: interrupted {entry.before} -> {entry.target}{then} "
+                  f"(started {entry.started_at})")
+            print(f"recover: complete {entry.target}, or restore {entry.before} if that fails")
+        if not _confirm(args, f"recovering GPU {entry.gpu} of {args.name}"):
             raise ResizeRefused("recovery not confirmed; nothing changed")
-
-        def progress(p: Progress) -> None:
-            if not args.json:
-                count = f"[{p.done}/{p.total}] " if p.total else ""
-                print(f"  {p.phase}: {count}{p.message}", file=sys.stderr, flush=True)
-
-        started = now_iso()
-        result = await resizer.resize(entry.gpu, target, stop_processes=args.stop_processes, progress=progress,
-                                      restore=previous,
-                                      on_begin=journal_hook(journal, profile, state, "recover", previous))
-        record = _record(profile, state, result.plan, entry.target, f"recover: {result.outcome}", result.ok,
-                         result.log, started, after=result.after)
-        record.before = entry.before
-        journal.finish(profile.name, record, keep=result.kind is ResizeOutcome.ROLLBACK_FAILED)
+        # Complete or restore, verify, then the after-verify step (journal, audit, profile): the
+        # one implementation the window's Recover button runs too (gpuws.app.resize).
+        run = await recover_mig(conn.runner, profile, entry, progress=progress_printer(args.json), audit=AuditLog(),
+                                stop_processes=args.stop_processes)
+    first = run.results[entry.gpu]
     doc: dict[str, Any] = {"host": args.name, "gpu": entry.gpu, "simulated": profile.simulated, "backend": "mig",
-                           "recovered": interrupted_resize_json(entry), **result.to_dict()}
+                           "recovered": interrupted_resize_json(entry), **first.to_dict()}
     doc["before"] = entry.before
-    _emit(args, doc, lambda: _print_outcome(banner, doc))
-    return result.kind
+    doc["outcome_kind"] = str(run.kind)
+    doc["gpus"] = [{"gpu": index, **result.to_dict()} for index, result in run.results.items()]
+    doc["remaining"] = [p.to_dict() for p in run.remaining]
+    if run.warnings:
+        doc["warnings"] = [*doc.get("warnings", []), *run.warnings]
+
+    def human() -> None:
+        _print_outcome(banner, doc)
+        for index, result in list(run.results.items())[1:]:
+            now = result.after.describe() if result.after else "unknown"
+            print(f"{banner}GPU {index}: {result.outcome}; now {now}")
+        if run.remaining:
+            left = ", ".join(f"GPU {p.gpu} -> {p.target}" for p in run.remaining)
+            print(f"not done (an earlier GPU failed): {left}")
+
+    _emit(args, doc, human)
+    return run.kind
+
+
+def progress_printer(quiet: bool) -> Callable[[Progress], None]:
+    """The progress lines of a resize on stderr (none with --json)."""
+
+    def progress(p: Progress) -> None:
+        if not quiet:
+            count = f"[{p.done}/{p.total}] " if p.total else ""
+            print(f"  {p.phase}: {count}{p.message}", file=sys.stderr, flush=True)
+
+    return progress
 
 
 # -- provider -----------------------------------------------------------------------------------
@@ -356,7 +360,17 @@ async def _provider_resize(args: argparse.Namespace) -> int:
     async def reconnect() -> str:
         return await reconnect_and_probe(args.name, accept_new=args.accept_new, **tty_prompts())
 
-    result = await apply_provider(profile, plan, reconnect=reconnect, target_text=args.target)
+    applied = await apply_provider(profile, plan, reconnect=reconnect, target_text=args.target)
+    result = applied.result
     doc.update(result.to_dict())
-    _emit(args, doc, lambda: print(f"outcome: {result.outcome}" + (f"\nerror: {result.error}" if result.error else "")))
+    doc["price_per_hour"]["after"] = applied.profile.price_per_hour if result.ok else None
+    if applied.warnings:
+        doc["warnings"] = applied.warnings
+
+    def human() -> None:
+        for warning in applied.warnings:
+            print(f"warning: {warning}")
+        print(f"outcome: {result.outcome}" + (f"\nerror: {result.error}" if result.error else ""))
+
+    _emit(args, doc, human)
     return resize_exit_status(result.kind)

@@ -12,7 +12,7 @@ from PySide6.QtCore import QObject, Qt, Signal
 from PySide6.QtGui import QColor, QPaintEvent
 from PySide6.QtWidgets import QFrame, QLabel, QPlainTextEdit, QProgressBar, QVBoxLayout, QWidget
 
-from gpuws.remote.resize import Progress, ResizeOutcome
+from gpuws.app.resize import Progress, ResizeOutcome
 from gpuws.ui import theme
 from gpuws.ui.resize.common import Section, monospace_font, success_colour
 from gpuws.ui.widgets import heading, paint_accent_panel

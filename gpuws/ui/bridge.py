@@ -1,6 +1,6 @@
 """Where asyncio meets Qt: the loop thread and results delivered back on the GUI thread.
 
-`AsyncBridge` owns one `gpuws.remote.loop.LoopThread`. `run_async(coro, on_success, on_failure)`
+`AsyncBridge` owns one `gpuws.app.hostio.LoopThread`. `run_async(coro, on_success, on_failure)`
 runs a coroutine there and calls one of the callbacks later *on the GUI thread* (as Anki's
 operations do). The hop back is a queued Qt signal emitted from the loop thread on a QObject that
 lives on the GUI thread, so widgets are never touched from a worker.
@@ -28,7 +28,7 @@ FailureCallback = Callable[[BaseException], None]
 
 
 class LoopRunner(Protocol):
-    """What the bridge needs from a loop thread (`gpuws.remote.loop.LoopThread` provides it)."""
+    """What the bridge needs from a loop thread (`gpuws.app.hostio.LoopThread` provides it)."""
 
     def start(self) -> None: ...
     def stop(self) -> None: ...
@@ -177,7 +177,7 @@ class AsyncBridge(QObject):
 
 
 def _default_loop_thread() -> LoopRunner:
-    from gpuws.remote.loop import LoopThread
+    from gpuws.app.hostio import LoopThread
 
     loop_thread: LoopRunner = LoopThread()
     return loop_thread

@@ -19,7 +19,7 @@ def connection_tester(bridge: AsyncBridge, **stores: Any) -> Callable[
     """A `ConnectionTester` for `HostDialog`; `stores` (secrets=, profiles=) reach jump hosts and keys."""
 
     def test(profile: HostProfile, secret: str | None, done: Callable[[str | None], None]) -> None:
-        from gpuws.remote.connection import HostConnection
+        from gpuws.app.hostio import HostConnection
 
         async def attempt() -> None:
             connection = HostConnection(profile, password=secret, connect_timeout=10.0, **stores)

@@ -19,7 +19,7 @@ class ThemeChoice(StrEnum):
     DARK = "dark"
 
 
-# Status colours per connection state (values of gpuws.remote.connection.ConnectionState).
+# Status colours per connection state (the values of `ConnectionState`).
 # Each pair is (on a light base, on a dark base).
 _STATE_COLOURS: dict[str, tuple[str, str]] = {
     "connected": ("#1e8e3e", "#5bd27a"),

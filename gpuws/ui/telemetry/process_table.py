@@ -1,6 +1,6 @@
 """The process table of one host: pid, user, command, GPU, GPU memory and SM %, sortable, with
 "Stop process…" (SIGTERM, then SIGKILL only after a second confirmation) and the host's CPU, load
-and memory. Reads run on the loop thread (gpuws.remote.processes); commands are remote text,
+and memory. Reads run on the loop thread (gpuws.app.hostio); commands are remote text,
 shown as plain text.
 """
 
@@ -111,7 +111,7 @@ class ProcessTable(QWidget):
             return
         if self._reading:
             return
-        from gpuws.remote.processes import read_processes
+        from gpuws.app.hostio import read_processes
 
         self._reading = True
         self._bridge.run_async(read_processes(runner), self._on_read, self._on_failed, owner=self)
@@ -186,7 +186,7 @@ class ProcessTable(QWidget):
         self._signal(runner, process, "TERM")
 
     def _signal(self, runner: Any, process: GpuProcess, signal_name: str) -> None:
-        from gpuws.remote.processes import stop_process
+        from gpuws.app.hostio import stop_process
 
         self.status.setText(f"Sending SIG{signal_name} to pid {process.pid}…")
         self.stop_button.setEnabled(False)

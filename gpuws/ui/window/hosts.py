@@ -214,9 +214,9 @@ class HostList(WindowBase):
 
     def _remember_key(self, profile: HostProfile, key: Any) -> None:
         def record() -> None:
-            from gpuws.remote.hostkeys import KnownHosts
+            from gpuws.app.hostio import remember_host_key
 
-            KnownHosts().record(profile.host, profile.port, key)
+            remember_host_key(profile.host, profile.port, key)
 
         self.bridge.run_blocking(record, None, self._on_store_error, owner=self)
 

@@ -79,6 +79,7 @@ def register(sub: argparse._SubParsersAction[Any]) -> None:
 
 
 def run_advise(args: argparse.Namespace) -> int:
+    """`gpuws advise NAME`: watch a host (or a fleet's Prometheus window) and print right-size advice per GPU."""
     fleet = _fleet_named(args.name)
     try:
         window_s = parse_duration(args.window)

@@ -26,6 +26,7 @@ def guarded(handler: Handler) -> Handler:
 
     @functools.wraps(handler)
     def run(args: argparse.Namespace) -> int:
+        """Run the hosts command; its errors go up unchanged."""
         return handler(args)
 
     return run
@@ -99,6 +100,7 @@ def _key_path(raw: str | None) -> str | None:
 
 
 def cmd_add(args: argparse.Namespace) -> int:
+    """`gpuws hosts add`: validate and save a host profile (its secret goes to the keyring)."""
     key_path = _key_path(args.key)
     auth = AuthMethod(args.auth) if args.auth else (AuthMethod.KEY if key_path else AuthMethod.AGENT)
     profile = HostProfile(
@@ -126,6 +128,7 @@ def cmd_add(args: argparse.Namespace) -> int:
 
 
 def cmd_list(args: argparse.Namespace) -> int:
+    """`gpuws hosts list`: every saved profile."""
     with profile_store() as store:
         profiles = store.load()
     if args.json:
@@ -148,6 +151,7 @@ def cmd_list(args: argparse.Namespace) -> int:
 
 
 def cmd_show(args: argparse.Namespace) -> int:
+    """`gpuws hosts show NAME`: one profile, every field."""
     with profile_store() as store:
         profile = store.get(args.name)
     if args.json:
@@ -175,6 +179,7 @@ def cmd_show(args: argparse.Namespace) -> int:
 
 
 def cmd_remove(args: argparse.Namespace) -> int:
+    """`gpuws hosts remove NAME`: the profile and its secrets in the keyring."""
     with profile_store() as store:
         store.remove(args.name)
     cleared = _clear_secrets(args.name)
@@ -201,6 +206,7 @@ def _clear_secrets(name: str) -> list[SecretKind]:
 
 
 def cmd_import(args: argparse.Namespace) -> int:
+    """`gpuws hosts import-ssh-config`: profiles from the Host entries of an ssh_config file."""
     from gpuws.core.sshconfig import import_ssh_config  # paramiko's parser: only for this command
 
     found = import_ssh_config(args.path)

@@ -33,6 +33,7 @@ def register(sub: argparse._SubParsersAction[Any]) -> None:
 
 
 def run_probe(args: argparse.Namespace) -> int:
+    """`gpuws probe NAME`: connect, read the host's GPUs and driver, print them."""
     inventory = asyncio.run(_probe(args.name, args.accept_new, args.timeout))
     from gpuws.core.resize.journal import ResizeJournal, interrupted_resize_json
 

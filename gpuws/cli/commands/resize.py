@@ -302,6 +302,7 @@ async def _recover_async(args: argparse.Namespace) -> ResizeOutcome:
         doc["warnings"] = [*doc.get("warnings", []), *run.warnings]
 
     def human() -> None:
+        """The recovery's outcome in lines of text."""
         _print_outcome(banner, doc)
         for index, result in list(run.results.items())[1:]:
             now = result.after.describe() if result.after else "unknown"
@@ -318,6 +319,7 @@ def progress_printer(quiet: bool) -> Callable[[Progress], None]:
     """The progress lines of a resize on stderr (none with --json)."""
 
     def progress(p: Progress) -> None:
+        """Print one progress report."""
         if not quiet:
             count = f"[{p.done}/{p.total}] " if p.total else ""
             print(f"  {p.phase}: {count}{p.message}", file=sys.stderr, flush=True)
@@ -341,6 +343,7 @@ async def _provider_resize(args: argparse.Namespace) -> int:
                            "price_per_hour": {"before": profile.price_per_hour, "after": None}}
 
     def show() -> None:
+        """Print the provider plan, step by step."""
         print(f"{args.name}: change the instance type to {plan.instance_type} via {plan.kind}")
         for number, step in enumerate(plan.to_dict()["steps"], start=1):
             print(f"  {number}. {step['action']}\n     $ {step['command']}")
@@ -358,6 +361,7 @@ async def _provider_resize(args: argparse.Namespace) -> int:
               file=sys.stderr)
 
     async def reconnect() -> str:
+        """Wait for the restarted instance's SSH and probe it again."""
         return await reconnect_and_probe(args.name, accept_new=args.accept_new, **tty_prompts())
 
     applied = await apply_provider(profile, plan, reconnect=reconnect, target_text=args.target)
@@ -368,6 +372,7 @@ async def _provider_resize(args: argparse.Namespace) -> int:
         doc["warnings"] = applied.warnings
 
     def human() -> None:
+        """The provider resize's outcome in lines of text."""
         for warning in applied.warnings:
             print(f"warning: {warning}")
         print(f"outcome: {result.outcome}" + (f"\nerror: {result.error}" if result.error else ""))

@@ -47,6 +47,7 @@ class HostList(WindowBase):
         store = self.store
 
         def load() -> tuple[list[HostProfile], RecoveryNotice | None]:
+            """Read the profiles and what a recovery of a damaged file did."""
             profiles = store.load()
             return profiles, store.last_recovery
 
@@ -121,6 +122,7 @@ class HostList(WindowBase):
         secrets = self.secrets if secret is not None or old_name not in (None, profile.name) else None
 
         def save() -> str:
+            """Write the profile and its secret; the name it was saved under."""
             if secrets is not None and secret is not None:
                 secrets.ensure_usable()  # before writing: never a saved host whose password was dropped
             if old_name is None:
@@ -134,11 +136,13 @@ class HostList(WindowBase):
             return str(stored.name)
 
         def done(name: str) -> None:
+            """Show the saved profile, selected."""
             self.reload_profiles()
             self.profiles_loaded.connect(self._select_after_load(name))
             self.profile_saved.emit(name)
 
         def failed(exc: BaseException) -> None:
+            """Say why it was not saved."""
             self._on_store_error(exc)
             self.reload_profiles()  # whatever was written shows in the sidebar at once
 
@@ -146,6 +150,7 @@ class HostList(WindowBase):
 
     def _select_after_load(self, name: str) -> Callable[[], None]:
         def select() -> None:
+            """Select the saved host once the list shows it (once)."""
             self.profiles_loaded.disconnect(select)
             self.sidebar.select(name)
 
@@ -160,6 +165,7 @@ class HostList(WindowBase):
         store, secrets = self.store, self.secrets
 
         def remove() -> None:
+            """Remove the profile, then its secrets."""
             store.remove(name)
             try:
                 secrets.clear_all(name)
@@ -172,6 +178,7 @@ class HostList(WindowBase):
         store = self.store
 
         def done(result: BulkAddResult) -> None:
+            """Say which hosts were not imported, and show the rest."""
             rejected = list(result.rejected)
             if rejected:
                 lines = "; ".join(f"{n}: {why}" for n, why in rejected)
@@ -202,6 +209,7 @@ class HostList(WindowBase):
             dialog.once_button.setToolTip("Not available for this host")
 
         def decided() -> None:
+            """Connect as the user decided (trusting the key once, or for good)."""
             if dialog.choice is HostKeyChoice.ACCEPT_ONCE and key is not None:
                 session.connect_host(known_host_key=key)
             elif dialog.choice is HostKeyChoice.ACCEPT_AND_REMEMBER:
@@ -214,6 +222,7 @@ class HostList(WindowBase):
 
     def _remember_key(self, profile: HostProfile, key: Any) -> None:
         def record() -> None:
+            """Add the key to gpuws' known_hosts."""
             from gpuws.app.hostio import remember_host_key
 
             remember_host_key(profile.host, profile.port, key)
@@ -222,6 +231,7 @@ class HostList(WindowBase):
 
     def _kbdint_prompt_for(self, name: str) -> Any:
         async def prompt(title: str, instructions: str, prompts: Sequence[tuple[str, bool]]) -> list[str] | None:
+            """Ask the user on the GUI thread; None when they cancel."""
             return await ask_on_gui_thread(self.bridge, lambda: self._ask_prompts(name, title, instructions, prompts))
 
         return prompt

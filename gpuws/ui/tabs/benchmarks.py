@@ -12,7 +12,7 @@ import contextlib
 import logging
 from collections import Counter
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import (
@@ -47,6 +47,9 @@ from gpuws.ui.tabs import HostContext
 from gpuws.ui.theme import state_label
 from gpuws.ui.widgets import Badge, Banner, BannerKind, muted_label
 
+if TYPE_CHECKING:
+    from gpuws.ui.session_controller import HostSession
+
 log = logging.getLogger(__name__)
 
 PAGE_RESULTS, PAGE_LOG, PAGE_HISTORY = 0, 1, 2
@@ -69,7 +72,7 @@ class BenchmarksTab(QWidget):
         self.history: HostHistory | None = None
         self.shown_run: BenchRun | None = None
         self.last_result: JobResult | None = None
-        self._tracked_session: Any = None
+        self._tracked_session: HostSession | None = None
 
         # Toolbar: pages | overall verdict, SIMULATED | export.
         self.page_group = QButtonGroup(self)

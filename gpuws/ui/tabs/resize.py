@@ -11,8 +11,8 @@ target chosen meanwhile) are recognised by a generation number and dropped.
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Any
+from collections.abc import Callable, Coroutine
+from typing import TYPE_CHECKING, TypeVar
 
 import shiboken6
 from PySide6.QtCore import QEvent, Qt, Signal
@@ -49,6 +49,10 @@ from gpuws.ui.resize.target_picker import TargetPicker
 from gpuws.ui.tabs import HostContext
 from gpuws.ui.widgets import Badge, Banner, BannerKind, heading, muted_label
 
+if TYPE_CHECKING:
+    from gpuws.core.runner import CommandRunner
+
+T = TypeVar("T")
 PICKER_WIDTH = 380
 
 
@@ -57,6 +61,7 @@ class _Column(QWidget):
     the column asks its layout how tall it must be at its current width and keeps that minimum."""
 
     def event(self, event: QEvent) -> bool:
+        """Qt: keep the minimum height the wrapped column needs at its width."""
         if event.type() in (QEvent.Type.LayoutRequest, QEvent.Type.Resize):
             layout = self.layout()
             if layout is not None and layout.hasHeightForWidth():
@@ -185,6 +190,7 @@ class ResizeTab(QWidget):
     # -- host -------------------------------------------------------------------------------------
 
     def set_host(self, context: HostContext | None) -> None:
+        """Show `context`'s host (None: no host selected) and read its GPUs."""
         if self.context is not None:
             self.context.session.state_changed.disconnect(self._on_session_state)
         self.context = context
@@ -204,10 +210,11 @@ class ResizeTab(QWidget):
 
     @property
     def audit_log(self) -> AuditLog:
+        """The resize history to read and append to."""
         # Made on use: its default path follows GPUWS_CONFIG_DIR at the time of use.
         return self._audit_log or AuditLog()
 
-    def _runner(self) -> Any:
+    def _runner(self) -> CommandRunner | None:
         connection = self.context.session.connection if self.context else None
         return None if connection is None else connection.runner
 
@@ -228,6 +235,7 @@ class ResizeTab(QWidget):
         self.reload_audit()
 
     def reload_audit(self) -> None:
+        """Read the host's resize history again."""
         if self.context is not None:
             self._run(operations.read_audit(self.audit_log, self.context.profile.name),
                       self.audit_view.show_records, lambda exc: None, keep_generation=True)
@@ -288,6 +296,7 @@ class ResizeTab(QWidget):
             return
 
         def planned(layout: Layout | None) -> None:
+            """Plan the layout the config gives this GPU, or say that it gives none."""
             if layout is None:
                 self._show_error(GpuwsError(f"no entry of {config!r} selects GPU {state.index}; it stays as it is"))
             else:
@@ -332,6 +341,7 @@ class ResizeTab(QWidget):
         self._show_error(exc)
 
     def selected_state(self) -> GpuMigState | None:
+        """The GPU chosen in the picker, as last read."""
         index = self.picker.current_gpu()
         return next((s for s in self.gpus if s.index == index), None)
 
@@ -437,7 +447,7 @@ class ResizeTab(QWidget):
                 self._show_error(GpuwsError("not connected to the host"))
                 return
             plan = self.preview.plan
-            coro: Any = operations.apply_mig(
+            coro: Coroutine[object, None, MigApplied | ProviderApplied] = operations.apply_mig(
                 runner, profile, plan, stop_processes=self.processes_view.stop_requested,
                 progress=self.relay.report, audit=self.audit_log, on_changed=self._layout_hook(),
             )
@@ -502,7 +512,9 @@ class ResizeTab(QWidget):
         context = self.context
 
         def changed(after: HostProfile) -> None:
+            """Follow the new profile on the GUI thread (called on the loop thread)."""
             def follow() -> None:
+                """Price, slice and inventory follow the verified layout."""
                 if self.context is context:
                     self._follow_new_price(after)
                 context.session.reprobe()  # Overview and Telemetry show the verified layout now
@@ -548,8 +560,8 @@ class ResizeTab(QWidget):
 
     def _run(
         self,
-        coro: Any,
-        on_success: Callable[[Any], None],
+        coro: Coroutine[object, None, T],
+        on_success: Callable[[T], None],
         on_failure: Callable[[BaseException], None],
         *,
         keep_generation: bool = False,
@@ -559,6 +571,7 @@ class ResizeTab(QWidget):
         generation = self._generation
 
         def current() -> bool:
+            """Whether the result is still wanted (same request, tab alive)."""
             # The tab may be gone by the time a slow read returns (window closed): then drop it.
             return shiboken6.isValid(self) and (keep_generation or generation == self._generation)
 

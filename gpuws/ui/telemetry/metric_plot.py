@@ -9,7 +9,6 @@ mean so short peaks stay visible at 24 h.
 from __future__ import annotations
 
 import time
-from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -42,14 +41,14 @@ _COLOUR_OF = {
 }
 
 
-def owned_plot_widget(parent: QWidget, **kwargs: Any) -> pg.PlotWidget:
+def owned_plot_widget(parent: QWidget, axis_items: dict[str, pg.AxisItem] | None = None) -> pg.PlotWidget:
     """A `pg.PlotWidget` child of `parent` whose context menus are deleted with it.
 
     pyqtgraph builds its menus (Plot Options and submenus, the ViewBox menu) without a parent, so
     they outlive the plot as hidden top-level windows; here they are reparented to `parent`.
     """
     before = {id(w) for w in QApplication.topLevelWidgets()}
-    widget = pg.PlotWidget(**kwargs)
+    widget = pg.PlotWidget(axisItems=axis_items)
     widget.setParent(parent)
     for menu in QApplication.topLevelWidgets():
         if id(menu) not in before and isinstance(menu, QMenu) and menu.parent() is None:
@@ -99,7 +98,7 @@ class DetailPlot(QWidget):
         self.close_button = QPushButton("Close", self)
         self.close_button.clicked.connect(self.close_requested)
 
-        self.plot_widget = owned_plot_widget(self, axisItems={"bottom": pg.DateAxisItem(orientation="bottom")})
+        self.plot_widget = owned_plot_widget(self, {"bottom": pg.DateAxisItem(orientation="bottom")})
         self.plot_widget.setAntialiasing(False)
         self.plot_widget.setMinimumHeight(180)
         self.plot: pg.PlotItem = self.plot_widget.getPlotItem()

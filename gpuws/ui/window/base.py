@@ -69,16 +69,34 @@ class WindowBase(QMainWindow):
 
     if TYPE_CHECKING:  # implemented by the other parts; declared here so each part type-checks alone
 
-        def all_profiles(self) -> list[HostProfile]: ...
-        def current_profile(self) -> HostProfile | None: ...
-        def reload_profiles(self) -> None: ...
-        def reconnect_current(self) -> None: ...
+        def all_profiles(self) -> list[HostProfile]:
+            """Saved profiles plus the demo host (`hosts`)."""
+
+        def current_profile(self) -> HostProfile | None:
+            """The selected host's profile (`hosts`)."""
+
+        def reload_profiles(self) -> None:
+            """Read the profiles again (`hosts`)."""
+
+        def reconnect_current(self) -> None:
+            """Connect the selected host again (`hosts`)."""
+
         def save_profile(self, profile: HostProfile, old_name: str | None, kind: SecretKind | None = None,
-                         secret: str | None = None) -> None: ...
-        def remove_host(self, name: str) -> None: ...
-        def open_demo(self) -> None: ...
-        def show_tab(self, index: int) -> None: ...
-        def quit_app(self) -> None: ...
+                         secret: str | None = None) -> None:
+            """Add or update a profile and its secret (`hosts`)."""
+
+        def remove_host(self, name: str) -> None:
+            """Remove a host without asking (`hosts`)."""
+
+        def open_demo(self) -> None:
+            """Start and select the demo host (`hosts`)."""
+
+        def show_tab(self, index: int) -> None:
+            """Show one tab of the detail (`tabs`)."""
+
+        def quit_app(self) -> None:
+            """Close every window and end the process (`main_window`)."""
+
         def _import_profiles(self, profiles: list[HostProfile]) -> None: ...
         def _update_actions(self) -> None: ...
         def _show_empty_or_detail(self) -> None: ...

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import concurrent.futures
 import logging
-from collections.abc import Callable, Sequence
-from typing import Any
+from collections.abc import Awaitable, Callable, Sequence
+from typing import TYPE_CHECKING
 
 from PySide6.QtWidgets import QInputDialog, QLineEdit
 
@@ -23,6 +23,9 @@ from gpuws.ui.hostkey_dialog import HostKeyChoice, HostKeyDialog
 from gpuws.ui.session_controller import HostSession
 from gpuws.ui.widgets import BannerKind
 from gpuws.ui.window.base import WindowBase
+
+if TYPE_CHECKING:
+    from asyncssh import SSHKey
 
 log = logging.getLogger("gpuws.ui.main_window")
 
@@ -220,7 +223,7 @@ class HostList(WindowBase):
         dialog.finished.connect(lambda _r: decided())
         return self._open(dialog)
 
-    def _remember_key(self, profile: HostProfile, key: Any) -> None:
+    def _remember_key(self, profile: HostProfile, key: SSHKey) -> None:
         def record() -> None:
             """Add the key to gpuws' known_hosts."""
             from gpuws.app.hostio import remember_host_key
@@ -229,7 +232,8 @@ class HostList(WindowBase):
 
         self.bridge.run_blocking(record, None, self._on_store_error, owner=self)
 
-    def _kbdint_prompt_for(self, name: str) -> Any:
+    def _kbdint_prompt_for(self, name: str) -> Callable[[str, str, Sequence[tuple[str, bool]]],
+                                                           Awaitable[list[str] | None]]:
         async def prompt(title: str, instructions: str, prompts: Sequence[tuple[str, bool]]) -> list[str] | None:
             """Ask the user on the GUI thread; None when they cancel."""
             return await ask_on_gui_thread(self.bridge, lambda: self._ask_prompts(name, title, instructions, prompts))

@@ -24,9 +24,11 @@ def connection_tester(bridge: AsyncBridge, *, secrets: SecretStore | None = None
     """A `ConnectionTester` for `HostDialog`; `secrets` and `profiles` reach jump hosts and keys."""
 
     def test(profile: HostProfile, secret: str | None, done: Callable[[str | None], None]) -> None:
+        """Connect with `profile` and `secret`, then call `done(None)` or `done(reason)`."""
         from gpuws.app.hostio import HostConnection
 
         async def attempt() -> None:
+            """Connect, then disconnect."""
             connection = HostConnection(profile, password=secret, connect_timeout=10.0, secrets=secrets,
                                         profiles=profiles)
             try:
@@ -35,6 +37,7 @@ def connection_tester(bridge: AsyncBridge, *, secrets: SecretStore | None = None
                 await connection.close()
 
         def failed(exc: BaseException) -> None:
+            """Report the reason."""
             done(str(exc) if isinstance(exc, GpuwsError) else f"{type(exc).__name__}: {exc}")
 
         bridge.run_async(attempt(), lambda _r: done(None), failed)

@@ -169,13 +169,16 @@ class BenchmarksTab(QWidget):
 
     @property
     def host(self) -> str | None:
+        """The shown host's name, if any."""
         return self.context.profile.name if self.context is not None else None
 
     @property
     def running(self) -> bool:
+        """Whether a benchmark runs."""
         return self.job is not None
 
     def set_host(self, context: HostContext | None) -> None:
+        """Show `context`'s host (None: no host) with its history."""
         if self._tracked_session is not None:
             with contextlib.suppress(RuntimeError, TypeError):  # the session is already gone
                 self._tracked_session.state_changed.disconnect(self._on_session_state)
@@ -335,6 +338,7 @@ class BenchmarksTab(QWidget):
         self.table.set_verdict_filter(Verdict(value) if value else None)
 
     def show_page(self, page: int) -> None:
+        """Show page `page` of the tab."""
         self.page_group.button(page).setChecked(True)
         self.body.setCurrentIndex(page)
 

@@ -201,9 +201,11 @@ class DetailPlot(QWidget):
         self.threshold_line.setVisible(True)
 
     def threshold_text(self) -> str:
+        """The threshold line's label ("" when it is hidden)."""
         return str(self.threshold_line.label.format) if self.threshold_line.isVisible() else ""
 
     def legend_names(self) -> list[str]:
+        """The names in the legend, in order."""
         return [label.text for _sample, label in self.legend.items]
 
     def set_paused(self, paused: bool) -> None:
@@ -211,6 +213,7 @@ class DetailPlot(QWidget):
         self.paused_badge.setVisible(paused)
 
     def readout_text(self) -> str:
+        """The hover readout ("" when the mouse is not over the plot)."""
         return str(self.hover_label.textItem.toPlainText()) if self.hover_label.isVisible() else ""
 
     def leave_plot(self) -> None:
@@ -219,6 +222,7 @@ class DetailPlot(QWidget):
             item.setVisible(False)
 
     def changeEvent(self, event: QEvent) -> None:
+        """Qt: a theme switch recolours the plot (it is not a styled widget)."""
         # A theme switch: the plot is not a styled widget, so recolour it by hand (it stayed white).
         super().changeEvent(event)
         if event.type() in (QEvent.Type.PaletteChange, QEvent.Type.ApplicationPaletteChange) and not self._recolouring:
@@ -229,6 +233,7 @@ class DetailPlot(QWidget):
                 self._recolouring = False
 
     def eventFilter(self, watched: QObject, event: QEvent) -> bool:
+        """Qt: the mouse leaving the plot hides the readout."""
         if event.type() == QEvent.Type.Leave:
             self.leave_plot()
         return super().eventFilter(watched, event)

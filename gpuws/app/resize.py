@@ -286,9 +286,9 @@ async def apply_provider(
     if result.kind is ResizeOutcome.VERIFIED and result.ok:
         price = profile.slice_prices.get(plan.instance_type, profile.slice_prices.get(f"type:{plan.instance_type}"))
         if price is None:
-            applied.warnings.append(f"no price is known for {plan.instance_type}: the host keeps "
-                                    f"{profile.price_per_hour if profile.price_per_hour is not None else 'no'} "
-                                    "price per hour until you edit it")
+            kept = "no price" if profile.price_per_hour is None else f"its price of {profile.price_per_hour:g}/h"
+            applied.warnings.append(f"no price is known for {plan.instance_type} (the host's slice prices have "
+                                    f"none): the host keeps {kept} until you edit it")
         new = dataclasses.replace(profile, slice_profile=plan.instance_type,
                                   price_per_hour=price if price is not None else profile.price_per_hour)
         try:

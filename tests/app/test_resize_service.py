@@ -65,3 +65,36 @@ async def test_the_after_verify_step_tells_the_front_end_once_with_the_saved_pro
     await service.apply_mig(runner, applied.profile, again, stop_processes=False, audit=AuditLog(),
                             on_changed=told.append)
     assert len(told) == 1
+
+
+@pytest.mark.keyring
+async def test_a_provider_type_change_goes_through_the_after_verify_step(tmp_path: Path) -> None:
+    from gpuws.core.models import ProviderInfo
+    from gpuws.core.resize.provider import plan_provider_resize
+
+    marks = tmp_path / "marks"
+    marks.mkdir()
+    provider = ProviderInfo(kind="custom", instance_id="i-0abc", commands={
+        action: ["touch", f"{marks}/{action}-{{instance_type}}"] for action in ("stop", "modify", "start")})
+    profile = HostProfile(name="cloud", host="10.0.0.9", price_per_hour=4.0, slice_profile="g5.xlarge",
+                          slice_prices={"g5.2xlarge": 1.25}, provider=provider)
+    ProfileStore().add(profile)
+    told: list[HostProfile] = []
+
+    async def reconnect() -> str:
+        return "1 GPU"  # the instance "came back": what the provider CLI changed is the marks
+
+    applied = await service.apply_provider(profile, plan_provider_resize(provider, "g5.2xlarge"),
+                                           reconnect=reconnect, audit=AuditLog(), on_changed=told.append)
+    assert applied.kind is ResizeOutcome.VERIFIED and (marks / "modify-g5.2xlarge").exists()
+    saved = ProfileStore().get("cloud")
+    assert (saved.slice_profile, saved.price_per_hour) == ("g5.2xlarge", 1.25)
+    assert told == [saved] and not applied.warnings
+    assert AuditLog().read("cloud")[-1].after == "g5.2xlarge"
+
+    # A type without a known price: the slice follows, the price stays, and the user is told.
+    again = await service.apply_provider(saved, plan_provider_resize(provider, "g5.4xlarge"),
+                                         reconnect=reconnect, audit=AuditLog())
+    saved = ProfileStore().get("cloud")
+    assert (saved.slice_profile, saved.price_per_hour) == ("g5.4xlarge", 1.25)
+    assert again.warnings and "no price is known for g5.4xlarge" in again.warnings[0]

@@ -184,7 +184,9 @@ def test_tunnel_command_runs_until_interrupted(sshd: SshdServer, tmp_path: Path,
         http.wait()
 
 
-def test_cost_json_names_a_currency_for_every_amount_and_totals_per_currency(capsys: pytest.CaptureFixture[str]) -> None:
+def test_cost_json_names_a_currency_for_every_amount_and_totals_per_currency(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
     # Found: with no hosts there was no currency at all; totals summed EUR and USD into one number.
     code, out, err = run(capsys, "cost", "--json")
     assert code == 0, err

@@ -155,8 +155,9 @@ def cmd_remove(args: argparse.Namespace) -> int:
 
 
 def _recovery_note(store: Any) -> None:
-    if store.last_recovery is not None:
-        print(f"gpuws: warning: {store.last_recovery.message}", file=sys.stderr, flush=True)
+    # The fleets file's warnings, broken fleets and read-only reason (file:line: key: message).
+    for line in store.state.notices():
+        print(f"gpuws: warning: {line}", file=sys.stderr, flush=True)
 
 
 def cmd_snapshot(args: argparse.Namespace) -> int:

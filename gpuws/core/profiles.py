@@ -195,6 +195,7 @@ def _broken_jumps(profiles: list[HostProfile]) -> dict[int, ValidationError]:
 PROFILE_FORMAT: RecordFormat[HostProfile] = RecordFormat(
     kind="profile", key="hosts", newest=SCHEMA_VERSION, decode=_decode_table, to_table=profile_to_dict,
     exists=ProfileExists, missing=ProfileNotFound, cross_check=_broken_jumps,
+    repair="gpuws hosts repair", fix="gpuws hosts edit {name} --editor",
 )
 
 
@@ -294,7 +295,12 @@ class ProfileStore(NamedRecordStore[HostProfile]):
                 )
             del profiles[index]
 
-        self._mutate(change)
+        try:
+            self._mutate(change)
+        except ProfileNotFound:
+            # A broken profile (as the user edited it) can be removed too: its table goes.
+            if not self._file.delete_broken(name):
+                raise
 
 
 def _find(profiles: list[HostProfile], name: str) -> int | None:

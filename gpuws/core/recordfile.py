@@ -92,9 +92,9 @@ class FileProblem:
 class BrokenRecordError(RefusedInput):
     """A command named a record that is in the file but broken (exit status 2, file:line:key)."""
 
-    def __init__(self, kind: str, name: str, problem: FileProblem) -> None:
-        super().__init__(f"the {kind} {name!r} is broken: {problem}; fix it "
-                         f"(`gpuws hosts edit {name} --editor` for a host) or remove it")
+    def __init__(self, kind: str, name: str, problem: FileProblem, fix: str | None = None) -> None:
+        how = f" (`{fix.format(name=name)}`)" if fix else ""
+        super().__init__(f"the {kind} {name!r} is broken: {problem}; fix it in the file{how}")
         self.problem = problem
 
 
@@ -147,7 +147,7 @@ class RecordFormat(Generic[_T]):
     ValidationError, `field` the dotted key, for a bad value); `to_table` gives every field of a
     record, None for unset; `cross_check` (optional) returns the records, by index, that are wrong
     given the others (a missing jump host); `exists` is the error for a name already taken,
-    `missing` for a name no record has.
+    `missing` for a name no record has; `repair` and `fix` are commands messages suggest.
     """
 
     kind: str  # "profile", "fleet": names a record in messages
@@ -157,6 +157,8 @@ class RecordFormat(Generic[_T]):
     to_table: Callable[[_T], dict[str, Any]]
     exists: Callable[[str], Exception]
     missing: Callable[[str], Exception]
+    repair: str  # the command that moves a damaged file aside ("gpuws hosts repair")
+    fix: str | None = None  # a command that fixes one record ("gpuws hosts edit {name} --editor")
     cross_check: Callable[[list[_T]], dict[int, ValidationError]] | None = None
 
 
@@ -276,7 +278,7 @@ def parse_records(raw: bytes, path: Path, fmt: RecordFormat[_T]) -> Loaded[_T]:
         line, column = _toml_error_at(exc, text)
         reason = _TOML_AT.sub("", str(exc)).strip()
         state.read_only = problem(line, None, f"is not valid TOML ({reason}); gpuws will not write it until it is "
-                                              f"fixed (or `gpuws hosts repair` moves it aside)", column)
+                                              f"fixed (or `{fmt.repair}` moves it aside)", column)
         # A file cut short: the complete records before the damaged one still load.
         cut = lines.record(lines.before_line(line) - 1) if lines.before_line(line) else None
         doc = {}
@@ -462,6 +464,20 @@ class RecordFile(Generic[_T]):
             self._save(loaded, doc)
             return [f"{u.key}: is not a known {self.kind} field{did_you_mean(u.key.rsplit('.', 1)[-1], u.known)}; "
                     "kept in the file" for u in unknown]
+
+    def delete_broken(self, name: str) -> bool:
+        """Delete the broken record called `name` from the file (the user asked to remove it);
+        False when no broken record has that name."""
+        with self._locked():
+            loaded = self._writable()
+            valid = set(loaded.tables)
+            index = next((i for i, r in enumerate(loaded.rows) if r.get("name") == name and i not in valid), None)
+            if index is None:
+                return False
+            doc = self._document(loaded)
+            del doc[self.fmt.key][index]
+            self._save(loaded, doc)
+            return True
 
     def repair(self) -> RecoveryNotice | None:
         """On the user's request only: move the file aside (original bytes kept) and write back the
@@ -655,7 +671,7 @@ class NamedRecordStore(Generic[_N]):
         """The record called `name`; BrokenRecordError when it is there but broken."""
         found = next((record for record in self.load() if record.name == name), None)
         if found is None and (bad := self.broken(name)) is not None:
-            raise BrokenRecordError(self._file.kind, name, bad.problem)
+            raise BrokenRecordError(self._file.kind, name, bad.problem, self._file.fmt.fix)
         return found
 
     def _mutate(self, change: Callable[[list[_N]], _R]) -> _R:

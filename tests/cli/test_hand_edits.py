@@ -145,3 +145,11 @@ def test_a_file_that_is_not_toml_is_left_untouched_until_repair_is_asked_for(
     (backup,) = paths.config_dir().glob("profiles.toml.corrupt-*")
     assert backup.read_text() == text
     assert run(capsys, "hosts", "add", "beta", "--host", "b.example")[0] == 0
+
+
+def test_a_broken_host_can_be_removed(capsys: pytest.CaptureFixture[str]) -> None:
+    path = profiles_file(GOOD + '\n# mine\n[[hosts]]\nname = "alpha"\nhost = "a.example"\nport = 70000\n')
+    code, _, err = run(capsys, "hosts", "remove", "alpha")
+    assert code == 0, err
+    assert "alpha" not in path.read_text() and path.read_text().startswith(GOOD)
+    assert [h["name"] for h in listing(capsys)["hosts"]] == ["good"]  # type: ignore[index]

@@ -48,6 +48,10 @@ def register(sub: argparse._SubParsersAction[Any]) -> None:
     rm.add_argument("name")
     rm.set_defaults(handler=cmd_remove)
 
+    repair = actions.add_parser("repair", parents=common, help="move a damaged fleets file aside, keeping its "
+                                "valid fleets (gpuws never does it unasked)")
+    repair.set_defaults(handler=cmd_repair)
+
     snap = actions.add_parser("snapshot", parents=common, help="every GPU of the fleet now", epilog=_EPILOG)
     snap.add_argument("name")
     snap.add_argument("--accept-new", action="store_true", help="trust the --via host's key if none is recorded yet")
@@ -152,6 +156,13 @@ def cmd_remove(args: argparse.Namespace) -> int:
     else:
         print(f"Removed fleet {args.name!r}.")
     return 0
+
+
+def cmd_repair(args: argparse.Namespace) -> int:
+    from gpuws.cli.commands.hosts import run_repair
+    from gpuws.core.fleet.profiles import FleetStore
+
+    return run_repair(FleetStore(), as_json=args.json)
 
 
 def _recovery_note(store: Any) -> None:

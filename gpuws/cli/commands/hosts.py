@@ -17,6 +17,7 @@ from gpuws.cli.output import fail, print_json
 from gpuws.core.errors import ValidationError
 from gpuws.core.models import AuthMethod, HostProfile, ProviderInfo, SecretKind
 from gpuws.core.profiles import ProfileStore, profile_to_dict
+from gpuws.core.recordfile import NamedRecordStore
 from gpuws.core.terminal import printable
 from gpuws.core.validation import (
     validate_currency,
@@ -273,11 +274,15 @@ def _changed_fields(old: HostProfile, new: HostProfile) -> list[str]:
 
 
 def cmd_repair(args: argparse.Namespace) -> int:
-    store = ProfileStore()
+    return run_repair(ProfileStore(), as_json=args.json)
+
+
+def run_repair(store: NamedRecordStore[Any], *, as_json: bool) -> int:
+    """`hosts repair` / `fleet repair`: move the damaged file aside and keep its valid records."""
     notice = store.repair()
-    if args.json:
+    if as_json:
         print_json({"repaired": notice is not None, "backup": str(notice.backup_path) if notice else None,
-                    "kept": [p.name for p in store.load()]})
+                    "kept": [r.name for r in store.load()]})
         return 0
     print(printable(notice.message) if notice else f"Nothing to repair in {store.path}.")
     return 0

@@ -185,7 +185,7 @@ def _from_table(table: dict[str, Any]) -> tuple[FleetProfile, list[UnknownKey]]:
 
 FLEET_FORMAT: RecordFormat[FleetProfile] = RecordFormat(
     kind="fleet", key="fleets", newest=SCHEMA_VERSION, decode=_from_table, to_table=FleetProfile.to_dict,
-    exists=FleetExists, missing=FleetNotFound,
+    exists=FleetExists, missing=FleetNotFound, repair="gpuws fleet repair",
 )
 
 

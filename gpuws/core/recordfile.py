@@ -404,7 +404,9 @@ def merge_table(table: Any, old: dict[str, Any], new: dict[str, Any]) -> None:
             if len(table[key]) == 0:
                 del table[key]
         elif isinstance(after, dict):
-            value = drop_unset(after)
+            # A table the file did not have (its fields were defaults): only what differs now.
+            changed = {k: v for k, v in after.items() if before.get(k) != v} if isinstance(before, dict) else after
+            value = drop_unset(changed)
             if value:
                 table[key] = value
             elif key in table:

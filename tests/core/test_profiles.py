@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import stat
 import subprocess
@@ -247,3 +248,19 @@ def test_two_processes_saving_at_once_lose_nothing() -> None:
         assert proc.returncode == 0, err.decode()
     names = {p.name for p in ProfileStore().load()}
     assert names == {f"{who}-{i}" for who in ("first", "second") for i in range(20)}
+
+
+def test_a_save_changes_only_what_changed_and_keeps_the_users_text() -> None:
+    store = ProfileStore()
+    store.path.parent.mkdir(parents=True, exist_ok=True)
+    original = ('schema_version = 1\n# my rigs\n[[hosts]]\nname = "a"  # the big one\nhost = "h"\n'
+                'provider = { kind = "aws", zone_hint = "x" }\nlater = 1\n')
+    store.path.write_text(original)
+    profile = store.get("a")
+    store.update(dataclasses.replace(profile, price_per_hour=2.5,
+                                     alerts=dataclasses.replace(profile.alerts, temp_c=70.0)))
+    text = store.path.read_text()
+    assert text.startswith('schema_version = 1\n# my rigs\n[[hosts]]\nname = "a"  # the big one\nhost = "h"\n')
+    assert 'zone_hint = "x"' in text and "later = 1" in text and "price_per_hour = 2.5" in text
+    assert tomllib.loads(text)["hosts"][0]["alerts"] == {"temp_c": 70.0}  # not every default written out
+    assert store.get("a").price_per_hour == 2.5

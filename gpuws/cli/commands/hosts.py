@@ -339,6 +339,10 @@ def cmd_show(args: argparse.Namespace) -> int:
         ("provider", " ".join(x for x in (provider.kind, provider.instance_id, provider.region) if x) or "-"),
         ("slice", profile.slice_profile or "-"),
         ("price", _price(profile.price_per_hour)),
+        ("slices", ", ".join(f"{k}={_price(v)}" for k, v in sorted(profile.slice_prices.items())) or "-"),
+        ("currency", profile.currency or "- (the locale's)"),
+        ("budgets", f"daily {_price(profile.budget_daily)}, monthly {_price(profile.budget)}"
+                    + (", stop when used up" if profile.budget_stop else "")),
         ("tags", ", ".join(profile.tags) or "-"),
         ("notes", profile.notes or "-"),
     ]

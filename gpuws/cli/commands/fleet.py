@@ -131,7 +131,9 @@ def cmd_list(args: argparse.Namespace) -> int:
     fleets = store.load()
     _recovery_note(store)
     if args.json:
-        print_json([f.to_dict() for f in fleets])
+        # A broken fleet (a hand edit with a wrong value) stays listed, with where and why.
+        print_json([{**f.to_dict(), "error": None} for f in fleets]
+                   + [{"name": b.name, "error": b.problem.to_dict()} for b in store.state.broken])
         return 0
     if not fleets:
         print("No fleets. Add one with `gpuws fleet add NAME --prometheus URL`.")

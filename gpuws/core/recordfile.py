@@ -279,12 +279,13 @@ def parse_records(raw: bytes, path: Path, fmt: RecordFormat[_T]) -> Loaded[_T]:
         reason = _TOML_AT.sub("", str(exc)).strip()
         state.read_only = problem(line, None, f"is not valid TOML ({reason}); gpuws will not write it until it is "
                                               f"fixed (or `{fmt.repair}` moves it aside)", column)
-        # A file cut short: the complete records before the damaged one still load.
-        cut = lines.record(lines.before_line(line) - 1) if lines.before_line(line) else None
+        # A file cut short: the complete records before the damaged one still load. (Cut before
+        # an earlier record when that text does not parse either: a string left open, say.)
         doc = {}
-        if cut is not None:
+        for index in range(lines.before_line(line) - 1, -1, -1):
             with contextlib.suppress(tomllib.TOMLDecodeError, RecursionError):
-                doc = tomllib.loads("\n".join(lines.lines[:cut - 1]))
+                doc = tomllib.loads("\n".join(lines.lines[:lines.headers[index] - 1]))
+                break
     except RecursionError:  # tomllib recurses per nesting level: a hostile file can exhaust it
         state.read_only = problem(None, None, f"is nested too deeply to be a {what}")
         return Loaded([], [], state, text, bom, [])

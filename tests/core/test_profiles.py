@@ -264,3 +264,14 @@ def test_a_save_changes_only_what_changed_and_keeps_the_users_text() -> None:
     assert 'zone_hint = "x"' in text and "later = 1" in text and "price_per_hour = 2.5" in text
     assert tomllib.loads(text)["hosts"][0]["alerts"] == {"temp_c": 70.0}  # not every default written out
     assert store.get("a").price_per_hour == 2.5
+
+
+def test_a_string_left_open_keeps_the_records_before_it() -> None:
+    store = ProfileStore()
+    store.path.parent.mkdir(parents=True, exist_ok=True)
+    text = ('schema_version = 1\n[[hosts]]\nname = "a"\nhost = "h"\n[[hosts]]\nname = "b"\nhost = "h"\n'
+            'notes = """never closed\n[[hosts]]\nname = "c"\nhost = "x"\n')
+    store.path.write_text(text)
+    assert [p.name for p in store.load()] == ["a"]
+    assert store.state.read_only is not None and "not valid TOML" in store.state.read_only.message
+    assert store.path.read_text() == text

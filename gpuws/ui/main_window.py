@@ -16,6 +16,7 @@ from PySide6.QtGui import QCloseEvent
 from PySide6.QtWidgets import QApplication, QHBoxLayout, QSplitter, QStackedWidget, QToolButton, QVBoxLayout, QWidget
 
 from gpuws.ui.bridge import AsyncBridge
+from gpuws.ui.file_problems import FileProblemsBanner
 from gpuws.ui.host_detail import HostDetail
 from gpuws.ui.resources import app_icon
 from gpuws.ui.settings import Preferences, open_settings
@@ -98,6 +99,8 @@ class MainWindow(WindowActions, HostList, WindowTabs, TrayChores):
         layout.setContentsMargins(0, 0, 0, 0)
         layout.setSpacing(0)
         layout.addWidget(self._notice_row)
+        self.file_problems = FileProblemsBanner(self)
+        layout.addWidget(self.file_problems)
         layout.addWidget(self.splitter, 1)
         self.setCentralWidget(central)
         self.hide_notice()

@@ -20,6 +20,7 @@ if TYPE_CHECKING:
     from gpuws.core.secrets import SecretStore
     from gpuws.ui.bridge import AsyncBridge
     from gpuws.ui.demo import RunningDemo
+    from gpuws.ui.file_problems import FileProblemsBanner
     from gpuws.ui.fleet.view import FleetView
     from gpuws.ui.host_detail import HostDetail
     from gpuws.ui.session_controller import HostSession
@@ -57,6 +58,7 @@ class WindowBase(QMainWindow):
     stack: QStackedWidget
     splitter: QSplitter
     notice: Banner
+    file_problems: FileProblemsBanner
     _notice_row: QWidget
     telemetry: TelemetryHub
     workspace: Workspace

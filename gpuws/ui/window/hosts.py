@@ -9,6 +9,7 @@ from __future__ import annotations
 import concurrent.futures
 import logging
 from collections.abc import Awaitable, Callable, Sequence
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from PySide6.QtWidgets import QInputDialog, QLineEdit
@@ -16,7 +17,6 @@ from PySide6.QtWidgets import QInputDialog, QLineEdit
 from gpuws.core.errors import GpuwsError
 from gpuws.core.models import HostProfile, SecretKind
 from gpuws.core.profiles import BulkAddResult
-from gpuws.core.recordfile import RecoveryNotice
 from gpuws.ui.bridge import ask_on_gui_thread
 from gpuws.ui.demo import DEMO_NAME, RunningDemo, start_demo
 from gpuws.ui.hostkey_dialog import HostKeyChoice, HostKeyDialog
@@ -49,18 +49,21 @@ class HostList(WindowBase):
         """Read the profile file off the GUI thread, then refresh the sidebar."""
         store = self.store
 
-        def load() -> tuple[list[HostProfile], RecoveryNotice | None]:
-            """Read the profiles and what a recovery of a damaged file did."""
+        def load() -> tuple[list[HostProfile], dict[Path, list[str]]]:
+            """Read the profiles, and what is wrong in the profiles and fleets files."""
+            from gpuws.core.fleet.profiles import FleetStore
+
             profiles = store.load()
-            return profiles, store.last_recovery
+            fleets = FleetStore()  # its problems show in the same banner (fleet view: `gpuws fleet list`)
+            fleets.load()
+            return profiles, {store.path: store.state.notices(), fleets.path: fleets.state.notices()}
 
         self.bridge.run_blocking(load, self._on_profiles_loaded, self._on_store_error, owner=self)
 
-    def _on_profiles_loaded(self, result: tuple[list[HostProfile], RecoveryNotice | None]) -> None:
-        profiles, recovery = result
+    def _on_profiles_loaded(self, result: tuple[list[HostProfile], dict[Path, list[str]]]) -> None:
+        profiles, problems = result
         self.profiles = [p for p in profiles if not (self.demo and p.name == DEMO_NAME)]
-        if recovery is not None:
-            self.show_notice(recovery.message, BannerKind.WARNING)
+        self.file_problems.show_problems(problems)
         # Read before syncing: filling the sidebar selects its first row, which is saved too.
         selected = str(self.settings.value("ui/selected", "")) if self._first_load else ""
         self._sync_sessions()

@@ -59,8 +59,8 @@ def run_watch(args: argparse.Namespace) -> int:
 
 async def _watch(args: argparse.Namespace, out: TextIO) -> None:
     from gpuws.app.feeds import StreamBack, StreamLost, follow_telemetry
-    from gpuws.app.hostio import TelemetryStream, describe_source
     from gpuws.app.targets import open_target
+    from gpuws.remote.telemetry import TelemetryStream, describe_source
 
     async with open_target(args.name, accept_new=args.accept_new, **tty_prompts()) as connection:
         hint = True if connection.profile.simulated else None

@@ -15,10 +15,11 @@ from typing import Any
 
 from PySide6.QtCore import QObject, Signal
 
-from gpuws.app.hostio import ConnectionState, HostFeed, TelemetryService
 from gpuws.app.workspace import Workspace
 from gpuws.core.telemetry.alerts import Alert, AlertEvent
 from gpuws.core.telemetry.store import TelemetryStore
+from gpuws.remote.connection import ConnectionState
+from gpuws.remote.telemetry_service import HostFeed, TelemetryService
 from gpuws.ui.bridge import AsyncBridge
 from gpuws.ui.telemetry.notify import AlertNotifier
 

@@ -106,6 +106,7 @@ def test_recover_after_a_killed_mig_parted_apply_finishes_every_gpu(capsys: pyte
 
     interrupted = json.loads(_run(capsys, "slices", "demo", "--json")[1])["interrupted_resize"]
     assert interrupted["gpu"] == 0 and interrupted["pending"] == [{"gpu": 1, "target": "7x1g.10gb"}]
+    assert "(and GPU 1 after it) did not finish" in interrupted["message"]
     doc = _json(capsys, "resize", "demo", "--recover", "--yes", "--stop-processes")
     assert doc["outcome_kind"] == "verified" and doc["remaining"] == []
     assert [g["gpu"] for g in doc["gpus"]] == [0, 1]  # type: ignore[index]

@@ -56,8 +56,10 @@ class JournalEntry:
 
     def summary(self) -> str:
         """One line for `slices`/`probe` output and the window banner."""
+        rest = [str(p.get("gpu")) for p in self.pending if isinstance(p, dict)]
+        then = f" (and GPU {', '.join(rest)} after it)" if rest else ""
         return (f"an interrupted resize of GPU {self.gpu} ({self.before} -> {self.target}, started "
-                f"{self.started_at}) did not finish; the GPU may be half-resized")
+                f"{self.started_at}){then} did not finish; the GPU may be half-resized")
 
 
 def _process_alive(pid: int) -> bool:

@@ -16,7 +16,7 @@ import contextlib
 import os
 import subprocess
 import time
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -36,11 +36,12 @@ from gpuws.core.runner import CommandResult
 from gpuws.core.secrets import SecretStore
 from gpuws.core.tunnels import Preset, TunnelSpec
 from gpuws.remote import desktop as remote
+from gpuws.remote import shell as shell_remote
 from gpuws.remote.connection import HostConnection
 from gpuws.remote.tunnels import Tunnel, TunnelCallback
 
-__all__ = ["DesktopCheck", "DesktopError", "DesktopSession", "RunningDesktop", "TmuxWindow", "ViewerLaunch",
-           "check", "install", "list_windows", "open_browser_tunnel", "open_desktop", "run_in_shell",
+__all__ = ["DesktopCheck", "DesktopError", "DesktopSession", "RunningDesktop", "ShellSession", "TmuxWindow",
+           "ViewerLaunch", "check", "install", "list_windows", "open_browser_tunnel", "open_desktop", "run_in_shell",
            "stop", "vnc_password"]
 
 VIEWER_READ_S = 30.0  # the password file is removed this long after the viewer started, at the latest
@@ -208,3 +209,79 @@ async def run_in_shell(connection: HostConnection, argv: list[str], timeout: flo
 
 async def has_tmux(connection: HostConnection) -> bool:
     return await remote.has_tmux(connection.runner)
+
+
+class ShellSession:
+    """`gpuws shell`: an interactive terminal in the host's gpuws tmux session, attached again after a
+    drop (the session and what runs in it live on). Without tmux on the host: a plain shell, a warning,
+    and no way back after a drop.
+
+    `output` receives the terminal's bytes; `notice` one-line messages for the user; feed `run` the
+    keyboard as an async iterator of bytes (its end ends the session).
+    """
+
+    def __init__(self, connection: HostConnection, *, output: Callable[[bytes], None],
+                 notice: Callable[[str], None], term_type: str = "xterm-256color",
+                 size: tuple[int, int] = (80, 24), reconnect_wait: float = 300.0) -> None:
+        self.connection = connection
+        self._output = output
+        self._notice = notice
+        self._term_type = term_type
+        self.size = size
+        self._reconnect_wait = reconnect_wait
+        self._process: shell_remote.TerminalProcess | None = None
+        self.attaches = 0  # how many times the terminal was (re)opened
+        self.tmux: bool | None = None
+
+    def resize(self, size: tuple[int, int]) -> None:
+        """The local terminal's new size (columns, rows)."""
+        self.size = size
+        if self._process is not None:
+            with contextlib.suppress(Exception):
+                shell_remote.resize(self._process, size)
+
+    async def run(self, keyboard: AsyncIterator[bytes]) -> int:
+        """Attach (again after each drop) until the remote side exits; its exit status."""
+        from gpuws.core.desktop import NO_TMUX_WARNING, attach_command
+
+        self.tmux = await remote.has_tmux(self.connection.runner)
+        if not self.tmux:
+            self._notice(NO_TMUX_WARNING)
+        feeder = asyncio.create_task(self._feed(keyboard))
+        try:
+            while True:
+                process = await shell_remote.open_terminal(self.connection, attach_command() if self.tmux else None,
+                                                           self._term_type, self.size)
+                self._process = process
+                self.attaches += 1
+                reader = asyncio.create_task(self._drain(process))
+                done, _ = await asyncio.wait({reader, feeder}, return_when=asyncio.FIRST_COMPLETED)
+                if feeder in done and reader not in done:  # the keyboard ended
+                    process.stdin.write_eof()
+                    await reader
+                await process.wait_closed()
+                if not shell_remote.lost(process):
+                    return int(process.exit_status or 0) if process.exit_signal is None else 255
+                if not self.tmux:
+                    self._notice("connection lost; the plain shell and what ran in it are gone")
+                    return 255
+                self._notice("connection lost; attaching again to the tmux session when it is back…")
+                await self.connection.ssh(self._reconnect_wait)
+                self._notice("attached again")
+        finally:
+            self._process = None
+            feeder.cancel()
+            with contextlib.suppress(BaseException):
+                await feeder
+
+    async def _drain(self, process: shell_remote.TerminalProcess) -> None:
+        with contextlib.suppress(Exception):
+            while data := await process.stdout.read(65536):
+                self._output(data)
+
+    async def _feed(self, keyboard: AsyncIterator[bytes]) -> None:
+        async for data in keyboard:
+            while self._process is None or self._process.stdin.is_closing():
+                await asyncio.sleep(0.05)  # between a drop and the next attach
+            with contextlib.suppress(Exception):
+                self._process.stdin.write(data)

@@ -448,6 +448,29 @@ def _take_terminal() -> None:
     fcntl.ioctl(0, termios.TIOCSCTTY, 0)
 
 
+def leftover_pids(state_dir: Path) -> list[int]:
+    """Processes of this user that a demo host with `state_dir` started and that outlived it (tmux's
+    server, the desktop's Xvnc...): they carry its GPUWS_SIM_STATE in their environment."""
+    marker = f"{SIM_STATE_ENV_VAR}={Path(state_dir) / 'sim'}".encode()
+    found: list[int] = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit() or int(entry.name) == os.getpid():
+            continue
+        with contextlib.suppress(OSError):
+            if entry.stat().st_uid == os.getuid() and marker in (entry / "environ").read_bytes().split(b"\0"):
+                found.append(int(entry.name))
+    return found
+
+
+def kill_leftovers(state_dir: Path) -> int:
+    """Kill what `leftover_pids` finds (tests clean up after themselves with it); how many."""
+    pids = leftover_pids(state_dir)
+    for pid in pids:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.kill(pid, signal.SIGKILL)
+    return len(pids)
+
+
 async def _pump_out(source: asyncio.StreamReader | None, sink: Any) -> None:
     assert source is not None
     while data := await source.read(65536):

@@ -315,6 +315,8 @@ def start(display, geometry, depth):
     argv = [xvnc, f":{display}", "-geometry", geometry, "-depth", str(depth), "-rfbauth", PASSWD_FILE,
             "-SecurityTypes", "VncAuth", "-localhost", "-interface", "127.0.0.1", "-rfbport", str(port),
             "-nolisten", "tcp", "-desktop", "gpuws", "-AlwaysShared"]
+    if not xvnc.startswith(TURBOVNC):
+        argv.append("-UseIPv6=0")  # TigerVNC: 127.0.0.1 only, not ::1 as well (TurboVNC has no IPv6 by default)
     with open(LOG_FILE, "ab") as log:
         proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=log, stderr=log, start_new_session=True,
                                 cwd=os.path.expanduser("~"))

@@ -21,7 +21,8 @@ from gpuws.core.desktop import (
 )
 from gpuws.core.errors import ValidationError
 
-GLXINFO_LLVMPIPE = "name of display: :1\nOpenGL vendor string: Mesa\nOpenGL renderer string: llvmpipe (LLVM 15.0.6, 256 bits)\n"
+GLXINFO_LLVMPIPE = ("name of display: :1\nOpenGL vendor string: Mesa\n"
+                    "OpenGL renderer string: llvmpipe (LLVM 15.0.6, 256 bits)\n")
 
 
 @pytest.mark.parametrize(("name", "nvenc"), [

@@ -381,3 +381,9 @@ def parse_tmux_windows(text: str) -> list[TmuxWindow]:
 def attach_command() -> list[str]:
     """What an interactive `gpuws shell` runs on the host: the one gpuws tmux session, created or attached."""
     return ["tmux", "new", "-A", "-s", TMUX_SESSION]
+
+
+def shell_argv(profile_name: str, executable: str, frozen: bool) -> list[str]:
+    """`gpuws shell NAME` as this installation runs it (the window's Terminal button opens it)."""
+    base = [executable] if frozen else [executable, "-m", "gpuws"]
+    return [*base, "shell", profile_name]

@@ -463,11 +463,18 @@ def leftover_pids(state_dir: Path) -> list[int]:
 
 
 def kill_leftovers(state_dir: Path) -> int:
-    """Kill what `leftover_pids` finds (tests clean up after themselves with it); how many."""
+    """End what `leftover_pids` finds (tests clean up after themselves with it); how many. SIGTERM
+    first, so an X server removes its /tmp/.X*-lock and socket; SIGKILL for what is left after 3 s."""
+    import time
+
     pids = leftover_pids(state_dir)
-    for pid in pids:
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.kill(pid, signal.SIGKILL)
+    for sig in (signal.SIGTERM, signal.SIGKILL):
+        for pid in pids:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.kill(pid, sig)
+        deadline = time.monotonic() + 3.0
+        while sig == signal.SIGTERM and time.monotonic() < deadline and set(pids) & set(leftover_pids(state_dir)):
+            time.sleep(0.05)
     return len(pids)
 
 

@@ -99,3 +99,18 @@ def test_tmux_windows() -> None:
         {"index": 0, "name": "bash", "command": "bash", "active": False},
         {"index": 1, "name": "train", "command": "python3", "active": True},
     ]
+
+
+def test_terminal_button_runs_gpuws_shell_in_the_users_terminal() -> None:
+    from gpuws.core.desktop import shell_argv
+    from gpuws.core.terminal import terminal_argv
+
+    command = shell_argv("rig", "/usr/bin/python3", frozen=False)
+    assert command == ["/usr/bin/python3", "-m", "gpuws", "shell", "rig"]
+    assert shell_argv("rig", "/opt/gpuws/gpuws", frozen=True) == ["/opt/gpuws/gpuws", "shell", "rig"]
+    installed = {"x-terminal-emulator": "/usr/bin/x-terminal-emulator", "wt": "C:/wt.exe"}
+    assert terminal_argv(command, which=installed.get, platform="linux") == [
+        "/usr/bin/x-terminal-emulator", "-e", *command]
+    assert terminal_argv(command, which=installed.get, platform="win32") == ["C:/wt.exe", *command]
+    assert terminal_argv(command, which=lambda _n: None, platform="win32")[:3] == ["cmd", "/c", "start"]
+    assert terminal_argv(command, platform="darwin")[0] == "osascript"

@@ -50,6 +50,38 @@ SESSIONS = (
 NOVNC_DIRS = ("/usr/share/novnc", "/usr/share/webapps/novnc", "/opt/noVNC", "/opt/novnc",
               os.path.join(os.path.expanduser("~"), "noVNC"))
 MAX_TEXT = 16384  # of any tool's output passed back
+# A detached program gets a parent that waits for it, so when it ends it is reaped at once even
+# where nothing reaps orphans (containers whose PID 1 is not an init). The program runs in a
+# session of its own; its pid is the first line on stdout.
+SUPERVISE = (
+    "import subprocess, sys\n"
+    "child = subprocess.Popen(sys.argv[1:], stdin=subprocess.DEVNULL, stdout=sys.stderr, start_new_session=True)\n"
+    "print(child.pid, flush=True)\n"
+    "sys.stdout.close()\n"
+    "sys.exit(child.wait())\n"
+)
+
+
+class Detached:
+    """A program started under SUPERVISE: `pid` is the program's, `poll()` says whether it ended."""
+
+    def __init__(self, argv, log, env=None):
+        self.supervisor = subprocess.Popen([sys.executable, "-c", SUPERVISE, *argv], stdin=subprocess.DEVNULL,
+                                           stdout=subprocess.PIPE, stderr=log, env=env, start_new_session=True,
+                                           cwd=os.path.expanduser("~"))
+        out = self.supervisor.stdout
+        assert out is not None
+        line = out.readline()
+        out.close()
+        self.pid = int(line) if line.strip().isdigit() else None
+
+    def poll(self):
+        return self.supervisor.poll() if self.pid is not None else 127
+
+    def kill(self):
+        if self.pid is not None:
+            with contextlib.suppress(OSError):
+                os.kill(self.pid, signal.SIGKILL)
 
 
 def which(name):
@@ -318,8 +350,7 @@ def start(display, geometry, depth):
     if not xvnc.startswith(TURBOVNC):
         argv.append("-UseIPv6=0")  # TigerVNC: 127.0.0.1 only, not ::1 as well (TurboVNC has no IPv6 by default)
     with open(LOG_FILE, "ab") as log:
-        proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=log, stderr=log, start_new_session=True,
-                                cwd=os.path.expanduser("~"))
+        proc = Detached(argv, log)
     if not (wait_x(display, proc) and wait_rfb(port, proc)):
         if proc.poll() is None:
             proc.kill()
@@ -330,9 +361,7 @@ def start(display, geometry, depth):
         env = dict(os.environ, DISPLAY=f":{display}")
         env.pop("WAYLAND_DISPLAY", None)
         with open(os.path.join(STATE_DIR, "session.log"), "ab") as log:
-            child = subprocess.Popen([*vgl_prefix(), session_path], stdin=subprocess.DEVNULL, stdout=log,
-                                     stderr=log, env=env, start_new_session=True, cwd=os.path.expanduser("~"))
-        session_pid = child.pid
+            session_pid = Detached([*vgl_prefix(), session_path], log, env).pid
     state = {"pid": proc.pid, "display": display, "port": port, "geometry": geometry, "session": session,
              "session_pid": session_pid, "virtualgl": bool(vgl_prefix()), "started": time.time()}
     fd = os.open(STATE_FILE, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
@@ -360,8 +389,7 @@ def web():
     port = s.getsockname()[1]
     s.close()
     with open(os.path.join(STATE_DIR, "websockify.log"), "ab") as log:
-        proc = subprocess.Popen([websockify, "--web", novnc, f"127.0.0.1:{port}", f"127.0.0.1:{state['port']}"],
-                                stdin=subprocess.DEVNULL, stdout=log, stderr=log, start_new_session=True)
+        proc = Detached([websockify, "--web", novnc, f"127.0.0.1:{port}", f"127.0.0.1:{state['port']}"], log)
     deadline = time.time() + 15
     while port_free(port) and time.time() < deadline and proc.poll() is None:
         time.sleep(0.1)

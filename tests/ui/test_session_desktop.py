@@ -3,6 +3,7 @@ no horizontal scroll bar, the Terminal card whole. Saves /tmp/gpuws-shots/sessio
 
 from __future__ import annotations
 
+import socket
 from pathlib import Path
 from typing import Any
 
@@ -63,6 +64,10 @@ def test_desktop_panel_checks_starts_and_stops(qtbot: Any, bridge: AsyncBridge, 
         session = tab.desktop_session
         assert session.tunnel in workspace.host("demo").tunnels  # type: ignore[union-attr]  # idle guard sees it
         assert greeting(session.local_port).startswith(b"RFB 003.00")
+        # A connected viewer is activity for the idle guard (the Workspace asks its tunnels `in_use`).
+        with socket.create_connection(("127.0.0.1", session.local_port), timeout=20) as viewer:
+            assert viewer.recv(12).startswith(b"RFB ")
+            assert session.tunnel.in_use
         assert f"at vnc://127.0.0.1:{session.local_port}" in tab.desktop_status.text()
         assert "No VNC viewer found" in tab.desktop_status.text()
 

@@ -125,7 +125,7 @@ VNC_PROGRAMS = frozenset({"Xvnc", "Xtigervnc", "vncserver", "tigervncserver", "x
 SYSTEM_PATH = ("/usr/local/bin", "/usr/bin", "/bin")
 
 
-def _path_without(hidden: frozenset[str], farm: Path) -> Path:
+def path_without(hidden: frozenset[str], farm: Path) -> Path:
     """A directory of links to every program of SYSTEM_PATH except `hidden` (first found wins)."""
     farm.mkdir(parents=True, exist_ok=True)
     seen: set[str] = set()
@@ -253,7 +253,7 @@ class DemoHost:
         _install_bin(self.state_dir / "bin", self.faults)
         (self.state_dir / "tmux").mkdir(mode=0o700, exist_ok=True)
         if has_host_fault(self.faults, FaultKind.NO_VNC):
-            _path_without(VNC_PROGRAMS, self.state_dir / "path-no-vnc")
+            path_without(VNC_PROGRAMS, self.state_dir / "path-no-vnc")
         store = SimStateStore(self.sim_dir, self.gpus)
         store.load()  # creates it for this spec on first use
         key = self._host_key()

@@ -187,6 +187,9 @@ def test_no_vnc_fault_shows_the_missing_server_path(demo_state: Path, monkeypatc
     assert main(["desktop", "demo", "--viewer", "none", "--json"]) == 1
     err = capsys.readouterr().err
     assert "no VNC server" in err and "--check" in err and "Traceback" not in err
+    # --install is the user's yes, but never on the simulated host: that would install on this computer.
+    assert main(["desktop", "demo", "--install"]) == 2
+    assert "installs nothing here" in capsys.readouterr().err
     assert _live_xvnc(demo_state) == []
 
 

@@ -794,9 +794,20 @@ class SessionTab(QWidget):
         host = self.context.profile.name
         self.desktop_status.setText("Starting the desktop…")
         self.desktop_start_button.setEnabled(False)
-        self.context.bridge.run_async(
-            desktop.open_desktop(connection, geometry=self.geometry_combo.currentText()),
-            lambda session: self._desktop_started(host, session), self._desktop_failed)
+        geometry = self.geometry_combo.currentText()
+        checked = self.desktop_check
+
+        async def start() -> tuple[Any, Any]:
+            # The host's honest labels (llvmpipe, no NVENC) are shown with the desktop, checked once.
+            found = checked if checked is not None else await desktop.check(connection)
+            return found, await desktop.open_desktop(connection, geometry=geometry)
+
+        def started(result: tuple[Any, Any]) -> None:
+            if result[0] is not checked:
+                self.show_desktop_check(result[0])
+            self._desktop_started(host, result[1])
+
+        self.context.bridge.run_async(start(), started, self._desktop_failed)
 
     def _desktop_failed(self, exc: BaseException) -> None:
         self.desktop_start_button.setEnabled(self.context is not None)

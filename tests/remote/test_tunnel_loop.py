@@ -79,3 +79,66 @@ def test_forwarded_connections_are_bounded(isolated_home: Path, monkeypatch: pyt
                     w.close()
 
     asyncio.run(scenario())
+
+
+# Runs a tunnel under a low descriptor limit, in a process of its own (the limit must not touch pytest).
+_UNDER_LIMIT = """
+import asyncio, json, logging, os, resource, sys
+from gpuws.app.demo import key_from_known_hosts_line
+from gpuws.core.tunnels import TunnelSpec
+from gpuws.remote.connection import HostConnection
+from gpuws.remote.tunnels import Tunnel
+from gpuws.sim.server import DemoHostInfo, demo_profile
+
+logging.basicConfig(level=logging.WARNING, stream=sys.stderr, format="%(levelname)s %(message)s")
+info = DemoHostInfo(**{k: v for k, v in json.loads(sys.argv[1]).items() if k != "simulated"})
+
+async def main():
+    conn = HostConnection(demo_profile(info), password=info.password,
+                          known_host_key=key_from_known_hosts_line(info.known_hosts_line))
+    async with conn, Tunnel(conn, TunnelSpec(remote_port=info.port)) as tunnel:
+        soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+        resource.setrlimit(resource.RLIMIT_NOFILE, (len(os.listdir("/proc/self/fd")) + 6, hard))
+        print(tunnel.local_port, flush=True)
+        await asyncio.get_running_loop().run_in_executor(None, sys.stdin.readline)
+        resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
+        print(json.dumps({"accept_errors": tunnel.accept_errors, "channels": tunnel.active_channels}), flush=True)
+
+asyncio.run(main())
+"""
+
+
+def test_accept_errors_are_counted_and_logged_once(tmp_path: Path) -> None:
+    import json
+    import subprocess
+    import sys
+    import time
+
+    host = subprocess.Popen([sys.executable, "-m", "gpuws", "demo-host", "--state-dir", str(tmp_path / "demo")],
+                            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    try:
+        assert host.stdout is not None
+        info = host.stdout.readline()
+        tunnel = subprocess.Popen([sys.executable, "-c", _UNDER_LIMIT, info], stdin=subprocess.PIPE,
+                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        assert tunnel.stdout is not None and tunnel.stdin is not None
+        port = int(tunnel.stdout.readline())
+        clients = [socket.create_connection(("127.0.0.1", port), timeout=10) for _ in range(40)]
+        try:
+            deadline = time.monotonic() + 5  # a few retries of the accept loop (every 0.5 s)
+            while time.monotonic() < deadline:
+                time.sleep(0.1)
+        finally:
+            tunnel.stdin.write("\n")
+            tunnel.stdin.flush()
+            report = json.loads(tunnel.stdout.readline())
+            for client in clients:
+                client.close()
+        _out, err = tunnel.communicate(timeout=30)
+    finally:
+        host.terminate()
+        host.communicate(timeout=30)
+    assert report["accept_errors"] > 1  # the loop kept trying, and counted each failure
+    warnings = [line for line in err.splitlines() if "cannot accept a connection" in line]
+    assert len(warnings) == 1, err  # logged once per interval, never once per attempt
+    assert "Traceback" not in err and "Too many open files" in warnings[0]

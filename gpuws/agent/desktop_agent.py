@@ -34,6 +34,9 @@ STATE_DIR = os.path.join(os.path.expanduser("~"), ".gpuws", "desktop")
 STATE_FILE = os.path.join(STATE_DIR, "state.json")
 PASSWD_FILE = os.path.join(STATE_DIR, "passwd")
 LOG_FILE = os.path.join(STATE_DIR, "xvnc.log")
+# The X display's own key (MIT-MAGIC-COOKIE-1): without it, other users of the host could open the
+# desktop's X display through its local socket.
+XAUTH_FILE = os.path.join(STATE_DIR, "Xauthority")
 VNC_BASE = 5900
 TURBOVNC = "/opt/TurboVNC/bin"
 # The first installed wins: full desktops before window managers, a bare xterm last.
@@ -234,11 +237,28 @@ def vgl_prefix():
     return [vglrun]
 
 
-def glxinfo_on(display):
+def make_xauthority(path, display):
+    """A new 0600 Xauthority file with a random cookie for `display` (fed to xauth on stdin, never in
+    argv); None where xauth is missing (the X server then runs without one)."""
+    xauth = which("xauth")
+    if not xauth:
+        return None
+    os.makedirs(STATE_DIR, mode=0o700, exist_ok=True)
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    os.close(fd)
+    cookie = os.urandom(16).hex()
+    done = subprocess.run([xauth, "-q", "-f", path, "source", "-"], input=f"add :{display} . {cookie}\n".encode(),
+                          capture_output=True)
+    return path if done.returncode == 0 else None
+
+
+def glxinfo_on(display, xauthority=None):
     glxinfo = which("glxinfo")
     if not glxinfo:
         return None
     env = dict(os.environ, DISPLAY=f":{display}")
+    if xauthority:
+        env["XAUTHORITY"] = xauthority
     _rc, text = run_text([*vgl_prefix(), glxinfo, "-B"], env=env)
     return text
 
@@ -247,7 +267,7 @@ def renderer_probe(display_hint):
     """`glxinfo -B` on the running desktop, else on a throw-away Xvnc with no network listener."""
     state = running_state()
     if state:
-        return glxinfo_on(int(state["display"]))
+        return glxinfo_on(int(state["display"]), state.get("xauthority"))
     xvnc = xvnc_path()
     if not xvnc or not which("glxinfo"):
         return None
@@ -255,14 +275,15 @@ def renderer_probe(display_hint):
     if n is None:
         return None
     # -rfbport -1: no TCP listener at all, so no password is needed for this probe.
+    auth = make_xauthority(os.path.join(STATE_DIR, "probe-Xauthority"), n)
     with open(os.devnull, "wb") as devnull:
         proc = subprocess.Popen([xvnc, f":{n}", "-rfbport", "-1", "-SecurityTypes", "None", "-nolisten", "tcp",
-                                 "-geometry", "320x240"], stdin=subprocess.DEVNULL, stdout=devnull,
-                                stderr=devnull, start_new_session=True)
+                                 "-geometry", "320x240", *(["-auth", auth] if auth else [])],
+                                stdin=subprocess.DEVNULL, stdout=devnull, stderr=devnull, start_new_session=True)
     try:
         if not wait_x(n, proc):
             return None
-        return glxinfo_on(n)
+        return glxinfo_on(n, auth)
     finally:
         proc.terminate()
         try:
@@ -347,6 +368,9 @@ def start(display, geometry, depth):
     argv = [xvnc, f":{display}", "-geometry", geometry, "-depth", str(depth), "-rfbauth", PASSWD_FILE,
             "-SecurityTypes", "VncAuth", "-localhost", "-interface", "127.0.0.1", "-rfbport", str(port),
             "-nolisten", "tcp", "-desktop", "gpuws", "-AlwaysShared"]
+    xauthority = make_xauthority(XAUTH_FILE, display)
+    if xauthority:
+        argv += ["-auth", xauthority]
     if not xvnc.startswith(TURBOVNC):
         argv.append("-UseIPv6=0")  # TigerVNC: 127.0.0.1 only, not ::1 as well (TurboVNC has no IPv6 by default)
     with open(LOG_FILE, "ab") as log:
@@ -360,9 +384,12 @@ def start(display, geometry, depth):
     if session_path:
         env = dict(os.environ, DISPLAY=f":{display}")
         env.pop("WAYLAND_DISPLAY", None)
+        if xauthority:
+            env["XAUTHORITY"] = xauthority
         with open(os.path.join(STATE_DIR, "session.log"), "ab") as log:
             session_pid = Detached([*vgl_prefix(), session_path], log, env).pid
     state = {"pid": proc.pid, "display": display, "port": port, "geometry": geometry, "session": session,
+             "xauthority": xauthority,
              "session_pid": session_pid, "virtualgl": bool(vgl_prefix()), "started": time.time()}
     fd = os.open(STATE_FILE, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
     with os.fdopen(fd, "w") as f:

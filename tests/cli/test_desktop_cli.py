@@ -110,8 +110,12 @@ def test_desktop_start_view_reuse_and_stop(demo_state: Path, tmp_path: Path,
         assert vnc_auth(port, wrong) == 1  # refused
         assert vnc_auth(port, password) == 0
 
+        # The X display takes only clients with its key (other users of the host cannot open it).
+        draw = ["xsetroot", "-display", f":{display}", "-solid", "#3366cc"]
+        assert main(["shell", "demo", "--", "env", "-u", "XAUTHORITY", "HOME=/nonexistent", *draw]) != 0
         # Draw on the desktop through the host, then look at it through the tunnel with vncdotool.
-        assert main(["shell", "demo", "--", "xsetroot", "-display", f":{display}", "-solid", "#3366cc"]) == 0
+        xauthority = demo_state / ".gpuws" / "desktop" / "Xauthority"
+        assert main(["shell", "demo", "--", "env", f"XAUTHORITY={xauthority}", *draw]) == 0
         shot = tmp_path / "screen.png"
         capture(port, password, shot)
         from PIL import Image

@@ -21,7 +21,7 @@ from gpuws.core.paths import data_dir, known_hosts_path
 from gpuws.core.profiles import ProfileStore
 from gpuws.core.resize.audit import AuditLog
 from gpuws.core.resize.journal import ResizeJournal
-from gpuws.sim.state import SimStateStore
+from gpuws.sim.state import Fault, SimStateStore
 from tests.support.sshd import SshdServer
 
 # The timeout guards against a hung child on a loaded machine; it is not a timing assertion.
@@ -89,8 +89,9 @@ def _instances(gpu: int) -> int:
         return -1
 
 
-def test_recover_after_a_killed_mig_parted_apply_finishes_every_gpu(capsys: pytest.CaptureFixture[str]) -> None:
-    code, out, _ = _run(capsys, "slices", "demo", "--json")  # creates the demo host's state at "full"
+def _kill_apply_midway(capsys: pytest.CaptureFixture[str]) -> None:
+    """Run a real `gpuws mig-parted apply` and SIGKILL it once GPU 0 is half-resized."""
+    code, _out, _ = _run(capsys, "slices", "demo", "--json")  # creates the demo host's state at "full"
     assert code == 0
     proc = subprocess.Popen(
         [sys.executable, "-m", "gpuws", "mig-parted", "apply", "demo", CONFIG, "-c", "all-1g.10gb", "--yes",
@@ -104,6 +105,9 @@ def test_recover_after_a_killed_mig_parted_apply_finishes_every_gpu(capsys: pyte
     proc.communicate(timeout=120)
     assert proc.returncode != 0, "the apply finished before it could be interrupted"
 
+
+def test_recover_after_a_killed_mig_parted_apply_finishes_every_gpu(capsys: pytest.CaptureFixture[str]) -> None:
+    _kill_apply_midway(capsys)
     interrupted = json.loads(_run(capsys, "slices", "demo", "--json")[1])["interrupted_resize"]
     assert interrupted["gpu"] == 0 and interrupted["pending"] == [{"gpu": 1, "target": "7x1g.10gb"}]
     assert "(and GPU 1 after it) did not finish" in interrupted["message"]
@@ -113,3 +117,15 @@ def test_recover_after_a_killed_mig_parted_apply_finishes_every_gpu(capsys: pyte
     code, out, _ = _run(capsys, "mig-parted", "assert", "demo", CONFIG, "-c", "all-1g.10gb")
     assert code == 0 and "matches" in out  # GPU 1 is on the config too
     assert ResizeJournal().read("demo") is None
+
+
+def test_recover_that_fails_says_which_gpus_are_left(capsys: pytest.CaptureFixture[str]) -> None:
+    _kill_apply_midway(capsys)
+    with SimStateStore(data_dir() / "demo-host" / "sim").update() as state:
+        state.gpus[0].inject_fault(Fault.CREATE_GI_FAILS)  # completing GPU 0 now fails: it is restored
+    code, out, _ = _run(capsys, "resize", "demo", "--recover", "--yes", "--stop-processes", "--json")
+    doc = json.loads(out)
+    assert code == 9 and doc["outcome_kind"] == "rolled-back" and doc["after"] == "full"
+    assert doc["remaining"] == [{"gpu": 1, "gpu_name": "NVIDIA A100-SXM4-80GB", "target": "7x1g.10gb"}]
+    code, out, _ = _run(capsys, "mig-parted", "assert", "demo", CONFIG, "-c", "all-1g.10gb")
+    assert code == 1  # nothing was left half-done, and nothing claims the config holds

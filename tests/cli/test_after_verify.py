@@ -129,3 +129,12 @@ def test_recover_that_fails_says_which_gpus_are_left(capsys: pytest.CaptureFixtu
     assert doc["remaining"] == [{"gpu": 1, "gpu_name": "NVIDIA A100-SXM4-80GB", "target": "7x1g.10gb"}]
     code, out, _ = _run(capsys, "mig-parted", "assert", "demo", CONFIG, "-c", "all-1g.10gb")
     assert code == 1  # nothing was left half-done, and nothing claims the config holds
+
+
+def test_a_resize_with_nothing_to_do_is_audited_by_the_one_service(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = _run(capsys, "resize", "demo", "full", "--gpu", "1", "--yes", "--json")
+    assert code == 0 and json.loads(out)["outcome"] == "already at target"
+    last = AuditLog().read("demo")[-1]
+    assert (last.gpu, last.target, last.before, last.after, last.outcome, last.ok) == (
+        1, "full", "full", "full", "already at target", True)
+    assert ResizeJournal().read("demo") is None

@@ -20,10 +20,8 @@ from typing import TYPE_CHECKING, Any
 
 from gpuws.cli.connecting import ExitStatus, resize_exit_status, tty_prompts
 from gpuws.cli.output import fail, print_json, sim_banner
-from gpuws.core.models import HostProfile
-from gpuws.core.resize.audit import AuditLog, AuditRecord, now_iso
+from gpuws.core.resize.audit import AuditLog
 from gpuws.core.resize.journal import ResizeJournal, interrupted_resize_json
-from gpuws.core.resize.layout import Layout
 from gpuws.core.resize.outcome import ResizeOutcome
 from gpuws.core.resize.plan import Plan
 from gpuws.core.resize.pricing import PriceBook, price_book
@@ -198,8 +196,8 @@ async def _mig_resize(args: argparse.Namespace) -> int:
         if args.dry_run or plan.empty:
             doc["outcome"] = "dry run: nothing changed" if args.dry_run and not plan.empty else "already at target"
             _emit(args, doc, lambda: _print_plan(banner, header, price_pair, plan))
-            if plan.empty and not args.dry_run:
-                _audit(profile, state, plan, args.target, doc["outcome"], True, [])
+            if plan.empty and not args.dry_run:  # audited like every resize, by the one service (nothing runs)
+                await apply_mig(conn.runner, profile, plan, stop_processes=False, target_text=args.target)
             return EXIT_OK
         if not args.json:
             _print_plan(banner, header, price_pair, plan)
@@ -232,25 +230,6 @@ def _emit(args: argparse.Namespace, doc: dict[str, Any], human: Any) -> None:
         print_json(doc)
     else:
         human()
-
-
-def _audit(
-    profile: HostProfile, state: GpuMigState, plan: Plan, target: str, outcome: str, ok: bool,
-    log: list[str], started: str | None = None, after: Layout | None = None,
-) -> None:
-    AuditLog().append(_record(profile, state, plan, target, outcome, ok, log, started, after))
-
-
-def _record(
-    profile: HostProfile, state: GpuMigState, plan: Plan, target: str, outcome: str, ok: bool,
-    log: list[str], started: str | None = None, after: Layout | None = None,
-) -> AuditRecord:
-    return AuditRecord(
-        host=profile.name, gpu=state.index, backend="mig", target=target,
-        before=plan.before.describe(), after=(after or plan.before).describe() if after or plan.empty else None,
-        outcome=outcome, ok=ok, plan=[s.to_dict() for s in plan.steps], log=log,
-        started_at=started or now_iso(), simulated=profile.simulated,
-    )
 
 
 # -- recover ------------------------------------------------------------------------------------

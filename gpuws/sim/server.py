@@ -69,6 +69,9 @@ def _install_bin(bin_dir: Path) -> None:
         "hostname": f'#!/bin/sh\necho {SIM_HOSTNAME}\n',
         "jupyter": f'#!/bin/sh\nexec "{sys.executable}" -m gpuws.sim.jupyter "$@"\n',
         "jupyter-lab": f'#!/bin/sh\nexec "{sys.executable}" -m gpuws.sim.jupyter lab "$@"\n',
+        # The simulated host's kernel log (boot lines and the XID faults it plays), never this machine's.
+        "journalctl": f'#!/bin/sh\nexec "{sys.executable}" -m gpuws.sim.health journalctl "$@"\n',
+        "dmesg": f'#!/bin/sh\nexec "{sys.executable}" -m gpuws.sim.health dmesg "$@"\n',
     }
     for name, text in wrappers.items():
         path = bin_dir / name

@@ -83,3 +83,35 @@ def test_bad_fault_specs_are_one_clear_error(capsys: pytest.CaptureFixture[str],
     code = main(["bench", "demo", "--quick", "--json", "--no-save"])
     err = capsys.readouterr().err
     assert code != 0 and "KIND:GPU" in err and "Traceback" not in err
+
+
+def test_gemm_wrong_fails_that_gpus_gemm_never_passes(capsys: pytest.CaptureFixture[str],
+                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 25: full speed, wrong answers in a tile past row 3: the GEMM checks fail on that GPU."""
+    code, report = bench(capsys, monkeypatch, "gemm-wrong:0")
+    gemms = [c for c in checks(report, 0, "gemm_") if c["verdict"] != "skipped"]
+    assert gemms and all(c["verdict"] == "fail" and "wrong answers" in c["reason"] for c in gemms)
+    (stress,) = checks(report, 0, "stress")
+    assert stress["verdict"] == "fail"  # wrong the same way every time: only the known answer sees it
+    assert all(c["verdict"] != "fail" for c in checks(report, 1, "gemm_"))
+    assert code == 11
+
+
+def test_cuda_invisible_gpu_is_inconclusive(capsys: pytest.CaptureFixture[str],
+                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    code, report = bench(capsys, monkeypatch, "cuda-invisible:1")
+    mine = [c for c in report["checks"] if c["gpu"] == 1 and not c["check"].startswith("env.")
+            and c["check"] != "p2p"]
+    assert mine and all(c["verdict"] == "inconclusive" and "CUDA cannot see GPU 1" in c["reason"] for c in mine)
+    assert report["verdict"] == "inconclusive" and code == 12
+
+
+def test_healthy_demo_passes_with_no_warn(capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 25: a newcomer's first verdict is a pass; host copies reach 80-85 % of the link and the
+    vGPU is scored as a time slice of its whole card."""
+    code, report = bench(capsys, monkeypatch, "")
+    assert [c for c in report["checks"] if c["verdict"] in ("warn", "fail", "inconclusive")] == []
+    links = [c for c in report["checks"] if c["check"] in ("h2d", "d2h")]
+    assert links and all(0.78 <= c["ratio"] <= 0.88 for c in links)
+    assert not any("share" in str(c.get("reason")) for c in report["checks"])
+    assert code == 0

@@ -126,3 +126,12 @@ def test_real_h200_is_healthy_and_reads_every_field() -> None:
     assert "Gen5 x16" in checks["pcie"].detail and "700 W" in checks["power_limit"].detail
     assert "fabric" not in checks  # a single H200 VM: fabric state N/A
     assert health.verdict is HealthVerdict.HEALTHY and health.driver_version == "580.159.04"
+
+
+def test_real_h200_health_script_output() -> None:
+    """The on-host script's own output on an H200 (gpuws device check, 2026-12-04, root: dmesg)."""
+    health = evaluate("h200", (H200 / "health-script-output.txt").read_text(), cuda="13.0")
+    assert health.verdict is HealthVerdict.HEALTHY, health.to_json()
+    kernel = next(f for f in health.findings if f.check == "kernel_log")
+    assert "dmesg" in kernel.detail and "0 XID" in kernel.detail
+    assert [f.verdict for f in health.findings if f.check == "dcgm"] == [HealthVerdict.INFO]

@@ -115,3 +115,19 @@ def test_healthy_demo_passes_with_no_warn(capsys: pytest.CaptureFixture[str], mo
     assert links and all(0.78 <= c["ratio"] <= 0.88 for c in links)
     assert not any("share" in str(c.get("reason")) for c in report["checks"])
     assert code == 0
+
+
+def test_check_runs_the_health_check_first(capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch,
+                                           tmp_path: Path) -> None:
+    """Issue 25: `bench --check` includes `gpuws health`; an XID 79 fails that GPU's check."""
+    monkeypatch.setenv("GPUWS_SIM_FAULTS", "xid-79:0,power-capped:1")
+    code = main(["bench", "demo", "--check", "--json", "--no-save", "--report-dir", str(tmp_path)])
+    report = json.loads(capsys.readouterr().out)
+    health = {(c["check"], c["gpu"]): c for c in report["checks"] if c["check"].startswith("health.")}
+    assert health[("health.xid", 0)]["verdict"] == "fail" and "XID 79" in health[("health.xid", 0)]["reason"]
+    assert health[("health.power_limit", 1)]["verdict"] == "warn"
+    assert health[("health.kernel_log", None)]["verdict"] == "pass"
+    gpu0 = next(g for g in report["per_gpu"] if g["index"] == 0)
+    assert gpu0["verdict"] == "fail" and any("XID 79" in p for p in gpu0["problems"])
+    assert report["raw_results"][0]["check"].startswith("health.")  # first, before the benchmark
+    assert code == 11

@@ -24,6 +24,8 @@ The runner on the host only measures; this module judges. Thresholds (ratio = me
 | env.nvlink | fewer links up than present -> warn |
 | env.driver | CUDA runtime newer than the driver supports: same major -> warn, newer major -> fail |
 | env.topology | GPU count, MIG mode or model not as the profile expects -> fail |
+| health.* | `bench --check` runs `gpuws health` first: unhealthy -> fail, degraded -> warn, |
+| | inconclusive -> inconclusive, healthy and information -> pass |
 
 Throughput figures are judged on their **sustained** value (the 10th percentile of the timed
 windows; the median where a runner reported no windows), with the peak window shown beside it;
@@ -150,6 +152,9 @@ MEMORY = Thresholds(0.75, 0.55)
 HOST_LINK = Thresholds(0.70, 0.45)
 PEER = Thresholds(0.60, 0.35)
 SCALING = Thresholds(0.80, 0.60)
+# `gpuws health` findings in `bench --check`: degraded warns (the card works, below what was sold).
+_HEALTH_VERDICT = {"healthy": Verdict.PASS, "info": Verdict.PASS, "degraded": Verdict.WARN,
+                   "unhealthy": Verdict.FAIL, "inconclusive": Verdict.INCONCLUSIVE}
 # A figure this far above the datasheet is not a fast card but a wrong model or a broken timer.
 IMPLAUSIBLE_RATIO = 1.15
 
@@ -293,6 +298,12 @@ def score_result(r: Mapping[str, Any], contexts: Mapping[int, GpuContext],
         details=dict(r.get("details") or r.get("facts") or {}),
     )
     status = r.get("status")
+    if check.startswith("health.") and status == "ok":
+        # A finding of `gpuws health` run first by `bench --check` (gpuws.core.health).
+        found = str((r.get("facts") or {}).get("verdict") or "")
+        base.verdict = _HEALTH_VERDICT.get(found, Verdict.INCONCLUSIVE)
+        base.reason = str(r.get("reason") or found)
+        return base
     if status == "skipped":
         base.verdict, base.reason = Verdict.SKIPPED, str(r.get("reason") or "not applicable")
         return base

@@ -217,3 +217,15 @@ def provider_report(health: HostHealth) -> str:
             if f.verdict not in (HealthVerdict.HEALTHY,):
                 out.append(f"  {f.check} {f.verdict.value}: {f.detail}")
     return "\n".join(out)
+
+
+def health_results(health: HostHealth) -> list[dict[str, Any]]:
+    """The findings as benchmark result lines ("health.<check>", per GPU or host-wide), so that
+    `bench --check` scores and reports them with its own checks (gpuws.core.bench.verdicts)."""
+    out: list[dict[str, Any]] = []
+    rows = [(None, f) for f in health.findings] + [(g.index, f) for g in health.gpus for f in g.findings]
+    for gpu, f in rows:
+        out.append({"type": "result", "check": f"health.{f.check}", "gpu": gpu, "value": None, "unit": None,
+                    "status": "ok", "reason": f.detail, "harness": "gpu", "simulated": health.simulated,
+                    "facts": {"verdict": f.verdict.value, "detail": f.detail}})
+    return out

@@ -2,7 +2,8 @@
 
 `run_benchmark` sends the runner (`gpuws/agent/bench_runner.py`) over the host's connection and
 gathers its events (`gpuws.remote.bench`); for a provider check (`mode="check"`) the passive health
-check (`gpuws.app.health`) runs first and its findings join the run as "health.*" results; `keep_run` puts the finished run in the host's history
+check (`gpuws.app.health`) runs first and its findings join the run as "health.*" results;
+`keep_run` puts the finished run in the host's history
 and, for a provider check, writes the report to send to the provider. `gpuws bench` and the
 Benchmarks tab both go through here, so a run is saved and reported the same way from either.
 """

@@ -153,8 +153,11 @@ class HealthTab(QWidget):
         out = []
         for i in range(self.tree.topLevelItemCount()):
             top = self.tree.topLevelItem(i)
+            if top is None:
+                continue
             out.append((top.text(0), top.text(1), top.text(2)))
             for k in range(top.childCount()):
                 child = top.child(k)
-                out.append((child.text(0), child.text(1), child.text(2)))
+                if child is not None:
+                    out.append((child.text(0), child.text(1), child.text(2)))
         return out

@@ -261,22 +261,28 @@ struct Timer {
 
 static int g_per_window = 1;
 
-// `repeats` timed windows of `per` calls each; `per` sized from one timed call so that a window
-// lasts about `window_ms` (one call per window when window_ms is 0).
+// Warm-up of at least `warmup` calls and 200 ms, then `repeats` timed windows of `per` calls each;
+// `per` sized from one timed call so that a window lasts about `window_ms`, at least 10 ms
+// (bench_runner's MIN_WARMUP_S and MIN_WINDOW_S).
 template <typename F>
 static std::vector<double> time_windows(F&& op, int warmup, int repeats, int window_ms) {
-  for (int i = 0; i < warmup; ++i) op();
-  CUDA_OK(cudaDeviceSynchronize());
+  auto t0 = std::chrono::steady_clock::now();
+  for (int i = 0; i < warmup || std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() < 0.2;
+       ++i) {
+    op();
+    CUDA_OK(cudaDeviceSynchronize());
+  }
+  if (window_ms < 10) window_ms = 10;
   Timer t;
   int per = 1;
-  if (window_ms > 0) {
+  {
     CUDA_OK(cudaEventRecord(t.start));
     op();
     CUDA_OK(cudaEventRecord(t.stop));
     CUDA_OK(cudaEventSynchronize(t.stop));
     float ms = 0;
     CUDA_OK(cudaEventElapsedTime(&ms, t.start, t.stop));
-    per = ms > 0 ? (int)std::lround(window_ms / ms) : 1;
+    per = ms > 0 ? (int)std::ceil(window_ms / ms) : 1;
     per = per < 1 ? 1 : per > 1000 ? 1000 : per;
   }
   g_per_window = per;

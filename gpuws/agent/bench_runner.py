@@ -18,12 +18,15 @@ Output is one JSON object per line on stdout:
 It reports raw figures and facts; gpuws scores them against the card's datasheet. Anything that
 could not run is reported "inconclusive" with the reason, never left out (no silent pass).
 
-No false pass, by construction: a non-finite GEMM element is a mismatch; the stress GEMM is
-compared bit for bit with its first iteration (the same product on the same card is
+No false pass, by construction: every GEMM's answers are checked against a float64 product on
+sampled rows and columns over every output tile (per-format tolerances; a non-finite element is
+wrong), on every backend; the stress GEMM's first product gets the same known-answer check and
+every later one is compared bit for bit with it (the same product on the same card is
 deterministic); every measured copy is checked byte for byte afterwards; a timed check that ran
-less than 90% of its asked duration, or (on a GPU) recorded no telemetry, is inconclusive.
-Throughput figures are the median of repeated timed windows, with the sustained (10th
-percentile) and peak windows beside it. A GPU already running compute processes is measured only
+less than 90% of its asked duration, or (on a GPU) recorded no telemetry, is inconclusive. CUDA
+devices are matched to nvidia-smi's GPUs by UUID; a GPU CUDA cannot see is inconclusive with the
+reason. Throughput figures are the median of repeated timed windows (each at least 10 ms, after a
+warm-up of at least 200 ms), with the sustained (10th percentile) and peak windows beside it. A GPU already running compute processes is measured only
 with --allow-busy. Non-finite numbers are sent as strings with a reason: the output is always JSON.
 
 Backends, in order: PyTorch+CUDA, CuPy, CUDA C via nvcc+cuBLAS (bench_kernels.cu beside this
@@ -108,6 +111,8 @@ OVERALL_TIMEOUT = {"quick": 90.0, "full": 330.0}
 # GEMM_SAMPLES_PER_TILE of each in every GEMM_TILE-wide band, so every output tile holds checked
 # elements. An element is wrong when it is off by more than the tolerance times the largest
 # reference element of its sampled row; a non-finite element is always wrong.
+MIN_WARMUP_S = 0.2  # issue 25: 2-3 warm-up calls left clocks and caches cold
+MIN_WINDOW_S = 0.01  # a timed window shorter than this is mostly launch and event overhead
 GEMM_TILE = 128
 GEMM_SAMPLES_PER_TILE = 2
 # Measured on a healthy H200 (gpuws device check, 2026-12-04, n = 8192): fp32 4.5e-6 (PEDANTIC /
@@ -724,7 +729,10 @@ class TorchBackend(Backend):
     def _pattern(self, nbytes: int, dev: int | None) -> Any:
         """A byte pattern no stale buffer holds by chance (0..250 repeating)."""
         device = self.t.device("cpu") if dev is None else self._dev(dev)
-        return (self.t.arange(nbytes, dtype=self.t.int32, device=device) % 251).to(self.t.uint8)
+        # Built from one 251-byte period: no int32 temporaries four times the buffer (full mode's
+        # 2 GiB pattern once took 16 GiB and put 16 GB cards out of memory).
+        period = self.t.arange(251, dtype=self.t.uint8, device=device)
+        return period.repeat(-(-nbytes // 251))[:nbytes]
 
     def _verify(self, got: Any, want: Any) -> Verify:
         return lambda: (int(want.numel()), int((got != want).sum()))
@@ -886,7 +894,7 @@ class NumpyBackend(Backend):
         return array_grid(self.np, a, b, c, rows, cols)
 
     def _pattern(self, nbytes: int) -> Any:
-        return (self.np.arange(nbytes, dtype=self.np.int64) % 251).astype(self.np.uint8)
+        return self.np.tile(self.np.arange(251, dtype=self.np.uint8), -(-nbytes // 251))[:nbytes]
 
     def make_copy(self, dev: int, nbytes: int) -> tuple[Callable[[], Any], Verify]:
         src = self._pattern(nbytes)
@@ -993,7 +1001,7 @@ class CupyBackend(Backend):
     def _pattern(self, nbytes: int, dev: int) -> Any:
         cp = self.cp
         with cp.cuda.Device(dev):
-            return (cp.arange(nbytes, dtype=cp.int32) % 251).astype(cp.uint8)
+            return cp.tile(cp.arange(251, dtype=cp.uint8), -(-nbytes // 251))[:nbytes]
 
     def _count_wrong(self, got: Any, want: Any, dev: int) -> tuple[int, int]:
         with self.cp.cuda.Device(dev):
@@ -1030,7 +1038,7 @@ class CupyBackend(Backend):
         import numpy as np
 
         host = self._pinned(nbytes)
-        host[:] = (np.arange(nbytes, dtype=np.int64) % 251).astype(np.uint8)
+        host[:] = np.tile(np.arange(251, dtype=np.uint8), -(-nbytes // 251))[:nbytes]
         with self.cp.cuda.Device(dev):
             devbuf = self.cp.zeros(nbytes, dtype=self.cp.uint8)
         return (lambda: devbuf.set(host)), (lambda: self._count_wrong(devbuf, self._pattern(nbytes, dev), dev))
@@ -1041,7 +1049,7 @@ class CupyBackend(Backend):
         host = self._pinned(nbytes)
         host[:] = 0
         devbuf = self._pattern(nbytes, dev)
-        want = (np.arange(nbytes, dtype=np.int64) % 251).astype(np.uint8)
+        want = np.tile(np.arange(251, dtype=np.uint8), -(-nbytes // 251))[:nbytes]
 
         def verify() -> tuple[int, int]:
             self.sync(dev)
@@ -1341,23 +1349,29 @@ class Harness:
         self.out.result(check, harness=self.b.harness, **kw)
 
     def time_op(self, dev: int, fn: Callable[[], Any], warmup: int, repeats: int) -> list[float]:
-        """Seconds per call: warmup calls first, then `repeats` timed calls (events on a GPU)."""
-        times, _ = self.time_windows(dev, fn, warmup, repeats, 0.0)
-        return times
+        """Seconds per call over `repeats` timed windows (each of at least MIN_WINDOW_S, events
+        on a GPU), after the warm-up."""
+        times, per = self.time_windows(dev, fn, warmup, repeats, 0.0)
+        return [t / per for t in times]
 
     def time_windows(self, dev: int, fn: Callable[[], Any], warmup: int, windows: int,
                      window_s: float) -> tuple[list[float], int]:
         """Seconds of each timed window of back-to-back calls, and the calls per window (sized
-        from one timed call so that a window lasts about `window_s`)."""
-        for _ in range(warmup):
+        from one timed call so that a window lasts about `window_s`, at least MIN_WINDOW_S).
+        Warm-up first: at least `warmup` calls and at least MIN_WARMUP_S (clocks ramp up, cuBLAS
+        picks its kernels, pinned pages settle)."""
+        start, calls = time.perf_counter(), 0
+        while calls < warmup or time.perf_counter() - start < MIN_WARMUP_S:
             fn()
-        self.b.sync(dev)
-        per = 1
-        if window_s > 0:
-            one = self.b.timer_start(dev)
-            fn()
-            single = self.b.timer_stop(dev, one)
-            per = max(1, min(1000, round(window_s / single))) if single > 0 else 1
+            self.b.sync(dev)
+            calls += 1
+            if self.left() <= 0:
+                break
+        window_s = max(window_s, MIN_WINDOW_S)
+        one = self.b.timer_start(dev)
+        fn()
+        single = self.b.timer_stop(dev, one)
+        per = max(1, min(1000, math.ceil(window_s / single))) if single > 0 else 1
         times = []
         for _ in range(windows):
             if self.left() <= 0:
@@ -1474,7 +1488,7 @@ class Harness:
             def body(factory: str = factory, traffic: int = traffic, check: str = check) -> dict[str, Any]:
                 if isinstance(self.b, NvccBackend):
                     data = self.b.measured(check, dev, nbytes, windows)
-                    times = [float(x) for x in data["seconds"]]
+                    times = [float(x) / max(1, int(data.get("per_window", 1))) for x in data["seconds"]]
                     v = data.get("verify") or {}
                     checked, wrong = int(v.get("checked_bytes", 0)), int(v.get("bad_bytes", 0))
                     if not checked:
@@ -1504,7 +1518,7 @@ class Harness:
             def body(src: int = src, dst: int = dst) -> dict[str, Any]:
                 if isinstance(self.b, NvccBackend):
                     data = self.b.measured("p2p", src, nbytes, windows, 0, dst)
-                    times = [float(x) for x in data["seconds"]]
+                    times = [float(x) / max(1, int(data.get("per_window", 1))) for x in data["seconds"]]
                     v = data.get("verify") or {}
                     checked, wrong = int(v.get("checked_bytes", 0)), int(v.get("bad_bytes", 0))
                     peer = bool(data.get("peer_access"))

@@ -137,3 +137,54 @@ def test_a_gpu_cuda_cannot_see_is_inconclusive_with_the_reason(runner: ModuleTyp
     harness.sizes = dict(harness.sizes, gemm_n=64, windows=2, window_s=0.0)
     harness.gemm(0)
     assert {r["gpu"] for r in results_of(capture)} == {1}  # CUDA's 0 reported as nvidia-smi's 1
+
+
+def test_warm_up_is_at_least_200_ms_and_windows_at_least_10_ms(runner: ModuleType) -> None:
+    """Issue 25 (method): copies had 2-3 warm-up calls and one call per timed window."""
+    calls: list[float] = []
+
+    def op() -> None:
+        calls.append(time.perf_counter())
+        time.sleep(0.002)
+
+    harness = runner.Harness(runner.NumpyBackend(numpy), runner.Emitter(Capture()), "quick",
+                             time.monotonic() + 30, [])
+    times = harness.time_op(0, op, 2, 3)
+    assert calls[-1] - calls[0] >= runner.MIN_WARMUP_S  # warm-up calls (and the windows) span >= 200 ms
+    assert len(calls) >= 1 + 3 * 5  # each window holds >= 10 ms of 2 ms calls
+    assert len(times) == 3 and all(t < 0.01 for t in times)  # per call, not per window
+
+
+def test_the_copy_pattern_takes_no_temporaries_of_four_times_its_size(runner: ModuleType) -> None:
+    pattern = runner.NumpyBackend(numpy)._pattern(1000)
+    assert pattern.dtype == numpy.uint8 and len(pattern) == 1000
+    assert (pattern == numpy.arange(1000) % 251).all()
+    source = Path(runner.__file__).read_text()
+    assert "% 251).to(" not in source and "% 251).astype(" not in source  # no int32/int64 arange per byte
+
+
+def test_nvcc_is_found_under_usr_local_cuda_and_builds_for_the_cards(runner: ModuleType, tmp_path: Path,
+                                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("PATH", "/usr/bin:/bin")
+    found = runner.find_nvcc()
+    if found is not None:
+        assert found.startswith("/usr/local/cuda") and found.endswith("/bin/nvcc")
+    argv_seen: list[list[str]] = []
+
+    class Done:
+        returncode, stdout, stderr = 0, "", ""
+
+    def fake_run(argv: list[str], **_: Any) -> Done:
+        argv_seen.append(list(argv))
+        return Done()
+
+    monkeypatch.setattr(runner, "find_nvcc", lambda: "/usr/local/cuda-12.4/bin/nvcc")
+    monkeypatch.setattr(runner.subprocess, "run", fake_run)
+    source = tmp_path / "k.cu"
+    source.write_text("int main() { return 0; }\n")
+    gpus = [{"index": 0, "compute_capability": "9.0"}, {"index": 1, "compute_capability": "8.0"}]
+    runner.NvccBackend.build(str(tmp_path), gpus, runner.Emitter(Capture()), source=str(source))
+    build = argv_seen[0]
+    assert build[0] == "/usr/local/cuda-12.4/bin/nvcc"
+    assert "-gencode=arch=compute_90,code=[sm_90,compute_90]" in build
+    assert "-gencode=arch=compute_80,code=[sm_80,compute_80]" in build

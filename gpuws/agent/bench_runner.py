@@ -26,7 +26,8 @@ deterministic); every measured copy is checked byte for byte afterwards; a timed
 less than 90% of its asked duration, or (on a GPU) recorded no telemetry, is inconclusive. CUDA
 devices are matched to nvidia-smi's GPUs by UUID; a GPU CUDA cannot see is inconclusive with the
 reason. Throughput figures are the median of repeated timed windows (each at least 10 ms, after a
-warm-up of at least 200 ms), with the sustained (10th percentile) and peak windows beside it. A GPU already running compute processes is measured only
+warm-up of at least 200 ms), with the sustained (10th percentile) and peak windows beside it.
+A GPU already running compute processes is measured only
 with --allow-busy. Non-finite numbers are sent as strings with a reason: the output is always JSON.
 
 Backends, in order: PyTorch+CUDA, CuPy, CUDA C via nvcc+cuBLAS (bench_kernels.cu beside this
@@ -1481,6 +1482,18 @@ class Harness:
 
     def transfers(self, dev: int) -> None:
         self._copies(dev, self.sizes["xfer_bytes"], (("h2d", "make_h2d", 1), ("d2h", "make_d2h", 1)))
+        if self.b.harness == "gpu":
+            self.link_under_load(dev)
+
+    def link_under_load(self, dev: int) -> None:
+        """The PCIe link read again right after the host copies: a lower generation at idle is
+        power saving, under load it is a link that trained low."""
+        rc, out = run_cmd(["nvidia-smi", "-i", str(self.smi(dev)), "--query-gpu=pcie.link.gen.current,"
+                           "pcie.link.width.current", "--format=csv,noheader,nounits"])
+        cells = [csv_value(c) for c in out.strip().split(",")] if rc == 0 else []
+        if len(cells) == 2:
+            self._result("env.pcie_load", gpu=dev, status="ok",
+                         facts={"gen_current": to_int(cells[0]), "width_current": to_int(cells[1])})
 
     def _copies(self, dev: int, nbytes: int, checks: tuple[tuple[str, str, int], ...]) -> None:
         windows = self.sizes["windows"]

@@ -83,3 +83,24 @@ def test_real_gpu_that_cuda_cannot_see_is_inconclusive_with_the_reason() -> None
     perf = [c for c in report["checks"] if c["check"] in (*GEMM_CHECKS, "mem_copy", "h2d", "stress")]
     assert perf and all(c["verdict"] == "inconclusive" and "CUDA cannot see GPU 0" in c["reason"] for c in perf)
     assert report["verdict"] == "inconclusive"
+
+
+def _env(check: str, **facts: Any) -> dict[str, Any]:
+    return {"type": "result", "check": check, "gpu": 0, "value": None, "status": "ok", "harness": "gpu",
+            "simulated": False, "facts": facts}
+
+
+def test_a_gen5_card_in_a_gen4_slot_warns() -> None:
+    """Issue 25: the reference was the link the slot allows, so a capped card passed."""
+    (pcie,) = score_run({"gpus": [H100]}, [_env("env.pcie", gen_current=4, gen_max=4, width_current=16,
+                                                 width_max=16)])
+    assert pcie.verdict is Verdict.WARN and "Gen4 x16 of the card's Gen5 x16" in pcie.reason
+
+
+def test_a_low_generation_under_load_warns_at_idle_it_is_power_saving() -> None:
+    idle = _env("env.pcie", gen_current=2, gen_max=5, width_current=16, width_max=16)
+    outcomes = score_run({"gpus": [H100]}, [idle, _env("env.pcie_load", gen_current=3, width_current=16)])
+    assert outcomes[0].verdict is Verdict.PASS and "power saving" in outcomes[0].reason
+    assert outcomes[1].verdict is Verdict.WARN and "trained low" in outcomes[1].reason
+    ok = score_run({"gpus": [H100]}, [idle, _env("env.pcie_load", gen_current=5, width_current=16)])
+    assert ok[1].verdict is Verdict.PASS

@@ -17,7 +17,9 @@ The runner on the host only measures; this module judges. Thresholds (ratio = me
 | env.retired_pages | retirement pending or row-remap failure -> fail; remap pending, double-bit |
 | | retired pages or uncorrectable remapped rows -> warn |
 | env.persistence | Disabled -> warn |
-| env.pcie | link width below the card's maximum -> fail (a lower generation at idle is power saving) |
+| env.pcie | link width below the card's maximum -> fail; the slot's maximum below the card's datasheet |
+| | link (a Gen5 card in a Gen4 or x8 slot) -> warn (a lower generation at idle is power saving) |
+| env.pcie_load | the link read again right after the host copies: below the slot's maximum -> warn |
 | env.throttle_idle | HW slowdown / HW thermal / power brake at idle -> fail; SW thermal or power cap at idle -> warn |
 | | (inconclusive when read while other processes used the GPU) |
 | env.busy | other compute processes or utilisation on the GPU before the run -> warn |
@@ -592,10 +594,30 @@ def _score_env(o: Outcome, facts: Mapping[str, Any], ctx: GpuContext | None,
             o.verdict, o.reason = v.SKIPPED, "PCIe link not reported"
         elif wc < wm:
             o.verdict, o.reason = v.FAIL, f"PCIe link runs at x{wc} of x{wm}: reseat the card or check the slot"
+        elif ctx is not None and ctx.datasheet is not None and not ctx.vgpu and (
+                (gm is not None and gm < ctx.datasheet.pcie_gen) or wm < ctx.datasheet.pcie_width):
+            # The slot's own maximum is not the card's: a Gen5 card in a Gen4 or x8 slot is capped.
+            ds = ctx.datasheet
+            o.verdict = v.WARN
+            o.reason = (f"the slot allows Gen{gm} x{wm} of the card's Gen{ds.pcie_gen} x{ds.pcie_width} "
+                        f"({ds.model} datasheet): host copies are capped")
         else:
             o.verdict = v.PASS
             o.reason = f"Gen{gc} x{wc} (max Gen{gm} x{wm})" + (
-                "; a lower generation at idle is power saving" if gc is not None and gm is not None and gc < gm else "")
+                "; a lower generation at idle is power saving (read again under load)"
+                if gc is not None and gm is not None and gc < gm else "")
+        return o
+    if check == "env.pcie_load":
+        gc, wc = _int(facts.get("gen_current")), _int(facts.get("width_current"))
+        gm = ctx.link_gen_max if ctx is not None else None
+        wm = ctx.link_width_max if ctx is not None else None
+        if gc is None or gm is None:
+            o.verdict, o.reason = v.SKIPPED, "PCIe link under load not reported"
+        elif gc < gm or (wc is not None and wm is not None and wc < wm):
+            o.verdict = v.WARN
+            o.reason = f"under load the link ran at Gen{gc} x{wc} of Gen{gm} x{wm}: it trained low, not power saving"
+        else:
+            o.verdict, o.reason = v.PASS, f"Gen{gc} x{wc} under load"
         return o
     if check == "env.busy":
         if facts.get("processes") is None and facts.get("utilization_pct") is None:

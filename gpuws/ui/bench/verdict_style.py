@@ -48,6 +48,7 @@ CHECK_NAMES: dict[str, str] = {
     "env.retired_pages": "Retired pages / rows",
     "env.persistence": "Persistence mode",
     "env.pcie": "PCIe link",
+    "env.pcie_load": "PCIe link under load",
     "env.throttle_idle": "Throttling at idle",
     "env.nvlink": "NVLink",
     "env.topology": "GPU count / MIG",

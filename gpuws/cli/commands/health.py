@@ -9,33 +9,13 @@ import asyncio
 from typing import Any
 
 from gpuws.cli.connecting import ExitStatus, tty_prompts
+from gpuws.cli.expect import add_expect_flags, expected_from
 from gpuws.cli.output import print_json, sim_banner
 from gpuws.core.health import HealthVerdict, HostHealth, provider_report
 
 _EPILOG = """exit status: 0 healthy, 11 degraded or unhealthy, 12 inconclusive (e.g. the kernel log
 cannot be read), 1 other error, 3 authentication failed, 4 unknown or changed host key,
 5 host unreachable, 7 timed out."""
-
-
-def add_expect_flags(parser: argparse.ArgumentParser) -> None:
-    """`--expect-gpus` / `--expect-mig` / `--expect-model`, the same flags as `gpuws bench`."""
-    parser.add_argument("--expect-gpus", type=int, default=None, metavar="N", help="expected GPU count")
-    parser.add_argument("--expect-mig", choices=["enabled", "disabled"], default=None,
-                        help="expected MIG mode of every GPU")
-    parser.add_argument("--expect-model", default=None, metavar="MODEL",
-                        help='expected catalog model, e.g. "H100 SXM"')
-
-
-def expected_from(args: argparse.Namespace) -> dict[str, Any] | None:
-    """The `--expect-*` flags as the expectation dict of `bench` and `health`."""
-    expected: dict[str, Any] = {}
-    if args.expect_gpus is not None:
-        expected["gpu_count"] = args.expect_gpus
-    if args.expect_mig is not None:
-        expected["mig_mode"] = args.expect_mig.capitalize()
-    if args.expect_model:
-        expected["model"] = args.expect_model
-    return expected or None
 
 
 def register(sub: argparse._SubParsersAction[Any]) -> None:

@@ -135,3 +135,13 @@ def test_real_h200_health_script_output() -> None:
     kernel = next(f for f in health.findings if f.check == "kernel_log")
     assert "dmesg" in kernel.detail and "0 XID" in kernel.detail
     assert [f.verdict for f in health.findings if f.check == "dcgm"] == [HealthVerdict.INFO]
+
+
+def test_a_high_corrected_error_rate_degrades() -> None:
+    doc = parse_smi_document((REAL / "nvidia-smi-xml" / "3090-v13.xml").read_text())
+    gpu = doc.gpus[0]
+    gpu.ecc_volatile_correctable, gpu.ecc_volatile_uncorrectable, gpu.ecc_aggregate_uncorrectable = 400, 0, 0
+    fast = next(f for f in gpu_findings(gpu, [], None, uptime_s=3600.0).findings if f.check == "ecc")
+    assert fast.verdict is HealthVerdict.DEGRADED and "400 per hour" in fast.detail
+    slow = next(f for f in gpu_findings(gpu, [], None, uptime_s=30 * 86400.0).findings if f.check == "ecc")
+    assert slow.verdict is HealthVerdict.HEALTHY

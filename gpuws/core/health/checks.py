@@ -6,7 +6,7 @@ finding, the host's the worst GPU's (and its host-wide findings'):
 | check | unhealthy | degraded | info / healthy |
 |---|---|---|---|
 | ecc | volatile uncorrectable > 0 | aggregate uncorrectable > 0; > 1000 corrected since driver |
-| | | load; ECC off on a data-centre card | none |
+| | | load, or >= 100 at over 50 per hour of uptime; ECC off on a data-centre card | none |
 | retired_pages | retirement pending; >= 60 retired (NVIDIA's RMA figure) | - | a count |
 | remapped_rows | remap pending (until a GPU reset), remap failure, channel/TPC | - | rows remapped |
 | | repair pending, unrepairable memory | | |
@@ -62,6 +62,7 @@ CUDA_MIN_DRIVER: dict[tuple[int, int], str] = {
 }
 RETIRED_PAGES_RMA = 60  # NVIDIA "Dynamic Page Retirement": 60 or more retired pages qualify for RMA
 CORRECTED_ERRORS_DEGRADED = 1000  # volatile (since driver load) corrected ECC errors
+CORRECTED_PER_HOUR_DEGRADED = 50  # gpuws's line for a high corrected-error rate (no NVIDIA figure)
 NVLINK_ERRORS_DEGRADED = 100  # CRC + replay errors since driver load
 PCIE_REPLAYS_DEGRADED = 1000
 POWER_CAP_SHARE = 0.95
@@ -144,16 +145,23 @@ def worst(verdicts: Iterable[HealthVerdict]) -> HealthVerdict:
     return result
 
 
-def _ecc(f: GpuFacts, ecc_card: bool | None) -> Finding:
+def _ecc(f: GpuFacts, ecc_card: bool | None, uptime_s: float | None = None) -> Finding:
     if f.ecc_volatile_uncorrectable:
         return Finding("ecc", _V.UNHEALTHY, f"{f.ecc_volatile_uncorrectable} uncorrectable ECC errors since the "
                                             "driver loaded (volatile)")
     if f.ecc_aggregate_uncorrectable:
         return Finding("ecc", _V.DEGRADED, f"{f.ecc_aggregate_uncorrectable} uncorrectable ECC errors in the "
                                            "card's lifetime (aggregate)")
-    if f.ecc_volatile_correctable is not None and f.ecc_volatile_correctable > CORRECTED_ERRORS_DEGRADED:
-        return Finding("ecc", _V.DEGRADED, f"{f.ecc_volatile_correctable} corrected ECC errors since the driver "
-                                           f"loaded (over {CORRECTED_ERRORS_DEGRADED})")
+    corrected = f.ecc_volatile_correctable
+    # The host's uptime bounds the driver's: the rate below is never overstated.
+    hours = uptime_s / 3600 if uptime_s and uptime_s > 0 else None
+    rate = corrected / hours if corrected and hours else None
+    if corrected is not None and (corrected > CORRECTED_ERRORS_DEGRADED or (
+            rate is not None and corrected >= 100 and rate > CORRECTED_PER_HOUR_DEGRADED)):
+        per = f", {rate:.0f} per hour of uptime" if rate is not None else ""
+        return Finding("ecc", _V.DEGRADED, f"{corrected} corrected ECC errors since the driver loaded{per} "
+                                           f"(degraded above {CORRECTED_ERRORS_DEGRADED}, or "
+                                           f"{CORRECTED_PER_HOUR_DEGRADED} per hour)")
     if (f.ecc_mode or "").lower() == "disabled":
         # Off on a data-centre card the registry knows has ECC: memory errors go unseen. Off on a
         # workstation card is the usual setting (more memory, more speed): information.
@@ -327,12 +335,13 @@ def _persistence(f: GpuFacts) -> Finding | None:
                                            "idle re-initialises the GPU (slower start)")
 
 
-def gpu_findings(f: GpuFacts, events: list[XidEvent] | None, nvlink: NvlinkCounters | None) -> GpuHealth:
+def gpu_findings(f: GpuFacts, events: list[XidEvent] | None, nvlink: NvlinkCounters | None,
+                 uptime_s: float | None = None) -> GpuHealth:
     """Every per-GPU check of `f`; `events` None means the kernel log could not be read."""
     g = GpuHealth(index=f.index, uuid=f.uuid, serial=f.serial, name=f.name)
     sheet = datasheet_for_variant(variant_for_name(f.name or ""))
     checks: list[Finding | None] = [
-        _ecc(f, sheet.ecc if sheet else None), _retired(f), _remap(f), _recovery(f),
+        _ecc(f, sheet.ecc if sheet else None, uptime_s), _retired(f), _remap(f), _recovery(f),
     ]
     g.findings.extend(c for c in checks if c is not None)
     if events is not None:

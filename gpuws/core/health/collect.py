@@ -35,6 +35,7 @@ SCRIPT = r"""
 dcgm=$1
 printf '@@gpuws-health hostname\n'; hostname 2>/dev/null || cat /proc/sys/kernel/hostname
 printf '@@gpuws-health instance\n'; cat /sys/devices/virtual/dmi/id/board_asset_tag 2>/dev/null
+printf '@@gpuws-health uptime\n'; cat /proc/uptime 2>/dev/null
 printf '@@gpuws-health smi\n'; nvidia-smi -q -x 2>&1; printf '@@rc %s\n' "$?"
 printf '@@gpuws-health nvlink-e\n'; nvidia-smi nvlink -e 2>&1; printf '@@rc %s\n' "$?"
 printf '@@gpuws-health nvlink-s\n'; nvidia-smi nvlink -s 2>&1; printf '@@rc %s\n' "$?"
@@ -184,12 +185,17 @@ def evaluate(host: str, output: str, *, expected: dict[str, Any] | None = None, 
         return health
     doc = parse_smi_document(smi.text)
     health.driver_version, health.cuda_version, health.simulated = doc.driver_version, doc.cuda_version, doc.simulated
+    uptime = sections.get("uptime")
+    try:
+        uptime_s: float | None = float(uptime.text.split()[0]) if uptime and uptime.text.strip() else None
+    except ValueError:
+        uptime_s = None
     events, kernel = _kernel_events(sections.get("kernel"))
     health.findings.append(kernel)
     nv_e, nv_s = sections.get("nvlink-e"), sections.get("nvlink-s")
     links = parse_nvlink(nv_e.text if nv_e else "", nv_s.text if nv_s else "")
     for gpu in doc.gpus:
-        g = gpu_findings(gpu, events, links.get(gpu.uuid or ""))
+        g = gpu_findings(gpu, events, links.get(gpu.uuid or ""), uptime_s)
         if events is None:
             g.findings.append(Finding("xid", HealthVerdict.INCONCLUSIVE, kernel.detail))
         health.gpus.append(g)

@@ -15,7 +15,7 @@ from gpuws.sim.models import GPU_MODELS
 from tests.agent.test_bench_runner import load_runner
 
 # The registry's datasheet for each SIM_MODELS key (a vGPU profile is cut from the 40 GB A100 PCIe,
-# as gpuws.core.bench.verdicts.vgpu_share takes it).
+# as gpuws.core.bench.verdicts.vgpu_parent takes it).
 REGISTRY_MODEL = {"GRID A100": "A100 40GB PCIe", "H200": "H200", "H100": "H100 SXM", "A100": "A100 80GB SXM",
                   "L40S": "L40S", "L4": "L4", "A10": "A10", "T4": "T4"}
 

@@ -72,7 +72,7 @@ COPY_CHECKS = ("mem_copy", "h2d", "d2h", "p2p")
 THROTTLE_CUTS = frozenset({"hw_slowdown", "hw_thermal_slowdown", "hw_power_brake_slowdown", "sw_thermal_slowdown",
                            "sw_power_cap"})
 # Framebuffer of the cards vGPU profiles are cut from, GB, by the profile's card name ("A100D" is
-# the 80 GB A100 in NVIDIA's vGPU naming): the share of a "A100-10C" is 10 / 40.
+# the 80 GB A100 in NVIDIA's vGPU naming): a profile's framebuffer must fit its card.
 VGPU_PARENT_MEMORY_GB = {"A100": 40, "A100D": 80, "A10": 24, "A16": 16, "A40": 48, "L4": 24, "L40": 48,
                          "L40S": 48, "H100": 80, "H100L": 94, "H200": 141, "T4": 16, "V100": 16, "V100D": 32}
 _VGPU_PROFILE_RE = re.compile(r"\b([A-Z]\d+[A-Z]?)-(\d+)[ABCQ]\b")
@@ -197,7 +197,6 @@ class GpuContext:
     link_gen_max: int | None = None
     link_width_max: int | None = None
     nvlink_active: int = 0
-    share: float | None = None  # unused: a vGPU is a time slice of the whole card, never a framebuffer share
     links: dict[int, str] = field(default_factory=dict)  # peer index -> `topo -m` code (NV12, PIX...)
     busy: dict[str, Any] | None = None  # other processes on the GPU before the run
 
@@ -213,8 +212,8 @@ class GpuContext:
         return None
 
 
-def vgpu_share(name: str) -> tuple[Datasheet, float] | None:
-    """The card a vGPU profile such as "GRID A100-10C" is cut from, and its share of it."""
+def vgpu_parent(name: str) -> Datasheet | None:
+    """The card a vGPU profile such as "GRID A100-10C" is cut from (its framebuffer must fit it)."""
     match = _VGPU_PROFILE_RE.search(name.upper())
     if not match:
         return None
@@ -225,7 +224,7 @@ def vgpu_share(name: str) -> tuple[Datasheet, float] | None:
     ds = CATALOG.get(model) if model else None
     if total is None or ds is None or not 0 < framebuffer <= total:
         return None
-    return ds, framebuffer / total
+    return ds
 
 
 def gpu_contexts(summary: Mapping[str, Any], results: Iterable[Mapping[str, Any]]) -> dict[int, GpuContext]:
@@ -246,12 +245,12 @@ def gpu_contexts(summary: Mapping[str, Any], results: Iterable[Mapping[str, Any]
             vgpu=is_vgpu_name(name),
         )
         if contexts[index].vgpu:
-            found = vgpu_share(name)
+            found = vgpu_parent(name)
             if found is not None:
                 # A time-sliced vGPU gets the whole card during its slice: scored against the
                 # whole card (a low figure is then inconclusive, see _score_against_datasheet).
-                contexts[index].datasheet = found[0]
-                contexts[index].model = found[0].model
+                contexts[index].datasheet = found
+                contexts[index].model = found.model
     for r in results:
         gpu = r.get("gpu")
         ctx = contexts.get(gpu) if isinstance(gpu, int) else None

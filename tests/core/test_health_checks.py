@@ -145,3 +145,19 @@ def test_a_high_corrected_error_rate_degrades() -> None:
     assert fast.verdict is HealthVerdict.DEGRADED and "400 per hour" in fast.detail
     slow = next(f for f in gpu_findings(gpu, [], None, uptime_s=30 * 86400.0).findings if f.check == "ecc")
     assert slow.verdict is HealthVerdict.HEALTHY
+
+
+DCGM = REAL / "dcgm" / "dcgmi-diag-r1-8gpu__dcgm-3.1.0.txt"
+
+
+def test_real_dcgmi_diag_output_passes_and_a_failed_test_is_unhealthy() -> None:
+    from gpuws.core.health.collect import Section, dcgm_findings
+
+    text = DCGM.read_text()
+    (ok,) = dcgm_findings(Section(text=text, rc=0))
+    assert ok.verdict is HealthVerdict.HEALTHY and "17 results passed" in ok.detail
+    failed = text.replace('"status" : "PASS"', '"status" : "FAIL"', 1)
+    (bad,) = dcgm_findings(Section(text=failed, rc=0))
+    assert bad.verdict is HealthVerdict.UNHEALTHY and "Denylist (GPU 0,1,2,3,4,5,6,7)" in bad.detail
+    (absent,) = dcgm_findings(Section(text="dcgmi is not installed on the host", rc=127))
+    assert absent.verdict is HealthVerdict.INFO

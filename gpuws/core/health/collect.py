@@ -148,7 +148,8 @@ def dcgm_findings(section: Section | None) -> list[Finding]:
             status = str(node.get("status") or node.get("result") or "")
             low = status.lower()
             if low.startswith("fail"):
-                failed.append(f"{name} ({node.get('gpu_id', node.get('entity_id', '-'))})")
+                gpus = node.get("gpu_ids", node.get("gpu_id", node.get("entity_id", "-")))
+                failed.append(f"{name} (GPU {gpus})")
             elif low.startswith("warn"):
                 warned.append(name)
             elif low == "pass":

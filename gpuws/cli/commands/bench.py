@@ -42,8 +42,9 @@ def register(sub: argparse._SubParsersAction[Any]) -> None:
     mode.add_argument("--full", dest="mode", action="store_const", const="full",
                       help="longer repeats and stress, under five minutes")
     mode.add_argument("--check", dest="mode", action="store_const", const="check",
-                      help='"did I get what I paid for?": a quick run (under 2 minutes) with a one-screen '
-                           "verdict per GPU and a report (Markdown and JSON) to send to the provider")
+                      help='"did I get what I paid for?": the health check (gpuws health), then a quick run '
+                           "(under 2 minutes together) with a one-screen verdict per GPU and a report (Markdown "
+                           "and JSON) to send to the provider")
     parser.add_argument("--allow-busy", action="store_true",
                         help="also measure GPUs other processes are using (their throughput is then inconclusive)")
     parser.add_argument("--report-dir", type=Path, default=None, metavar="DIR",

@@ -11,6 +11,9 @@ environment (`GPUWS_SIM_FAULTS=KIND:GPU,KIND:GPU`, read by the in-process demo h
   (the GEMM checks fail on the answer check).
 - cuda-invisible: CUDA cannot see it (as under `CUDA_VISIBLE_DEVICES` or a failed CUDA start-up);
   nvidia-smi lists it, the benchmark cannot measure it (inconclusive).
+- no-vnc: host-wide (the GPU index does not matter): no VNC server on the host's PATH, so
+  `gpuws desktop` takes its missing-server path.
+- software-gl: host-wide: no (simulated) VirtualGL, so the desktop's OpenGL is the real llvmpipe.
 
 Health faults (`gpuws health`), each in the real format of the field it emulates
 (tests/fixtures/real): xid-79 and xid-13 (an `NVRM: Xid` line in the kernel log),
@@ -60,6 +63,8 @@ class FaultKind(StrEnum):
     NVLINK_ERRORS = "nvlink-errors"
     PCIE_CAPPED = "pcie-capped"
     POWER_CAPPED = "power-capped"
+    NO_VNC = "no-vnc"  # host-wide
+    SOFTWARE_GL = "software-gl"  # host-wide
 
 
 class FaultSpecError(RefusedInput):
@@ -114,6 +119,11 @@ def format_faults(faults: Iterable[SimFault]) -> str:
 
 def has_fault(faults: Iterable[SimFault], kind: FaultKind, gpu: int) -> bool:
     return SimFault(kind, gpu) in set(faults)
+
+
+def has_host_fault(faults: Iterable[SimFault], kind: FaultKind) -> bool:
+    """A host-wide fault (no-vnc, software-gl) given on any GPU index."""
+    return any(f.kind is kind for f in faults)
 
 
 def active_faults() -> list[SimFault]:

@@ -64,7 +64,8 @@ CPU_LABEL = "CPU harness check \u2014 not a GPU measurement"
 SIM_MARKER = "gpuws-simulated-gpu-host"
 SIM_FAULTS_ENV = "GPUWS_SIM_FAULTS"  # faults the gpuws simulated host plays (see gpuws/sim/faults.py)
 SIM_JOBS_PAUSED_ENV = "GPUWS_SIM_JOBS_PAUSED"
-SIM_FAULT_KINDS = ("bench-nan", "copy-corrupt", "busy", "throttle", "slow-link", "gemm-wrong", "cuda-invisible")
+SIM_FAULT_KINDS = ("bench-nan", "copy-corrupt", "busy", "throttle", "slow-link", "gemm-wrong", "cuda-invisible",
+                   "fabric-down")
 # A timed check that ran less than this share of the time it asked for proves nothing.
 MIN_RUN_SHARE = 0.9
 # A GPU at or above this utilisation before the run is in use, processes listed or not (containers
@@ -1956,9 +1957,12 @@ def simulated_run(out: Emitter, gpus: list[dict[str, Any]], mode: str, seed: int
         idx = g["index"]
         kinds = faults.get(idx, set())
         busy = activity.get(idx, {})
-        if "cuda-invisible" in kinds:
+        if "cuda-invisible" in kinds or "fabric-down" in kinds:
             why = (f"CUDA cannot see GPU {idx} ({g.get('uuid')}): nvidia-smi lists it, but no CUDA device has "
                    "its UUID (CUDA_VISIBLE_DEVICES, or it failed CUDA start-up): not measured")
+            if "fabric-down" in kinds:  # what CUDA says on an NVSwitch system whose fabric manager is down
+                why = (f"CUDA could not start on GPU {idx}: cudaErrorSystemNotReady (802), the fabric manager "
+                       "has not registered it: not measured")
             for check in (*perf_checks, "stress"):
                 emit(check, idx, None, "mismatches" if check == "stress" else "GB/s" if check in perf_checks[5:]
                      else "TFLOP/s", status="inconclusive", reason=why)

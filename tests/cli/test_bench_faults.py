@@ -131,3 +131,15 @@ def test_check_runs_the_health_check_first(capsys: pytest.CaptureFixture[str], m
     assert gpu0["verdict"] == "fail" and any("XID 79" in p for p in gpu0["problems"])
     assert report["raw_results"][0]["check"].startswith("health.")  # first, before the benchmark
     assert code == 11
+
+
+def test_fabric_down_cannot_pass_the_check(capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch,
+                                           tmp_path: Path) -> None:
+    """The fabric manager down while NVLink shows active: health fails the fabric, CUDA cannot start."""
+    monkeypatch.setenv("GPUWS_SIM_FAULTS", "fabric-down:0")
+    code = main(["bench", "demo", "--check", "--json", "--no-save", "--report-dir", str(tmp_path)])
+    report = json.loads(capsys.readouterr().out)
+    fabric = next(c for c in report["checks"] if c["check"] == "health.fabric" and c["gpu"] == 0)
+    gemm = next(c for c in report["checks"] if c["check"] == "gemm_bf16" and c["gpu"] == 0)
+    assert fabric["verdict"] == "fail" and gemm["verdict"] == "inconclusive" and "802" in gemm["reason"]
+    assert code == 11

@@ -18,9 +18,10 @@ environment (`GPUWS_SIM_FAULTS=KIND:GPU,KIND:GPU`, read by the in-process demo h
 Health faults (`gpuws health`), each in the real format of the field it emulates
 (tests/fixtures/real): xid-79 and xid-13 (an `NVRM: Xid` line in the kernel log),
 remap-pending (`remapped_row_pending` Yes), reset-required (`gpu_recovery_action` Reset),
-fabric-down (fabric state In Progress on an NVSwitch system; CUDA cannot start there, error 802), nvlink-errors (CRC, replay and
-recovery counters in `nvidia-smi nvlink -e`), pcie-capped (a Gen5 card trained at Gen4 in a
-Gen4 slot), power-capped (power limit 300 W of the 700 W default).
+fabric-down (fabric state In Progress on an NVSwitch system; CUDA cannot start there, error
+802), nvlink-errors (CRC, replay and recovery counters in `nvidia-smi nvlink -e`), pcie-capped
+(a Gen5 card trained at Gen4 in a Gen4 slot), power-capped (power limit 300 W of the 700 W
+default).
 
 The simulated `nvidia-smi` shows busy and slow-link; the benchmark runner's simulated backend
 reads the same variable for the rest (it is standalone, so it parses it itself).

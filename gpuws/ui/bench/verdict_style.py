@@ -67,6 +67,9 @@ def verdict_text(verdict: Verdict) -> str:
 
 
 def check_name(check: str) -> str:
+    """The display name of a check ("health.remapped_rows" -> "Health: remapped rows")."""
+    if check.startswith("health."):
+        return "Health: " + check[len("health."):].replace("_", " ")
     return CHECK_NAMES.get(check, check)
 
 

@@ -1,22 +1,53 @@
 """The benchmark service both front ends call: run on a host, then keep the run. Qt-free.
 
 `run_benchmark` sends the runner (`gpuws/agent/bench_runner.py`) over the host's connection and
-gathers its events (`gpuws.remote.bench`); `keep_run` puts the finished run in the host's history
+gathers its events (`gpuws.remote.bench`); for a provider check (`mode="check"`) the passive health
+check (`gpuws.app.health`) runs first and its findings join the run as "health.*" results;
+`keep_run` puts the finished run in the host's history
 and, for a provider check, writes the report to send to the provider. `gpuws bench` and the
 Benchmarks tab both go through here, so a run is saved and reported the same way from either.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
+from gpuws.app.health import check_health
 from gpuws.core.bench.check import write_check_report
 from gpuws.core.bench.results import BenchRun, ResultStore
 from gpuws.core.errors import GpuwsError
-from gpuws.remote.bench import BenchError, run_benchmark
+from gpuws.core.health.collect import health_results
+from gpuws.core.runner import CommandRunner, CommandTimeout
+from gpuws.remote.bench import BenchError, EventCallback
+from gpuws.remote.bench import run_benchmark as run_runner
 
 __all__ = ["BenchError", "KeptRun", "keep_run", "run_benchmark"]
+
+
+async def run_benchmark(runner: CommandRunner, mode: str = "quick", *, host: str = "host",
+                        expected: Mapping[str, Any] | None = None, on_event: EventCallback | None = None,
+                        timeout: float | None = None, extra_args: tuple[str, ...] = (),
+                        python: str = "python3") -> BenchRun:
+    """Run the benchmark on the host behind `runner` (see `gpuws.remote.bench.run_benchmark`); for
+    `mode="check"` the health check first, its findings kept as "health.*" results."""
+    first: list[dict[str, Any]] = []
+    if mode == "check":
+        try:
+            health = await check_health(runner, host, expected=dict(expected) if expected else None)
+            first = health_results(health)
+        except (GpuwsError, CommandTimeout) as exc:  # never lose the benchmark to the health step
+            first = [{"type": "result", "check": "health.run", "gpu": None, "value": None, "status": "inconclusive",
+                      "reason": f"the health check could not run: {exc or 'timed out'}", "harness": "gpu"}]
+        for event in first:
+            if on_event is not None:
+                on_event(event)
+    run = await run_runner(runner, mode, host=host, expected=expected, on_event=on_event, timeout=timeout,
+                           extra_args=extra_args, python=python)
+    run.results[0:0] = first
+    return run
 
 
 @dataclass

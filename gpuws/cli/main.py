@@ -30,8 +30,8 @@ EXIT_STATUS_TABLE = """exit status (every command):
   8  resize refused by preflight (nothing changed)
   9  resize rolled back to the verified previous layout
   10 resize rollback failed (the host needs attention)
-  11 benchmark: a check failed
-  12 benchmark: inconclusive (something could not be measured; never a pass)"""
+  11 benchmark: a check failed; health: degraded or unhealthy
+  12 benchmark or health: inconclusive (something could not be measured; never a pass)"""
 
 # One module per concern; each registers its own subcommands.
 COMMAND_MODULES = (
@@ -41,6 +41,7 @@ COMMAND_MODULES = (
     "demo_host",
     "watch",
     "bench",
+    "health",
     "resize",
     "session",
     "advise",
@@ -64,6 +65,10 @@ LAZY_COMMANDS: dict[str, tuple[str, str]] = {
     ),
     "watch": ("watch", "live GPU telemetry of a host (NVML agent, or nvidia-smi as fallback)"),
     "bench": ("bench", "run the GPU sanity benchmark on a host and score it against the datasheet"),
+    "health": (
+        "health",
+        "passive health check of a host's GPUs in seconds (ECC, XIDs, remapped rows, links, power cap)",
+    ),
     "slices": ("resize", "list the layouts each GPU of a host can be resized to"),
     "resize": ("resize", "resize a GPU between MIG layouts and the full card, or change the instance type"),
     "tunnel": ("session", "forward a local port to a service on the host (Jupyter, TensorBoard, VNC...)"),

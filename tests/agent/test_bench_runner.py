@@ -18,8 +18,16 @@ RUNNER = Path(__file__).resolve().parents[2] / "gpuws" / "agent" / "bench_runner
 NO_TOOLCHAIN = (
     "no CUDA toolchain: install PyTorch with CUDA (pip install torch) or CuPy, or the CUDA toolkit (nvcc)"
 )
-# A python3 without NumPy, PyTorch or CuPy (Debian's own); the venv's has NumPy.
-BARE_PYTHON = "/usr/bin/python3"
+# Debian's own python3, in a venv of its own: without NumPy, PyTorch or CuPy even where a Debian
+# package (websockify depends on python3-numpy) put NumPy into its dist-packages.
+SYSTEM_PYTHON = "/usr/bin/python3"
+
+
+@pytest.fixture(scope="module")
+def bare_python(tmp_path_factory: pytest.TempPathFactory) -> str:
+    venv = tmp_path_factory.mktemp("bare-venv")
+    subprocess.run([SYSTEM_PYTHON, "-m", "venv", "--without-pip", str(venv)], check=True, capture_output=True)
+    return str(venv / "bin" / "python3")
 
 
 def run_runner(python: str, *args: str, tmp_path: Path, timeout: float = 60) -> list[dict[str, Any]]:
@@ -77,10 +85,10 @@ def test_cpu_harness_runs_timing_and_correctness_on_numpy(tmp_path: Path) -> Non
     assert [e["step"] for e in events if e["type"] == "progress"] == list(range(1, 9))
 
 
-def test_no_toolchain_and_no_numpy_is_inconclusive_with_what_to_install(tmp_path: Path) -> None:
-    probe = subprocess.run([BARE_PYTHON, "-c", "import numpy"], capture_output=True, check=False)
-    assert probe.returncode != 0, f"{BARE_PYTHON} must lack NumPy for this test"
-    events = run_runner(BARE_PYTHON, "--quick", tmp_path=tmp_path)
+def test_no_toolchain_and_no_numpy_is_inconclusive_with_what_to_install(tmp_path: Path, bare_python: str) -> None:
+    probe = subprocess.run([bare_python, "-c", "import numpy"], capture_output=True, check=False)
+    assert probe.returncode != 0, f"{bare_python} must lack NumPy for this test"
+    events = run_runner(bare_python, "--quick", tmp_path=tmp_path)
     results = [e for e in events if e["type"] == "result"]
     toolchain = next(r for r in results if r["check"] == "toolchain")
     assert toolchain["reason"] == NO_TOOLCHAIN

@@ -14,20 +14,17 @@ from typing import Any
 
 import pytest
 
+from tests.support.bare_python import make_bare_python
+
 RUNNER = Path(__file__).resolve().parents[2] / "gpuws" / "agent" / "bench_runner.py"
 NO_TOOLCHAIN = (
     "no CUDA toolchain: install PyTorch with CUDA (pip install torch) or CuPy, or the CUDA toolkit (nvcc)"
 )
-# Debian's own python3, in a venv of its own: without NumPy, PyTorch or CuPy even where a Debian
-# package (websockify depends on python3-numpy) put NumPy into its dist-packages.
-SYSTEM_PYTHON = "/usr/bin/python3"
-
 
 @pytest.fixture(scope="module")
 def bare_python(tmp_path_factory: pytest.TempPathFactory) -> str:
-    venv = tmp_path_factory.mktemp("bare-venv")
-    subprocess.run([SYSTEM_PYTHON, "-m", "venv", "--without-pip", str(venv)], check=True, capture_output=True)
-    return str(venv / "bin" / "python3")
+    """A python3 without NumPy, PyTorch or CuPy (the venv's has NumPy)."""
+    return make_bare_python(tmp_path_factory.mktemp("bare-venv"))
 
 
 def run_runner(python: str, *args: str, tmp_path: Path, timeout: float = 60) -> list[dict[str, Any]]:

@@ -19,6 +19,7 @@ from gpuws.remote import bench as remote_bench
 from gpuws.remote.bench import run_benchmark
 from gpuws.remote.connection import HostConnection
 from tests.remote.helpers import key_profile, remote_processes, trust
+from tests.support.bare_python import make_bare_python
 from tests.support.sshd import SshdServer, install_sim_nvidia_smi
 
 NO_TOOLCHAIN = (
@@ -91,7 +92,7 @@ async def test_cpu_harness_end_to_end_through_sshd(cpu_host: Host) -> None:
 
 @pytest.mark.sshd
 async def test_no_toolchain_host_says_what_to_install(tmp_path: Path, isolated_home: Path) -> None:
-    host = bare_host(tmp_path, isolated_home, "/usr/bin/python3")  # Debian's python3: no NumPy/torch/CuPy
+    host = bare_host(tmp_path, isolated_home, make_bare_python(tmp_path / "bare-venv"))  # no NumPy/torch/CuPy
     try:
         async with HostConnection(key_profile(host.server)) as conn:
             run = await run_benchmark(conn.runner, "quick", python=host.python, host="bare", timeout=60)

@@ -33,7 +33,6 @@ import asyncio
 import contextlib
 import re
 import shlex
-from collections import deque
 from collections.abc import AsyncIterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING

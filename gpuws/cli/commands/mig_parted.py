@@ -22,7 +22,8 @@ from typing import Any
 from gpuws.cli.commands.resize import RESIZE_EXIT_STATUS
 from gpuws.cli.connecting import tty_prompts
 from gpuws.cli.output import fail, print_json, sim_banner
-from gpuws.core.errors import GpuwsError, ParseError
+from gpuws.core.terminal import printable
+from gpuws.core.errors import GpuwsError, ParseError, RefusedInput
 from gpuws.core.resize.layout import LayoutError
 from gpuws.core.resize.migparted import (
     GpuAction,
@@ -30,13 +31,11 @@ from gpuws.core.resize.migparted import (
     assert_differences,
     config_targets,
     export_mig_parted,
-    import_mig_parted,
 )
 from gpuws.core.resize.outcome import ResizeOutcome
 
 EXIT_ASSERT_DIFFERS = 1
 _REFUSED = RESIZE_EXIT_STATUS[ResizeOutcome.REFUSED]
-_MAX_FILE_BYTES = 1_000_000
 
 
 def register(sub: argparse._SubParsersAction[Any]) -> None:
@@ -71,19 +70,15 @@ def register(sub: argparse._SubParsersAction[Any]) -> None:
 
 
 def load_config(path: Path, config: str) -> list[MigPartedEntry]:
-    """The entries of named config `config` in the mig-parted file at `path` (ParseError says why not)."""
-    try:
-        if path.stat().st_size > _MAX_FILE_BYTES:
-            raise ParseError(f"{path}: too large for a mig-parted config")
-        text = path.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise ParseError(f"cannot read {path}: {exc.strerror or exc}") from None
-    except UnicodeDecodeError:
-        raise ParseError(f"{path} is not a UTF-8 text file") from None
-    configs = import_mig_parted(text)
+    """The entries of named config `config` in the mig-parted file at `path`; the file is the user's
+    input, so anything wrong with it (unreadable, not mig-parted, no such config) is RefusedInput."""
+    from gpuws.app.resize import read_mig_parted_configs
+
+    configs = read_mig_parted_configs(path)
     if config not in configs:
-        shown = ", ".join(list(configs)[:12]) + (", ..." if len(configs) > 12 else "")
-        raise ParseError(f"{path} has no config named {config[:60]!r} (it has {len(configs)}: {shown})")
+        shown = ", ".join(printable(name, 40) for name in list(configs)[:12]) + (", ..." if len(configs) > 12 else "")
+        raise RefusedInput(f"{printable(str(path))} has no config named '{printable(config, 60)}' "
+                           f"(it has {len(configs)}: {shown})")
     return configs[config]
 
 
@@ -173,10 +168,9 @@ async def _apply_async(args: argparse.Namespace) -> int:
 
 
 def _assert(args: argparse.Namespace) -> int:
-    try:
-        return asyncio.run(_assert_async(args))
-    except (LayoutError, ParseError) as exc:
-        return fail(str(exc), _REFUSED)
+    # assert answers 0 (matches) or 1 (differs); a bad file or config is refused input (2) and a
+    # failure on the host takes its status from the one table in cli/main.py.
+    return asyncio.run(_assert_async(args))
 
 
 async def _assert_async(args: argparse.Namespace) -> int:

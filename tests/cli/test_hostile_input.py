@@ -1,0 +1,60 @@
+"""Hostile and careless input on the command line (issue 28): every file a command takes goes
+through the one bounded local reader, and refused input exits 2 with one clean line."""
+
+from __future__ import annotations
+
+import os
+import threading
+from pathlib import Path
+
+import pytest
+
+from gpuws.cli.main import main
+
+CONFIG = str(Path(__file__).resolve().parents[1] / "fixtures" / "mig-parted" / "config-default.yaml")
+
+
+def _run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
+    code = main(list(argv))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def _one_clean_line(err: str) -> None:
+    assert "Traceback" not in err and err.count("\n") == 1 and "\x1b" not in err
+
+
+@pytest.mark.parametrize("verb", ["assert", "apply"])
+def test_a_device_as_the_mig_parted_file_is_refused_at_once(capsys: pytest.CaptureFixture[str], verb: str) -> None:
+    code, out, err = _run(capsys, "mig-parted", verb, "demo", "/dev/zero", "--config", "x")
+    assert code == 2 and out == "" and "is not a regular file" in err
+    _one_clean_line(err)
+
+
+def test_a_fifo_as_the_mig_parted_file_never_hangs(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    fifo = tmp_path / "config.yaml"
+    os.mkfifo(fifo)
+    result: list[int] = []
+    worker = threading.Thread(target=lambda: result.append(main(["mig-parted", "assert", "demo", str(fifo),
+                                                                 "--config", "x"])), daemon=True)
+    worker.start()
+    worker.join(60)  # a guard against a hang, not a timing assertion
+    if worker.is_alive():
+        with open(fifo, "w"):  # let the blocked reader go before failing
+            pass
+        pytest.fail("reading a FIFO blocked")
+    assert result == [2]
+    _one_clean_line(capsys.readouterr().err)
+
+
+def test_unknown_config_and_foreign_file_are_refused_input(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    code, _, err = _run(capsys, "mig-parted", "assert", "demo", CONFIG, "--config", "no-such-config")
+    assert code == 2 and "has no config named 'no-such-config'" in err
+    _one_clean_line(err)
+    passwd = tmp_path / "passwd"
+    passwd.write_text("root:x:0:0:root:/root:/bin/bash\ndaemon:x:1:1:daemon:/usr/sbin:/usr/sbin/nologin\n")
+    code, _, err = _run(capsys, "mig-parted", "apply", "demo", str(passwd), "--config", "x", "--yes")
+    assert code == 2 and "passwd" in err
+    _one_clean_line(err)
+    code, _, err = _run(capsys, "mig-parted", "apply", "demo", str(tmp_path / "missing.yaml"), "--config", "x")
+    assert code == 2 and "does not exist" in err

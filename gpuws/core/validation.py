@@ -130,6 +130,9 @@ def validate_port(port: object, field: str = "port") -> int:
     return value
 
 
+MAX_IDENTITY_FILES = 100  # OpenSSH's SSH_MAX_IDENTITY_FILES
+
+
 def validate_key_path(path: object, field: str = "key_path", *, must_exist: bool = True) -> str | None:
     """A private key file: absolute or starting with '~', and (by default) an existing file."""
     if path is None:
@@ -343,6 +346,10 @@ def validate_profile(
     key_path = validate_key_path(profile.key_path, must_exist=check_files)
     if auth is AuthMethod.KEY and key_path is None:
         raise ValidationError("key_path", "is required when auth is 'key'")
+    if not isinstance(profile.identity_files, list) or len(profile.identity_files) > MAX_IDENTITY_FILES:
+        raise ValidationError("identity_files", f"must be a list of at most {MAX_IDENTITY_FILES} key files")
+    identity_files = [validate_key_path(path, "identity_files", must_exist=False) or "" for path in
+                      profile.identity_files]
     if not isinstance(profile.tags, list):
         raise ValidationError("tags", "must be a list of tags")
     if not isinstance(profile.simulated, bool):
@@ -357,6 +364,7 @@ def validate_profile(
         user=validate_user(profile.user),
         auth=auth,
         key_path=key_path,
+        identity_files=identity_files,
         jump=validate_jump(name, profile.jump, known),
         provider=validate_provider(profile.provider),
         slice_profile=validate_slice_profile(profile.slice_profile),

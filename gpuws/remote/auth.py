@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 import asyncssh
 
 from gpuws.core.errors import GpuwsError
+from gpuws.core.files import is_regular_file
 from gpuws.core.models import AuthMethod, HostProfile, SecretKind
 
 if TYPE_CHECKING:
@@ -36,10 +37,20 @@ def _secret_store(secrets: SecretStore | None) -> SecretStore:
     return SecretStore()
 
 
-async def _load_key(profile: HostProfile, secrets: SecretStore | None) -> asyncssh.SSHKey:
-    if not profile.key_path:
+async def _client_keys(profile: HostProfile, secrets: SecretStore | None) -> list[asyncssh.SSHKey]:
+    """The profile's key, then its further identity files in order (as ssh tries every
+    IdentityFile); a further one that is missing is skipped, as ssh skips it."""
+    keys = [await _load_key(profile, secrets, profile.key_path)]
+    for extra in profile.identity_files:
+        if is_regular_file(Path(extra).expanduser()):
+            keys.append(await _load_key(profile, secrets, extra))
+    return keys
+
+
+async def _load_key(profile: HostProfile, secrets: SecretStore | None, key_path: str | None) -> asyncssh.SSHKey:
+    if not key_path:
         raise AuthFailed(f"profile {profile.name} uses key auth but has no key file")
-    path = Path(profile.key_path).expanduser()
+    path = Path(key_path).expanduser()
 
     def read(passphrase: str | None) -> asyncssh.SSHKey:
         return asyncssh.read_private_key(path, passphrase)
@@ -73,10 +84,10 @@ async def connect_options(
         # As `ssh` does: the agent, plus the default identities or the profile's key file.
         options: dict[str, Any] = {"preferred_auth": "publickey"}
         if profile.key_path:
-            options["client_keys"] = [await _load_key(profile, secrets)]
+            options["client_keys"] = await _client_keys(profile, secrets)
         return options
     if method is AuthMethod.KEY:
-        return {"client_keys": [await _load_key(profile, secrets)], "agent_path": None,
+        return {"client_keys": await _client_keys(profile, secrets), "agent_path": None,
                 "preferred_auth": "publickey"}
     if method is AuthMethod.PASSWORD:
         if password is None:

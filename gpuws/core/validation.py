@@ -21,6 +21,7 @@ from pathlib import Path
 from gpuws.core.errors import ValidationError
 from gpuws.core.files import is_regular_file
 from gpuws.core.models import AlertThresholds, AuthMethod, HostProfile, ProviderInfo
+from gpuws.core.simulation import DEMO_ALIAS
 
 NAME_RE = re.compile(r"[A-Za-z0-9._-]{1,64}")
 USER_RE = re.compile(r"[A-Za-z0-9._][A-Za-z0-9._-]{0,31}")
@@ -149,6 +150,9 @@ def validate_key_path(path: object, field: str = "key_path", *, must_exist: bool
     return path
 
 
+_DECIMAL_RE = re.compile(r"[0-9]+(?:\.[0-9]*)?|\.[0-9]+", re.ASCII)
+
+
 def validate_price(price: object, field: str = "price_per_hour") -> float | None:
     """A non-negative finite amount, or None. Accepts numbers or decimal strings (from the CLI)."""
     if price is None:
@@ -156,11 +160,9 @@ def validate_price(price: object, field: str = "price_per_hour") -> float | None
     value: float | None = None
     if isinstance(price, int | float) and not isinstance(price, bool):
         value = float(price)
-    elif isinstance(price, str):
-        try:
-            value = float(price)
-        except ValueError:
-            value = None
+    elif isinstance(price, str) and _DECIMAL_RE.fullmatch(price.strip()):
+        # ASCII digits only, as for ports: float() would also take "١.٥", "1_0", "1e3" or "nan".
+        value = float(price)
     if value is None or not math.isfinite(value):
         shown = _preview(price) if isinstance(price, str) else repr(price)
         raise ValidationError(field, f"{shown} is not a number")
@@ -293,9 +295,9 @@ def validate_jump(
         hops = parse_jump(jump)
         for hop in hops:
             if hop.host is not None:
-                validate_host(hop.host)
+                validate_host(hop.host, "jump")
                 if hop.user is not None:
-                    validate_user(hop.user)
+                    validate_user(hop.user, "jump")
         spec = ",".join(hop.spec() for hop in hops)
         names = [hop.profile for hop in hops if hop.profile is not None]
     for name in names:
@@ -338,6 +340,10 @@ def validate_profile(
     (used when loading: a key moved since is not a corrupt profile).
     """
     name = validate_name(profile.name)
+    if known is not None and name == DEMO_ALIAS and not profile.simulated:
+        # Every command takes "demo" for the built-in simulated host: a profile of that name
+        # would silently send `gpuws slices demo` and the rest to another machine.
+        raise ValidationError("name", f"'{DEMO_ALIAS}' is the built-in simulated host's alias; choose another name")
     try:
         auth = AuthMethod(profile.auth)
     except ValueError:

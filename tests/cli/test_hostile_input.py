@@ -58,3 +58,22 @@ def test_unknown_config_and_foreign_file_are_refused_input(capsys: pytest.Captur
     _one_clean_line(err)
     code, _, err = _run(capsys, "mig-parted", "apply", "demo", str(tmp_path / "missing.yaml"), "--config", "x")
     assert code == 2 and "does not exist" in err
+
+
+@pytest.mark.parametrize(("argv", "field"), [
+    (["hosts", "add", "a", "--host", "10.0.0.1", "--price-per-hour", "\u0661.\u0665"], "price_per_hour:"),
+    (["hosts", "add", "a", "--host", "10.0.0.1", "--price-per-hour", "1e3"], "price_per_hour:"),
+    (["hosts", "add", "a", "--host", "10.0.0.1", "--jump", "u@-oProxyCommand=x"], "jump:"),
+    (["hosts", "add", "demo", "--host", "10.0.0.1"], "name: 'demo' is the built-in simulated host"),
+])
+def test_hosts_add_refuses_each_field_by_its_name(capsys: pytest.CaptureFixture[str], argv: list[str],
+                                                  field: str) -> None:
+    code, out, err = _run(capsys, *argv)
+    assert code == 2 and out == "" and err.startswith(f"gpuws: error: {field}")
+    _one_clean_line(err)
+    assert _run(capsys, "hosts", "list", "--json")[1].strip() in ("[]", '{"hosts": []}')
+
+
+def test_a_plain_ascii_price_is_still_taken(capsys: pytest.CaptureFixture[str]) -> None:
+    code, _, err = _run(capsys, "hosts", "add", "a", "--host", "10.0.0.1", "--price-per-hour", "1.50")
+    assert code == 0, err

@@ -161,7 +161,7 @@ def validate_price(price: object, field: str = "price_per_hour") -> float | None
     if isinstance(price, int | float) and not isinstance(price, bool):
         value = float(price)
     elif isinstance(price, str) and _DECIMAL_RE.fullmatch(price.strip()):
-        # ASCII digits only, as for ports: float() would also take "١.٥", "1_0", "1e3" or "nan".
+        # ASCII digits only, as for ports: float() would also take Arabic-Indic digits, "1_0", "1e3" or "nan".
         value = float(price)
     if value is None or not math.isfinite(value):
         shown = _preview(price) if isinstance(price, str) else repr(price)

@@ -22,7 +22,6 @@ from typing import Any
 from gpuws.cli.commands.resize import RESIZE_EXIT_STATUS
 from gpuws.cli.connecting import tty_prompts
 from gpuws.cli.output import fail, print_json, sim_banner
-from gpuws.core.terminal import printable
 from gpuws.core.errors import GpuwsError, ParseError, RefusedInput
 from gpuws.core.resize.layout import LayoutError
 from gpuws.core.resize.migparted import (
@@ -33,6 +32,7 @@ from gpuws.core.resize.migparted import (
     export_mig_parted,
 )
 from gpuws.core.resize.outcome import ResizeOutcome
+from gpuws.core.terminal import printable
 
 EXIT_ASSERT_DIFFERS = 1
 _REFUSED = RESIZE_EXIT_STATUS[ResizeOutcome.REFUSED]

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import argparse
 import json
 import sys
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, NoReturn
 
 from gpuws.core.simulation import SIM_LABEL
 
@@ -24,6 +25,19 @@ def fail(message: str, code: int = 1) -> int:
 
     print(f"gpuws: error: {printable(message)}", file=sys.stderr, flush=True)
     return code
+
+
+class OneLineParser(argparse.ArgumentParser):
+    """argparse with usage errors as one printable line (`gpuws: error: ...`, exit status 2): the
+    user's own arguments are echoed escaped (no ESC, OSC or bidi override reaches the terminal),
+    and the usage text is left to `--help`. Subcommand parsers inherit it."""
+
+    def error(self, message: str) -> NoReturn:
+        from gpuws.core.terminal import printable
+
+        command = self.prog.removeprefix("gpuws").strip()
+        text = f"{command}: {message}" if command else message
+        self.exit(2, f"gpuws: error: {printable(text)} (see {printable(self.prog)} --help)\n")
 
 
 def undecodable_argument(argv: Sequence[str]) -> str | None:

@@ -77,3 +77,41 @@ def test_hosts_add_refuses_each_field_by_its_name(capsys: pytest.CaptureFixture[
 def test_a_plain_ascii_price_is_still_taken(capsys: pytest.CaptureFixture[str]) -> None:
     code, _, err = _run(capsys, "hosts", "add", "a", "--host", "10.0.0.1", "--price-per-hour", "1.50")
     assert code == 0, err
+
+
+def _exit_of(argv: list[str]) -> int:
+    try:
+        return main(argv)
+    except SystemExit as stop:  # argparse's usage errors and --help
+        return int(stop.code or 0)
+
+
+@pytest.mark.parametrize("argv", [
+    ["watch", "demo", "--interval", "\x1b[31mred"],
+    ["probe", "demo", "--bogus", "\x1b]0;title\x07"],
+    ["\u202eevil"],
+    ["hosts", "add", "x", "--port", "\x9b2J"],
+    ["mig-parted", "assert"],
+])
+def test_usage_errors_are_one_line_and_never_echo_raw_control_characters(
+    capsys: pytest.CaptureFixture[str], argv: list[str]
+) -> None:
+    assert _exit_of(argv) == 2
+    out, err = capsys.readouterr()
+    assert out == "" and err.startswith("gpuws: error: ")
+    _one_clean_line(err)
+    assert not any(ch in err for ch in "\x07\x9b\u202e")
+
+
+def test_a_command_group_without_its_subcommand_is_one_line(capsys: pytest.CaptureFixture[str]) -> None:
+    assert _exit_of(["hosts"]) == 2
+    _one_clean_line(capsys.readouterr().err)
+
+
+def test_cp_to_a_name_too_long_is_one_line_not_a_traceback(capsys: pytest.CaptureFixture[str],
+                                                          tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    code = main(["cp", "demo:/etc/hostname", "x" * 300])
+    err = capsys.readouterr().err
+    assert code in (1, 2) and "too long" in err
+    _one_clean_line(err)

@@ -130,10 +130,11 @@ async def _apply_async(args: argparse.Namespace) -> int:
                                "config": args.config, "gpus": [t.to_dict() for t in targets],
                                "plans": {str(i): p.to_dict() for i, p in plans.items()}}
         if not args.json:
-            print(f"{banner}{args.name}: mig-parted config {args.config!r} from {args.file}")
+            print(f"{banner}{args.name}: mig-parted config {printable(args.config)!r} from {printable(str(args.file))}")
             for t in targets:
                 wanted = t.target.describe() if t.target else "-"
-                print(f"  GPU {t.gpu.index} {t.gpu.name}: {t.gpu.layout.describe()} -> {wanted}  [{t.action}]"
+                name = printable(t.gpu.name)
+                print(f"  GPU {t.gpu.index} {name}: {t.gpu.layout.describe()} -> {wanted}  [{t.action}]"
                       + (f"  ({t.note})" if t.note else ""))
                 if t.gpu.index in plans:
                     for number, step in enumerate(plans[t.gpu.index].steps, start=1):

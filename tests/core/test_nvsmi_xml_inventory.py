@@ -322,6 +322,16 @@ def test_a_log_without_gpus_is_an_empty_inventory() -> None:
     assert parse_nvidia_smi_xml(xml) == []
 
 
+def test_a_deep_document_without_gpus_is_an_error_not_an_empty_host() -> None:
+    """Issue 28: well-formed XML 200,000 levels deep with no <gpu> read as "no GPUs reported"."""
+    depth = 200_000
+    xml = "<nvidia_smi_log>" + "<x>" * depth + "</x>" * depth + "</nvidia_smi_log>"
+    with pytest.raises(ParseError, match="no <gpu> element"):
+        parse_nvidia_smi_xml(xml)
+    with pytest.raises(ParseError, match="no <gpu> element"):
+        parse_nvidia_smi_xml("<nvidia_smi_log><driver_version>550.54</driver_version></nvidia_smi_log>")
+
+
 def test_missing_markers_of_every_generation_are_none() -> None:
     xml = _retag(read_fixture(XML_DIR / "a100-sxm4-v12.xml"), "serial", "Requested functionality has been deprecated")
     xml = _retag(xml, "persistence_mode", "[Not Supported]")

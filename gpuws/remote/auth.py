@@ -37,6 +37,15 @@ def _secret_store(secrets: SecretStore | None) -> SecretStore:
     return SecretStore()
 
 
+async def _stored_secret(profile: HostProfile, secrets: SecretStore | None, kind: SecretKind) -> str | None:
+    """The profile's stored secret; a keyring that cannot be used means the login cannot happen,
+    so it is an authentication failure (exit status 3), with the keyring's own reason and fix."""
+    try:
+        return await asyncio.to_thread(_secret_store(secrets).get, profile.name, kind)
+    except GpuwsError as exc:
+        raise AuthFailed(f"cannot log in to {profile.name}: {exc}") from None
+
+
 async def _client_keys(profile: HostProfile, secrets: SecretStore | None) -> list[asyncssh.SSHKey]:
     """The profile's key, then its further identity files in order (as ssh tries every
     IdentityFile); a further one that is missing is skipped, as ssh skips it."""
@@ -63,7 +72,7 @@ async def _load_key(profile: HostProfile, secrets: SecretStore | None, key_path:
         if "passphrase" not in str(exc).lower():
             raise AuthFailed(f"key file {path} is not a private key asyncssh can read") from None
     # Encrypted: its passphrase lives in the keyring, never in the profile.
-    passphrase = await asyncio.to_thread(_secret_store(secrets).get, profile.name, SecretKind.PASSPHRASE)
+    passphrase = await _stored_secret(profile, secrets, SecretKind.PASSPHRASE)
     if passphrase is None:
         raise AuthFailed(
             f"key file {path} is encrypted; store its passphrase with "
@@ -91,7 +100,7 @@ async def connect_options(
                 "preferred_auth": "publickey"}
     if method is AuthMethod.PASSWORD:
         if password is None:
-            password = await asyncio.to_thread(_secret_store(secrets).get, profile.name, SecretKind.PASSWORD)
+            password = await _stored_secret(profile, secrets, SecretKind.PASSWORD)
         if password is None:
             raise AuthFailed(
                 f"no password stored for {profile.name}; run `gpuws secret set {profile.name} --kind password`"

@@ -10,6 +10,9 @@ from pathlib import Path
 import pytest
 
 from gpuws.cli.main import main
+from gpuws.core.models import AuthMethod
+from tests.cli.test_probe_cli import gpu_host, gpuws, save_profile  # noqa: F401 (a fixture)
+from tests.support.sshd import SshdServer
 
 CONFIG = str(Path(__file__).resolve().parents[1] / "fixtures" / "mig-parted" / "config-default.yaml")
 
@@ -115,3 +118,17 @@ def test_cp_to_a_name_too_long_is_one_line_not_a_traceback(capsys: pytest.Captur
     err = capsys.readouterr().err
     assert code in (1, 2) and "too long" in err
     _one_clean_line(err)
+
+
+@pytest.mark.sshd
+def test_probe_of_a_password_profile_without_a_keyring_is_an_auth_failure(
+    gpu_host: SshdServer, isolated_home: Path, monkeypatch: pytest.MonkeyPatch,  # noqa: F811
+) -> None:
+    """Issue 28: exit 1 before; a login that cannot get its password is exit status 3."""
+    save_profile(gpu_host, name="pw", auth=AuthMethod.PASSWORD, key_path=None)
+    (isolated_home / ".ssh" / "known_hosts").write_text(gpu_host.known_hosts_line())
+    monkeypatch.setenv("PYTHON_KEYRING_BACKEND", "keyring.backends.fail.Keyring")
+    result = gpuws("probe", "pw", home=isolated_home)
+    assert result.returncode == 3, result.stderr
+    assert "keyring" in result.stderr
+    _one_clean_line(result.stderr)

@@ -32,6 +32,8 @@ def read_regular_file(path: Path, max_bytes: int, *, what: str = "file") -> byte
         raise
     except OSError as exc:
         raise LocalFileRefused(f"cannot read {what} {_shown(path)}: {exc.strerror}") from None
+    except ValueError:  # a NUL byte: no file has such a name
+        raise LocalFileRefused(f"{what} {_shown(path)} is not a usable path") from None
     try:
         info = os.fstat(fd)
         if not stat.S_ISREG(info.st_mode):

@@ -4,6 +4,9 @@ through the one bounded local reader, and refused input exits 2 with one clean l
 from __future__ import annotations
 
 import os
+import signal
+import subprocess
+import sys
 import threading
 from pathlib import Path
 
@@ -132,3 +135,34 @@ def test_probe_of_a_password_profile_without_a_keyring_is_an_auth_failure(
     assert result.returncode == 3, result.stderr
     assert "keyring" in result.stderr
     _one_clean_line(result.stderr)
+
+
+def test_a_killed_benchmark_stays_in_the_history_as_interrupted(tmp_path: Path) -> None:
+    """Issue 28: `kill -9` during `gpuws bench` left no record. Now the run is recorded as
+    interrupted when it starts, and replaced once it finishes."""
+    from gpuws.core.bench.results import ResultStore
+
+    store = ResultStore()
+    env = dict(os.environ, PYTHONPATH=str(Path(__file__).resolve().parents[2]))
+    with subprocess.Popen([sys.executable, "-m", "gpuws", "bench", "demo", "--full"], env=env,
+                          stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True) as child:
+        assert child.stdout is not None
+        # The banner is printed after the record is written: kill at once after it.
+        for line in child.stdout:
+            if "running the full benchmark" in line:
+                break
+        child.send_signal(signal.SIGKILL)
+        child.wait()
+    (run,) = store.history("demo")
+    assert run.interrupted and run.mode == "full" and run.results == []
+    assert run.to_dict()["interrupted"] is True and "interrupted" in (run.error or "")
+    assert run.verdict().value == "inconclusive"
+
+
+def test_a_finished_benchmark_replaces_its_interrupted_record(capsys: pytest.CaptureFixture[str]) -> None:
+    from gpuws.core.bench.results import ResultStore
+
+    assert main(["bench", "demo", "--quick", "--json"]) in (0, 11, 12)
+    capsys.readouterr()
+    (run,) = ResultStore().history("demo")
+    assert not run.interrupted and run.results

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 import asyncssh
 
 from gpuws.core.errors import GpuwsError
-from gpuws.core.files import is_regular_file
+from gpuws.core.files import LocalFileRefused, is_regular_file, read_regular_file
 from gpuws.core.models import AuthMethod, HostProfile, SecretKind
 
 if TYPE_CHECKING:
@@ -35,6 +35,9 @@ def _secret_store(secrets: SecretStore | None) -> SecretStore:
     from gpuws.core.secrets import SecretStore  # imported late: keyring is slow to load
 
     return SecretStore()
+
+
+MAX_KEY_FILE_BYTES = 1024 * 1024  # a private key is a few KiB; an 8 kbit RSA key in PEM under 7 KiB
 
 
 async def _stored_secret(profile: HostProfile, secrets: SecretStore | None, kind: SecretKind) -> str | None:
@@ -60,9 +63,16 @@ async def _load_key(profile: HostProfile, secrets: SecretStore | None, key_path:
     if not key_path:
         raise AuthFailed(f"profile {profile.name} uses key auth but has no key file")
     path = Path(key_path).expanduser()
+    try:
+        # The one local file reader: a FIFO or a device named as the key never blocks or floods.
+        data = await asyncio.to_thread(read_regular_file, path, MAX_KEY_FILE_BYTES, what="key file")
+    except FileNotFoundError:
+        raise AuthFailed(f"cannot read key file {path}: no such file") from None
+    except LocalFileRefused as exc:
+        raise AuthFailed(str(exc)) from None
 
     def read(passphrase: str | None) -> asyncssh.SSHKey:
-        return asyncssh.read_private_key(path, passphrase)
+        return asyncssh.import_private_key(data, passphrase)
 
     try:
         return await asyncio.to_thread(read, None)

@@ -85,5 +85,5 @@ def test_plus_me_config_and_refusals(capsys: pytest.CaptureFixture[str], tmp_pat
     code, _, err = _run(capsys, "mig-parted", "assert", "demo", str(bad), "--config", "x")
     assert code == 2 and "version: v1" in err and "Traceback" not in err
     code, _, err = _run(capsys, "mig-parted", "apply", "demo", DEFAULT_CONFIG, "--config", "all-1g.10gb")
-    assert code == 8 and "pass --yes" in err  # not a terminal: no confirmation, nothing changed
+    assert code == 2 and "pass --yes" in err  # not a terminal: no confirmation (refused input), nothing changed
     assert _current(capsys) == ["full", "full", "full", "full"]

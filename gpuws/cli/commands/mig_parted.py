@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from gpuws.cli.commands.resize import RESIZE_EXIT_STATUS
-from gpuws.cli.connecting import tty_prompts
+from gpuws.cli.connecting import ExitStatus, tty_prompts
 from gpuws.cli.output import fail, print_json, sim_banner
 from gpuws.core.errors import GpuwsError, ParseError, RefusedInput
 from gpuws.core.resize.layout import LayoutError
@@ -94,7 +94,7 @@ async def _export_async(args: argparse.Namespace) -> int:
         gpus = await MigResizer(conn.runner).read_gpus()
     chosen = [g for g in gpus if g.mig_capable and (args.gpu is None or g.index == args.gpu)]
     if args.gpu is not None and not chosen:
-        return fail(f"{args.name} has no MIG-capable GPU {args.gpu}", _REFUSED)
+        return fail(f"{args.name} has no MIG-capable GPU {args.gpu}", ExitStatus.USAGE)
     print(export_mig_parted({g.index: g.layout for g in chosen}, args.config), end="")
     return 0
 
@@ -149,7 +149,7 @@ async def _apply_async(args: argparse.Namespace) -> int:
                 print("dry run: nothing changed" if args.dry_run and plans else "nothing to do: the host matches")
             return 0
         if not _confirm(args, f"applying {args.config!r} to GPU(s) {', '.join(map(str, plans))} of {args.name}"):
-            return _REFUSED
+            return int(ExitStatus.USAGE)  # no confirmation: refused input, as for `gpuws resize`
 
         def progress(p: Progress) -> None:
             if not args.json:

@@ -17,8 +17,8 @@ The wrapper reports the group id as the first stderr line and then `exec`s the c
 When the wrapper is not a group leader (an unusual server), it reports only its own pid and we
 kill just that, never a group we do not own.
 
-Output is bounded by one byte budget per connection (`OutputBudget`, 64 MiB by default, far
-above any real `nvidia-smi -q -x`): every remote read (a command's stdout and stderr, a stream's
+Output is bounded by one byte budget per connection (`gpuws.remote.budget.OutputBudget`, 64 MiB by
+default, far above any real `nvidia-smi -q -x`): every remote read (a command's stdout and stderr, a stream's
 pending line and stderr, the first stderr line) takes its bytes from it as it reads them and gives
 them back when done, so the bytes held at once for one host stay under the cap whatever runs
 concurrently and across reconnects. A streamed line is also cut at `max_line` bytes (1 MiB).
@@ -42,6 +42,7 @@ import asyncssh
 from gpuws.core.errors import GpuwsError
 from gpuws.core.runner import CommandResult, CommandTimeout
 from gpuws.core.terminal import printable
+from gpuws.remote.budget import DEFAULT_MAX_LINE, DEFAULT_MAX_OUTPUT, OutputBudget, size_text
 
 if TYPE_CHECKING:
     from gpuws.remote.connection import HostConnection
@@ -66,8 +67,6 @@ _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _STDERR_TAIL = 64 * 1024  # bytes of a stream's stderr kept for error messages
 _IDENT_MAX = 4096  # bytes read for the wrapper's first stderr line
 _CHUNK = 256 * 1024
-DEFAULT_MAX_OUTPUT = 64 * 1024 * 1024  # bytes of one host's output held at once (all its commands)
-DEFAULT_MAX_LINE = 1024 * 1024  # bytes of one streamed line
 
 
 class RemoteCommandError(GpuwsError):
@@ -76,25 +75,6 @@ class RemoteCommandError(GpuwsError):
 
 class RemoteOutputTooLarge(RemoteCommandError):
     """A command wrote more than its cap (whole output, or one streamed line); it was stopped."""
-
-
-class OutputBudget:
-    """The bytes of remote output one connection may hold at once, shared by all its reads."""
-
-    def __init__(self, limit: int = DEFAULT_MAX_OUTPUT) -> None:
-        self.limit = limit
-        self.held = 0
-
-    def take(self, size: int) -> bool:
-        """Reserve `size` more bytes; False (and nothing reserved) when that would pass the limit."""
-        if self.held + size > self.limit:
-            return False
-        self.held += size
-        return True
-
-    def give(self, size: int) -> None:
-        """Return bytes reserved with `take`."""
-        self.held = max(0, self.held - size)
 
 
 def _decode(data: bytes | bytearray) -> str:
@@ -169,7 +149,7 @@ class SshRunner:
         command = printable(argv[0], 80) if argv else "?"
         return RemoteOutputTooLarge(
             f"{command} on {printable(self._connection.profile.name)} wrote {what} longer than "
-            f"{_size(cap)}; it was stopped"
+            f"{size_text(cap)}; it was stopped"
         )
 
     async def _read_capped(self, reader: asyncssh.SSHReader[bytes], argv: Sequence[str], what: str,
@@ -333,10 +313,6 @@ class SshRunner:
             drainer.cancel()
             if not remote.finished:
                 await asyncio.shield(self._stop(remote))
-
-
-def _size(size: int) -> str:
-    return f"{size // (1024 * 1024)} MiB" if size >= 1024 * 1024 else f"{size} bytes"
 
 
 async def _closes_soon(conn: asyncssh.SSHClientConnection, within: float = 1.0) -> bool:

@@ -4,6 +4,7 @@ and the command, for whole outputs and for streamed lines (issue 13), against a 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from pathlib import Path
 
 import pytest
@@ -71,3 +72,34 @@ async def test_output_is_counted_in_bytes_and_stderr_too(sshd: SshdServer, isola
         # A first stderr line of any length is not buffered whole (it is counted like the rest).
         with pytest.raises(RemoteOutputTooLarge):
             await runner.run(["sh", "-c", "head -c 3000000 /dev/zero | tr '\\000' x >&2"])
+
+
+async def test_a_flooding_prometheus_is_cut_off_by_the_same_budget() -> None:
+    """Issue 28: one byte budget for every remote read path, HTTP answers included."""
+    import http.server
+    import threading
+
+    from gpuws.remote.prometheus import PrometheusClient, PrometheusError
+
+    class Flood(http.server.BaseHTTPRequestHandler):
+        def do_POST(self) -> None:
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.end_headers()
+            with contextlib.suppress(OSError):  # the client stopped reading
+                self.wfile.write(b'{"status": "success", "data": {"result": [' + b"0," * 5_000_000)
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Flood)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        async with PrometheusClient(f"http://127.0.0.1:{server.server_address[1]}", name="lab",
+                                    max_output=1024 * 1024) as client:
+            with pytest.raises(PrometheusError, match="answered more than 1 MiB"):
+                await client.query("up")
+            assert client.budget.held == 0
+    finally:
+        server.shutdown()
+        server.server_close()

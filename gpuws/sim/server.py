@@ -28,13 +28,17 @@ import asyncssh
 from gpuws.core.models import AlertThresholds, AuthMethod, HostProfile
 from gpuws.core.simulation import SIM_ENV_VAR, SIM_STATE_ENV_VAR
 from gpuws.sim.faults import FAULTS_ENV, SimFault, faults_from_env, format_faults
-from gpuws.sim.jupyter import is_simulated_jupyter
+from gpuws.sim.jupyter import HOST_PID_ENV, is_simulated_jupyter
 from gpuws.sim.models import DEFAULT_GPU_SPEC, parse_gpu_spec
 from gpuws.sim.state import SIM_HOSTNAME, SimStateStore
 
 HOST = "127.0.0.1"
 DEMO_USER = "demo"
 HOST_KEY_FILE = "ssh_host_ed25519_key"
+# The login password, kept with the host key so a restart on the same --state-dir lets a saved
+# profile (its password in the keyring) reconnect. Mode 0600, like the key; never printed but
+# in the connection JSON line, as before.
+PASSWORD_FILE = "demo_password"  # noqa: S105 (a file name, not a password)
 LOOPBACK_NAMES = frozenset({"127.0.0.1", "localhost", "::1"})
 FAKE_NVML_DIR = Path(__file__).resolve().parent / "fake_nvml"
 PACKAGE_PARENT = Path(__file__).resolve().parents[2]  # the directory holding `gpuws/`
@@ -161,6 +165,17 @@ class DemoHost:
         path.chmod(0o600)
         return key
 
+    def _password(self) -> str:
+        path = self.state_dir / PASSWORD_FILE
+        with contextlib.suppress(OSError, UnicodeDecodeError):
+            kept = path.read_text(encoding="ascii").strip()
+            if len(kept) >= 16:  # one we wrote (token_urlsafe(18) is 24 characters)
+                return kept
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        with os.fdopen(fd, "w", encoding="ascii") as handle:
+            handle.write(self.password + "\n")
+        return self.password
+
     def _env(self) -> dict[str, str]:
         bin_dir = self.state_dir / "bin"
         return {
@@ -172,6 +187,9 @@ class DemoHost:
             "USER": DEMO_USER,
             "LANG": "C.UTF-8",
             FAULTS_ENV: format_faults(self.faults),
+            # What it starts detached (the simulated Jupyter) watches this process and ends with it,
+            # even when it is killed without a chance to clean up.
+            HOST_PID_ENV: str(os.getpid()),
         }
 
     async def start(self) -> DemoHostInfo:
@@ -182,6 +200,7 @@ class DemoHost:
         store = SimStateStore(self.sim_dir, self.gpus)
         store.load()  # creates it for this spec on first use
         key = self._host_key()
+        self.password = self._password()
         self._server = await asyncssh.create_server(
             lambda: _DemoServer(self.password, self.client_keys),
             HOST,
@@ -304,7 +323,7 @@ async def serve_forever(gpus: str, port: int, state_dir: Path | None, faults: li
           f"{info.user!r}; Ctrl-C stops it.", file=sys.stderr, flush=True)
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
-    for sig in (signal.SIGINT, signal.SIGTERM):
+    for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):  # SIGHUP: its terminal closed
         loop.add_signal_handler(sig, stop.set)
     try:
         await stop.wait()

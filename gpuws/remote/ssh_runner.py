@@ -33,7 +33,7 @@ import asyncio
 import contextlib
 import re
 import shlex
-from collections.abc import AsyncIterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -75,6 +75,41 @@ class RemoteCommandError(GpuwsError):
 
 class RemoteOutputTooLarge(RemoteCommandError):
     """A command wrote more than its cap (whole output, or one streamed line); it was stopped."""
+
+
+class _Collected:
+    """One stream of a command as read: its chunks (a list, never one growing buffer, which the
+    allocator would copy as it grows and keep the old copies of), and the bytes they hold of the
+    connection's budget until `release`."""
+
+    def __init__(self) -> None:
+        self.chunks: list[bytes] = []
+        self.held = 0
+        self.budget: OutputBudget | None = None
+
+    def add(self, chunk: bytes, budget: OutputBudget, too_large: Callable[[], Exception]) -> None:
+        """Keep `chunk` if the budget has room for it, else drop everything and raise `too_large()`."""
+        if not chunk:
+            return
+        self.budget = budget
+        if not budget.take(len(chunk)):
+            self.chunks.clear()  # dropped now, not when the traceback goes
+            raise too_large()
+        self.held += len(chunk)
+        self.chunks.append(chunk)
+
+    def text(self) -> str:
+        """The output decoded (UTF-8, invalid bytes replaced); the chunks are let go first."""
+        data = b"".join(self.chunks)
+        self.chunks.clear()
+        return _decode(data)
+
+    def release(self) -> None:
+        """Give the bytes back to the budget (the decoded text now belongs to the caller)."""
+        self.chunks.clear()
+        if self.budget is not None:
+            self.budget.give(self.held)
+        self.held = 0
 
 
 def _decode(data: bytes | bytearray) -> str:
@@ -153,26 +188,11 @@ class SshRunner:
         )
 
     async def _read_capped(self, reader: asyncssh.SSHReader[bytes], argv: Sequence[str], what: str,
-                           head: bytes = b"") -> str:
-        """All of `reader`, its bytes taken from the budget as they arrive (returned when done)."""
-        # One growing bytearray: a large one lives in its own mapping that Linux grows in place
-        # (mremap), so the peak is the data itself, where a list joined at the end would double it.
-        data = bytearray()
-        held = 0
-        try:
-            chunk = head
-            while True:
-                if chunk:
-                    if not self.budget.take(len(chunk)):
-                        data.clear()  # drop it now, not when the traceback goes
-                        raise self._too_large(argv, what, self.budget.limit)
-                    held += len(chunk)
-                    data += chunk
-                chunk = await reader.read(_CHUNK)
-                if not chunk:
-                    return _decode(data)
-        finally:
-            self.budget.give(held)
+                           into: _Collected) -> None:
+        """All of `reader` into `into`, its bytes taken from the budget as they arrive (`into` gives
+        them back once the caller is done)."""
+        while chunk := await reader.read(_CHUNK):
+            into.add(chunk, self.budget, lambda: self._too_large(argv, what, self.budget.limit))
 
     async def _start(self, argv: Sequence[str], input: str | None,
                      env: Mapping[str, str] | None) -> _Remote:
@@ -219,18 +239,25 @@ class SshRunner:
         env: Mapping[str, str] | None = None,
     ) -> CommandResult:
         remote: _Remote | None = None
+        out, err = _Collected(), _Collected()
         try:
             async with asyncio.timeout(timeout):
                 remote = await self._start(argv, input, env)
-                readers = [asyncio.ensure_future(self._read_capped(remote.process.stdout, argv, "an output")),
+                err.add(remote.stderr_head, self.budget, lambda: self._too_large(argv, "an error output",
+                                                                                 self.budget.limit))
+                readers = [asyncio.ensure_future(self._read_capped(remote.process.stdout, argv, "an output", out)),
                            asyncio.ensure_future(self._read_capped(remote.process.stderr, argv, "an error output",
-                                                                   remote.stderr_head))]
+                                                                   err))]
                 try:
-                    stdout, stderr = await asyncio.gather(*readers)
+                    await asyncio.gather(*readers)
                 finally:
                     for reader in readers:
                         reader.cancel()
                 await remote.process.wait_closed()
+                # Decoded only once the command is known to have ended (an exit status or a
+                # signal): output cut short by a lost connection is dropped, never decoded.
+                status = self._exit_status(remote)
+                stdout, stderr = out.text(), err.text()
         except TimeoutError:
             if remote is not None:
                 await asyncio.shield(self._stop(remote))
@@ -241,8 +268,10 @@ class SshRunner:
             raise
         except (asyncssh.ConnectionLost, asyncssh.DisconnectError):
             raise self._lost(argv) from None
-        assert remote is not None
-        return CommandResult(tuple(argv), self._exit_status(remote), stdout, stderr)
+        finally:
+            out.release()
+            err.release()
+        return CommandResult(tuple(argv), status, stdout, stderr)
 
     def _exit_status(self, remote: _Remote) -> int:
         process = remote.process

@@ -10,11 +10,12 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import sys
 from collections.abc import Sequence
 
 from gpuws import __version__
-from gpuws.cli.output import fail, undecodable_argument
+from gpuws.cli.output import OneLineParser, fail, undecodable_argument
 from gpuws.core.errors import GpuwsError
 
 # The one table (gpuws.cli.connecting.ExitStatus), applied below to every error a command lets through.
@@ -106,7 +107,7 @@ def _command_in(argv: Sequence[str]) -> str | None:
 
 def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
     """The `gpuws` parser; given the command line, only the module of its command is imported."""
-    parser = argparse.ArgumentParser(
+    parser = OneLineParser(
         prog="gpuws",
         description="Workstation manager for cloud GPU sessions. Run without a command to open the window.",
         epilog=EXIT_STATUS_TABLE,
@@ -149,10 +150,16 @@ def main(argv: Sequence[str] | None = None) -> int:
         return run_gui(demo=args.demo, screenshot=args.screenshot)
     handler = getattr(args, "handler", None)
     if handler is None:  # a command group given without its subcommand
-        parser.parse_args([*(argv if argv is not None else sys.argv[1:]), "--help"])
-        return 2
+        return fail(f"gpuws {args.command}: a subcommand is required (see gpuws {args.command} --help)", 2)
     try:
         return int(handler(args))
+    except OSError as exc:
+        if isinstance(exc, TimeoutError) or type(exc).__module__.startswith("asyncssh"):
+            raise
+        # A local file the user named cannot be used (a name too long, no permission, a full
+        # disk): one line naming it, never a traceback.
+        where = f": {os.fsdecode(exc.filename)}" if exc.filename is not None else ""
+        return fail(f"{exc.strerror or type(exc).__name__}{where}", 1)
     except Exception as exc:
         if not isinstance(exc, GpuwsError | TimeoutError) and not _is_timeout(exc):
             raise

@@ -91,16 +91,17 @@ def run_bench(args: argparse.Namespace) -> int:
     if args.timeout is not None and args.timeout <= 0:
         return fail("--timeout must be positive", 2)
     progress = _Progress(enabled=not args.json)
-    run = asyncio.run(_bench(args, progress))
-
     store = ResultStore()
+    run, started = asyncio.run(_bench(args, progress, store))
+
     report = build_report(run)
     if args.mode == "check":
-        return _finish_check(args, run, report, store)
-    others = {f"earlier {r.started_at}": r for r in store.history(run.host)[-3:]}
+        return _finish_check(args, run, report, store, started)
+    earlier = [r for r in store.history(run.host) if not r.interrupted]
+    others = {f"earlier {r.started_at}": r for r in earlier[-3:]}
     others.update({f"host {h}": r for h, r in store.latest_per_host(run).items()})
     comparison = compare(run, others)
-    kept = keep_run(run, store, save=not args.no_save)
+    kept = keep_run(run, store, save=not args.no_save, replaces=started)
     if kept.save_error is not None:
         raise kept.save_error  # to the one exit-status table in cli/main.py
     saved = kept.saved_path
@@ -128,22 +129,27 @@ def run_bench(args: argparse.Namespace) -> int:
     return {"pass": 0, "warn": 0, "fail": EXIT_FAIL}.get(report["verdict"], EXIT_INCONCLUSIVE)
 
 
-async def _bench(args: argparse.Namespace, progress: _Progress) -> BenchRun:
-    from gpuws.app.bench import run_benchmark
+async def _bench(args: argparse.Namespace, progress: _Progress, store: ResultStore) -> tuple[BenchRun, Path | None]:
+    """The finished run, and the interrupted record written before it started (to replace)."""
+    from gpuws.app.bench import record_start, run_benchmark
     from gpuws.app.targets import open_target
 
     async with open_target(args.name, accept_new=args.accept_new, **tty_prompts()) as connection:
         progress.simulated = bool(connection.profile.simulated)
+        # Kept as "interrupted" should gpuws be killed before the run is saved.
+        started = None if args.no_save else await asyncio.to_thread(record_start, store, args.name, args.mode)
         if progress.enabled:
             print(f"{sim_banner(progress.simulated)}running the {args.mode} benchmark on {args.name} ...", flush=True)
-        return await run_benchmark(connection.runner, args.mode, host=args.name, expected=expected_from(args),
-                                   on_event=progress, timeout=args.timeout,
-                                   extra_args=("--allow-busy",) if args.allow_busy else ())
+        run = await run_benchmark(connection.runner, args.mode, host=args.name, expected=expected_from(args),
+                                  on_event=progress, timeout=args.timeout,
+                                  extra_args=("--allow-busy",) if args.allow_busy else ())
+        return run, started
 
 
-def _finish_check(args: argparse.Namespace, run: BenchRun, report: dict[str, Any], store: ResultStore) -> int:
+def _finish_check(args: argparse.Namespace, run: BenchRun, report: dict[str, Any], store: ResultStore,
+                  started: Path | None) -> int:
     """Save the run, write the provider report (Markdown and JSON) and print the one-screen verdict."""
-    kept = keep_run(run, store, save=not args.no_save, report_dir=args.report_dir)
+    kept = keep_run(run, store, save=not args.no_save, report_dir=args.report_dir, replaces=started)
     if kept.save_error is not None:
         raise kept.save_error  # to the one exit-status table in cli/main.py
     full = check_report(run, report)

@@ -29,7 +29,7 @@ import time
 from collections.abc import Callable, Coroutine, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from gpuws.app.costs import CostBook, IdlePolicy
 from gpuws.core.errors import GpuwsError
@@ -38,8 +38,12 @@ from gpuws.core.inventory import Inventory
 from gpuws.core.models import HostProfile
 from gpuws.core.runner import CommandRunner
 from gpuws.core.session import HostCost, SessionLedger, gpu_activity
-from gpuws.remote.connection import ConnectionState
+from gpuws.core.states import ConnectionState
 from gpuws.remote.telemetry_service import TelemetryService
+
+if TYPE_CHECKING:
+    from gpuws.app.hosts import HostLink, RetryPace
+    from gpuws.app.tunnels import TunnelRequest
 
 log = logging.getLogger(__name__)
 
@@ -49,6 +53,7 @@ LIVE_STATES = frozenset({ConnectionState.CONNECTED, ConnectionState.NO_DRIVER})
 ENDED_STATES = frozenset({ConnectionState.DISCONNECTED, ConnectionState.UNREACHABLE,
                           ConnectionState.AUTH_FAILED, ConnectionState.HOST_KEY_CHANGED})
 FRESH_TELEMETRY_S = 30.0  # older samples say nothing about whether a host is idle now
+STALE_INTERVALS = 3  # a connected host with no sample for this many sample intervals is "stale"
 _POWER_VERB = {"start": "Starting", "stop": "Stopping"}
 
 
@@ -103,10 +108,20 @@ class HostRecord:
     priced: tuple[float | None, str | None] | None = None  # (price, slice) the open session was last given
     power_status: str = ""  # the last instance start/stop's progress or result, one line
     cost_error: str = ""  # the last ledger write's failure ("" when it worked)
+    link: HostLink | None = None  # who connects it and keeps it connected (gpuws.app.hosts)
+    stale_s: float | None = None  # connected but no sample for this long (None: fresh, or not streaming)
 
     @property
     def live(self) -> bool:
+        """Connected (with or without a driver) over a known connection."""
         return self.state in LIVE_STATES and self.connection is not None
+
+    @property
+    def status_text(self) -> str:
+        """The state in words as every view shows it: "Stale (no data for 12 s)" over "Connected"."""
+        if self.state is ConnectionState.CONNECTED and self.stale_s is not None:
+            return f"Stale (no data for {self.stale_s:.0f} s)"
+        return self.state.value.replace("_", " ").capitalize()
 
 
 class Workspace:
@@ -121,6 +136,7 @@ class Workspace:
         ledger: SessionLedger | None = None,
         post: Post | None = None,
         clock: Callable[[], float] = time.time,
+        pace: RetryPace | None = None,
     ) -> None:
         self._spawn = spawn
         self._post: Post = post if post is not None else (lambda func: func())
@@ -132,6 +148,9 @@ class Workspace:
         self._listeners: list[Listener] = []
         self._feeds: dict[str, tuple[concurrent.futures.Future[None], Connection]] = {}
         self._budget_stopped: set[str] = set()  # stopped at 100 % of a budget (once each)
+        self._unlink: dict[str, Callable[[], None]] = {}
+        self._streaming_since: dict[str, float] = {}  # when the current feed began (stale before a sample)
+        self.pace: RetryPace | None = pace  # how links made here keep trying (None: the default)
 
     # -- reading --------------------------------------------------------------------------------
 
@@ -187,6 +206,8 @@ class Workspace:
     def remove_host(self, name: str) -> None:
         """Forget `name`: its stream stops, its cost session ends."""
         self._stop_feed(name)
+        if (unlink := self._unlink.pop(name, None)) is not None:
+            unlink()
         record = self._hosts.pop(name, None)
         if record is not None and record.metering:
             self.costs.end(name, self._clock())
@@ -209,6 +230,8 @@ class Workspace:
         """The connection of `name` is in `state` now (CONNECTED only once probed)."""
         record = self._record(name)
         record.state, record.detail = state, detail
+        if state is not ConnectionState.CONNECTED:
+            record.stale_s = None  # only a connected host is stale; the state itself says the rest
         self._follow(record)
         self._meter(record)
         for tunnel in record.tunnels:
@@ -244,19 +267,148 @@ class Workspace:
             record.tunnels.remove(tunnel)
             self._notify(Change.TUNNELS, name)
 
+    # -- a host's life: the verbs (gpuws.app.hosts does the work) ----------------------------------
+
+    def attach(self, link: HostLink) -> None:
+        """Let `link` connect its host for this Workspace: everything it learns (connection, state,
+        inventory) is taken from it here, so feeds, tunnels, cost and views follow. Idempotent."""
+        record = self.add_host(link.profile)
+        if record.link is link:
+            return
+        if self._unlink.get(link.name) is not None:
+            self._unlink.pop(link.name)()
+        record.link = link
+        self._unlink[link.name] = link.subscribe(lambda: self._from_link(link))
+        self._from_link(link)
+
+    def link(self, name: str) -> HostLink:
+        """The host's link, made on first use (the CLI's way in: the window attaches its own)."""
+        record = self._record(name)
+        if record.link is None:
+            from gpuws.app.hosts import HostLink
+
+            self.attach(HostLink(record.profile, self._spawn, self._post, pace=self.pace))
+        assert record.link is not None
+        return record.link
+
+    def connect(self, name: str, *, accept_new: bool = False, known_host_key: str | None = None) -> None:
+        """Connect `name` and probe it, then keep it connected until `close(name)`."""
+        self.link(name).connect(accept_new=accept_new, known_host_key=known_host_key)
+
+    def reconnect(self, name: str) -> None:
+        """A new connection replaces the current one (Host > Reconnect)."""
+        self.link(name).connect()
+
+    def retry_now(self, name: str) -> None:
+        """Try to reach the host at once instead of at the next slow-paced try."""
+        self.link(name).retry_now()
+
+    def probe(self, name: str) -> None:
+        """Read the connected host's inventory again (its layout changed); views hear INVENTORY."""
+        self.link(name).reprobe()
+
+    def _from_link(self, link: HostLink) -> None:
+        record = self._hosts.get(link.name)
+        if record is None or record.link is not link:
+            return
+        # The connection object is kept through drops and slow retries (tunnels stay bound to it);
+        # only a new connect or a close replaces it.
+        self.connection_changed(link.name, link.connection)
+        if (record.state, record.detail) != (link.state, link.detail):
+            self.state_changed(link.name, link.state, link.detail)
+        if link.inventory is not None and link.inventory is not record.inventory:
+            self.inventory_changed(link.name, link.inventory)
+
+    def open_tunnel(self, name: str, request: TunnelRequest, *,
+                    connection: Connection | None = None) -> concurrent.futures.Future[Any]:
+        """Open a tunnel to the host (`gpuws.app.tunnels.open_tunnel`) over its live connection (or
+        `connection`) and keep it with the host, rebound on reconnects. The future is settled on
+        the owner's thread: the tunnel (kept here by then; listeners heard TUNNELS), or the error."""
+        from gpuws.app.tunnels import open_tunnel
+        from gpuws.remote.connection import NotConnected
+
+        record = self._record(name)
+        if connection is None:
+            connection = record.connection if record.live else None
+        if connection is None:
+            raise NotConnected(f"{name} is not connected")
+        result: concurrent.futures.Future[Any] = concurrent.futures.Future()
+
+        async def go() -> None:
+            try:
+                tunnel = await open_tunnel(connection, request)
+            except Exception as exc:
+                self._post(lambda error=exc: result.set_exception(error))  # type: ignore[misc]
+                return
+
+            def keep() -> None:
+                if name in self._hosts:
+                    self.add_tunnel(name, tunnel)
+                result.set_result(tunnel)
+
+            self._post(keep)
+
+        self._spawn(go())
+        return result
+
+    def close_tunnel(self, name: str, tunnel: Rebindable) -> concurrent.futures.Future[None]:
+        """Close one of the host's tunnels and forget it."""
+        self.remove_tunnel(name, tunnel)
+
+        async def go() -> None:
+            await tunnel.close()  # type: ignore[attr-defined]
+
+        return self._spawn(go())
+
+    # -- staleness --------------------------------------------------------------------------------
+
+    def check_stale(self, now: float | None = None) -> list[str]:
+        """Mark each connected host with no sample for `STALE_INTERVALS` sample intervals as stale
+        (`HostRecord.stale_s`, `status_text`), and fresh again once samples arrive; listeners hear
+        STATE. Returns the stale hosts. Call it about once a second (the window's clock)."""
+        now = self._clock() if now is None else now
+        store = self.telemetry.store
+        limit = STALE_INTERVALS / max(self.telemetry.hz, 1e-6)
+        stale: list[str] = []
+        for name, record in list(self._hosts.items()):
+            age: float | None = None
+            if record.state is ConnectionState.CONNECTED and self.streaming(name):
+                last = store.status(name).last_t
+                since = last if last is not None else self._streaming_since.get(name)
+                if since is not None and now - since > limit:
+                    age = now - since
+            shown = None if record.stale_s is None else round(record.stale_s)
+            record.stale_s = age
+            if age is not None:
+                stale.append(name)
+                if record.stale_s is not None and shown is None:
+                    store.mark_offline(name, now)  # the readouts grey out: the last values are not now
+            if (None if age is None else round(age)) != shown:
+                self._notify(Change.STATE, name)
+        return stale
+
     def shutdown(self) -> None:
         """Stop every feed (the app is closing)."""
         for name in list(self._feeds):
             self._stop_feed(name)
 
-    def close(self, timeout: float = 3.0) -> None:
-        """At exit: stop every feed and end every open cost session (no billing while gpuws is
-        closed), waiting at most `timeout` seconds for the ledger."""
+    def close(self, name: str | None = None, timeout: float = 3.0) -> concurrent.futures.Future[Any] | None:
+        """Close host `name` for good (its connection; its feed stops, its cost session ends);
+        returns the close's future. Without a name, at exit: stop every feed and end every open
+        cost session (no billing while gpuws is closed), waiting at most `timeout` s for the ledger."""
+        if name is not None:
+            record = self._record(name)
+            if record.link is not None:
+                return record.link.close()
+            self.connection_changed(name, None)
+            self.state_changed(name, ConnectionState.DISCONNECTED)
+            return None
         self.shutdown()
         metered = [name for name, record in self._hosts.items() if record.metering]
         for name in metered:
             self._hosts[name].metering = False
         self.costs.close(metered, self._clock(), timeout)
+        return None
 
     # -- cost -------------------------------------------------------------------------------------
 
@@ -393,10 +545,15 @@ class Workspace:
         if feed is not None and (feed[1] is not record.connection or record.connection is None):
             self._stop_feed(name)  # replaced or closed: the old task streams over a dead connection
             feed = None
-        if record.state is ConnectionState.DISCONNECTED:
-            self._stop_feed(name)
+        if record.state is not ConnectionState.CONNECTED:
+            # Dropped, closed, or waiting for the host: the stream stops here (the gap shows, the
+            # unreachable alert says why in words) and starts afresh the moment the host is back.
+            if name in self._feeds:
+                self._stop_feed(name)
+                if record.state not in (ConnectionState.DISCONNECTED, ConnectionState.CONNECTING):
+                    why = record.link.error.reason if record.link is not None and record.link.error else ""
+                    self._spawn(self.telemetry.host_down(name, self._clock(), why or "connection lost"))
             return
-        # Drops (RECONNECTING) keep the task: it marks the gap and resumes by itself.
         if record.live and (feed is None or feed[0].done()):
             connection = record.connection
             assert connection is not None
@@ -406,6 +563,7 @@ class Workspace:
 
             future = self._spawn(self.telemetry.watch(record.profile, runner))
             self._feeds[name] = (future, connection)
+            self._streaming_since[name] = self._clock()
 
     def _stop_feed(self, name: str) -> None:
         feed = self._feeds.pop(name, None)

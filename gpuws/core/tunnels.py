@@ -23,6 +23,15 @@ MASK = "***"
 _SECRET_QUERY_KEYS = frozenset({"token", "auth", "password"})
 
 
+class TunnelState(StrEnum):
+    """Where a tunnel stands (shown in the Session tab and by `gpuws tunnel`)."""
+
+    CLOSED = "closed"
+    OPEN = "open"  # listening; channels go through the live connection
+    WAITING = "waiting"  # listening; the SSH connection is down or reconnecting
+    FAILED = "failed"  # the last channel could not be opened (see `last_error`)
+
+
 class TunnelError(GpuwsError):
     """A tunnel could not be opened or used."""
 

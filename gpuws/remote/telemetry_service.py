@@ -99,6 +99,12 @@ class TelemetryService:
             self.store.mark_offline(host, self._clock())
             self._feeds.pop(host, None)
 
+    async def host_down(self, host: str, t: float, reason: str) -> None:
+        """The host is not reachable now (its Workspace says why, in words): break its lines and
+        raise its unreachable alert. A coroutine, so it runs on the loop with the streams."""
+        self.store.mark_offline(host, t)
+        self.alerts.host_unreachable(host, t, reason)
+
     async def _stream_once(self, host: str, runner: CommandRunner, simulated: bool) -> bool:
         """Run one stream until it ends; returns whether any batch arrived."""
         got_data = False

@@ -15,7 +15,6 @@ import contextlib
 import logging
 import time
 from collections.abc import Callable
-from enum import StrEnum
 from typing import TYPE_CHECKING
 
 import asyncssh
@@ -27,6 +26,7 @@ from gpuws.core.tunnels import (
     RemoteServiceDown,
     TunnelError,
     TunnelSpec,
+    TunnelState,
     is_address_in_use,
     redact_url,
     tunnel_url,
@@ -39,13 +39,6 @@ log = logging.getLogger(__name__)
 
 _CHUNK = 64 * 1024
 _LOOPBACK_NAMES = frozenset({"127.0.0.1", "localhost", "::1"})
-
-
-class TunnelState(StrEnum):
-    CLOSED = "closed"
-    OPEN = "open"  # listening; channels go through the live connection
-    WAITING = "waiting"  # listening; the SSH connection is down or reconnecting
-    FAILED = "failed"  # the last channel could not be opened (see `last_error`)
 
 
 TunnelCallback = Callable[["Tunnel", TunnelState, str], None]

@@ -55,6 +55,7 @@ log = logging.getLogger(__name__)
 DialogT = TypeVar("DialogT", bound=QDialog)
 
 _IDLE_CHECK_MS = 10_000  # idle-stop and tray refresh period
+_STALE_CHECK_MS = 1_000  # how often the Workspace looks for hosts that stopped sending samples
 _TRAY_COALESCE_MS = 250  # changes this close together refresh the tray once
 _SHUTDOWN_WAIT_S = 3.0  # closing connections and the demo server at exit, at most
 
@@ -174,6 +175,7 @@ class MainWindow(QMainWindow):
         self.sidebar.host_selected.connect(self._on_host_selected)
         self.sidebar.host_activated.connect(lambda _name: self.reconnect_current())
         self.detail.reconnect_requested.connect(self.reconnect_current)
+        self.detail.retry_requested.connect(self.retry_current)
         self.detail.edit_requested.connect(self.open_edit_dialog)
         self.detail.review_key_requested.connect(self._review_current_key)
         self.detail.tabs.currentChanged.connect(lambda i: self.settings.setValue("ui/tab", i))
@@ -197,6 +199,12 @@ class MainWindow(QMainWindow):
         self._tray_refresh.setInterval(_TRAY_COALESCE_MS)
         self._tray_refresh.timeout.connect(self._refresh_costs_and_tray)
         self._unsubscribe_tray = self.workspace.subscribe(self._on_workspace_change)
+        # "Connected" turns "Stale (no data for N s)" after three missed sample intervals: the
+        # Workspace decides it, on this clock.
+        self._stale_clock = QTimer(self)
+        self._stale_clock.setInterval(_STALE_CHECK_MS)
+        self._stale_clock.timeout.connect(lambda: self.workspace.check_stale())
+        self._stale_clock.start()
         self._restore_state()
         self._show_empty_or_detail()
         self.reload_profiles()
@@ -231,7 +239,9 @@ class MainWindow(QMainWindow):
         self.detail.tabs.setCurrentWidget(self.detail.session_tab)
         self._raise_window()
 
-    def _on_workspace_change(self, change: Change, _host: str) -> None:
+    def _on_workspace_change(self, change: Change, host: str) -> None:
+        if change is Change.STATE and (record := self.workspace.host(host)) is not None:
+            self.sidebar.set_status(host, record.status_text if record.stale_s is not None else "")
         if change in (Change.STATE, Change.COST, Change.IDLE, Change.REMOVED) and not self._closed:
             self._tray_refresh.start()
 
@@ -429,10 +439,17 @@ class MainWindow(QMainWindow):
 
     # -- host actions ---------------------------------------------------------------------------
 
-    def reconnect_current(self) -> None:
+    def retry_current(self) -> None:
+        """Try to reach the shown host at once (it keeps trying by itself, slowly)."""
         profile = self.current_profile()
         if profile is not None:
-            self.sessions[profile.name].connect_host()
+            self.workspace.retry_now(profile.name)
+
+    def reconnect_current(self) -> None:
+        """A new connection for the shown host (Host > Reconnect)."""
+        profile = self.current_profile()
+        if profile is not None:
+            self.workspace.reconnect(profile.name)
 
     def _dialog_helpers(self) -> dict[str, Any]:
         """Keyring check and "Test connection" for the host dialog (issue 16)."""
@@ -747,6 +764,7 @@ class MainWindow(QMainWindow):
             return
         self._closed = True
         self._idle_clock.stop()
+        self._stale_clock.stop()
         self._tray_refresh.stop()
         self._unsubscribe_tray()
         self.telemetry.notifier.set_tray(None)
@@ -763,7 +781,7 @@ class MainWindow(QMainWindow):
             except Exception:  # it failed to start, or took too long; nothing to stop
                 log.debug("demo host did not start before shutdown", exc_info=True)
         concurrent.futures.wait(futures, timeout=_SHUTDOWN_WAIT_S)
-        self.workspace.close(_SHUTDOWN_WAIT_S)  # ends the open cost sessions: no billing while closed
+        self.workspace.close(timeout=_SHUTDOWN_WAIT_S)  # ends the open cost sessions: no billing while closed
 
     def closeEvent(self, event: QCloseEvent) -> None:
         self.shutdown()

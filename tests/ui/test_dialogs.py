@@ -247,9 +247,9 @@ def test_a_password_the_keyring_cannot_give_is_an_auth_problem_not_an_address() 
     """Found: connecting without a keyring said "Unreachable … check the address"."""
     from gpuws.core.secrets import KeyringUnavailable
     from gpuws.ui.host_detail import _HINTS
-    from gpuws.ui.session_controller import _state_for_error
+    from gpuws.app.errors import state_for
 
-    state = _state_for_error(KeyringUnavailable("keyring: no keyring backend is available"), None)
+    state = state_for(KeyringUnavailable("keyring: no keyring backend is available"))
     assert state == "auth_failed" and "address" not in _HINTS[state]
 
 

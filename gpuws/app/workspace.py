@@ -149,6 +149,7 @@ class Workspace:
         self._feeds: dict[str, tuple[concurrent.futures.Future[None], Connection]] = {}
         self._budget_stopped: set[str] = set()  # stopped at 100 % of a budget (once each)
         self._unlink: dict[str, Callable[[], None]] = {}
+        self._down: set[str] = set()  # streamed, then dropped: its unreachable alert follows the reason
         self._streaming_since: dict[str, float] = {}  # when the current feed began (stale before a sample)
         self.pace: RetryPace | None = pace  # how links made here keep trying (None: the default)
 
@@ -548,12 +549,17 @@ class Workspace:
         if record.state is not ConnectionState.CONNECTED:
             # Dropped, closed, or waiting for the host: the stream stops here (the gap shows, the
             # unreachable alert says why in words) and starts afresh the moment the host is back.
-            if name in self._feeds:
-                self._stop_feed(name)
-                if record.state not in (ConnectionState.DISCONNECTED, ConnectionState.CONNECTING):
-                    why = record.link.error.reason if record.link is not None and record.link.error else ""
-                    self._spawn(self.telemetry.host_down(name, self._clock(), why or "connection lost"))
+            streamed = name in self._feeds or name in self._down
+            self._stop_feed(name)
+            if streamed and record.state not in (ConnectionState.DISCONNECTED, ConnectionState.CONNECTING):
+                # The alert says why in words, and keeps saying the latest reason while it is down.
+                self._down.add(name)
+                why = record.link.error.reason if record.link is not None and record.link.error else ""
+                self._spawn(self.telemetry.host_down(name, self._clock(), why or "connection lost"))
+            else:
+                self._down.discard(name)
             return
+        self._down.discard(name)
         if record.live and (feed is None or feed[0].done()):
             connection = record.connection
             assert connection is not None

@@ -57,6 +57,14 @@ STALE_INTERVALS = 3  # a connected host with no sample for this many sample inte
 _POWER_VERB = {"start": "Starting", "stop": "Stopping"}
 
 
+def device_keys(inventory: Inventory) -> set[str]:
+    """The telemetry keys of an inventory's devices: "0" for GPU 0, "0/mig1" for its MIG device 1."""
+    from gpuws.core.telemetry.sample import gpu_key
+
+    return {gpu_key(gpu.index, None) for gpu in inventory.gpus} | {
+        gpu_key(gpu.index, device.index) for gpu in inventory.gpus for device in gpu.mig_devices}
+
+
 class Connection(Protocol):
     """What the Workspace needs of a connection (a `HostConnection`, or a local stand-in)."""
 
@@ -89,6 +97,7 @@ class Change(StrEnum):
     COST = "cost"  # a ledger write for the host landed (read `costs` again)
     IDLE = "idle"  # the host's idle warning appeared or cleared (`idle.warnings`)
     POWER = "power"  # an instance start/stop began or ended (`HostRecord.power_status`)
+    PRICE = "price"  # the host's price or slice changed (read `HostRecord.profile`)
 
 
 Listener = Callable[[Change, str], None]  # (what changed, host name)
@@ -241,13 +250,21 @@ class Workspace:
 
     def price_changed(self, profile: HostProfile) -> None:
         """The host's hourly price (or slice) changed, e.g. by a verified resize that already saved
-        the profile: the running cost session gets a new price segment, once."""
+        the profile: the running cost session gets a new price segment, once, and every view hears
+        PRICE in this same call (the advice strip, the Session tab, the alerts' idle cost)."""
         self.add_host(profile)  # reprices only what differs: a later report of the same profile writes nothing
+        self._notify(Change.PRICE, profile.name)
 
     def inventory_changed(self, name: str, inventory: Inventory) -> None:
         """A (re-)probe read the host's GPUs: a changed layout restarts the feed."""
         record = self._record(name)
         changed = record.inventory is not None and record.inventory != inventory
+        if changed and record.inventory is not None:
+            # A device the new layout lacks clears its alerts (and lines) now, not when a sample
+            # that will never come says so.
+            gone = device_keys(record.inventory) - device_keys(inventory)
+            if gone:
+                self._spawn(self.telemetry.devices_gone(name, gone, self._clock()))
         record.inventory = inventory
         if changed and self.streaming(name):
             self._stop_feed(name)

@@ -105,6 +105,11 @@ class TelemetryService:
         self.store.mark_offline(host, t)
         self.alerts.host_unreachable(host, t, reason)
 
+    async def devices_gone(self, host: str, keys: set[str], t: float) -> None:
+        """A new layout removed these devices: their lines and alerts go at once."""
+        self.store.drop_devices(host, keys & set(self.store.device_keys(host)))
+        self.alerts.devices_gone(host, keys, t)
+
     async def _stream_once(self, host: str, runner: CommandRunner, simulated: bool) -> bool:
         """Run one stream until it ends; returns whether any batch arrived."""
         got_data = False

@@ -166,7 +166,7 @@ def bench_latency(workdir: Path) -> None:
     from gpuws.core.models import AuthMethod, HostProfile
     from gpuws.remote.connection import HostConnection
     from gpuws.remote.telemetry import TelemetryStream
-    from gpuws.remote.telemetry_service import TelemetryService
+    from gpuws.app.telemetry import TelemetryService
     from gpuws.ui.bridge import AsyncBridge
     from gpuws.ui.tabs.telemetry import TelemetryTab
     from gpuws.ui.telemetry.hub import TelemetryHub

@@ -32,6 +32,7 @@ from enum import StrEnum
 from typing import TYPE_CHECKING, Any, Protocol
 
 from gpuws.app.costs import CostBook, IdlePolicy
+from gpuws.app.telemetry import TelemetryService
 from gpuws.core.errors import GpuwsError
 from gpuws.core.idle import IdleEvent
 from gpuws.core.inventory import Inventory
@@ -39,7 +40,6 @@ from gpuws.core.models import HostProfile
 from gpuws.core.runner import CommandRunner
 from gpuws.core.session import HostCost, SessionLedger, gpu_activity
 from gpuws.core.states import ConnectionState
-from gpuws.remote.telemetry_service import TelemetryService
 
 if TYPE_CHECKING:
     from gpuws.app.hosts import HostLink, RetryPace

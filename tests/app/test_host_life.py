@@ -23,12 +23,12 @@ import pytest
 
 from gpuws.app.demo import key_from_known_hosts_line
 from gpuws.app.hosts import HostLink, RetryPace
+from gpuws.app.telemetry import TelemetryService
 from gpuws.app.workspace import Change, Workspace
 from gpuws.core.models import AuthMethod, HostProfile
 from gpuws.core.states import ConnectionState
 from gpuws.core.telemetry.alerts import AlertKind
 from gpuws.remote.connection import ReconnectPolicy
-from gpuws.remote.telemetry_service import TelemetryService
 from tests.support import demo_process
 from tests.support.sshd import free_port
 
@@ -64,6 +64,11 @@ class Owner:
                 self.posted.get(timeout=0.05)()
 
     def close(self) -> None:
+        async def settle() -> None:  # cancelled feeds clean up (stop their host processes) first
+            others = [t for t in asyncio.all_tasks() if t is not asyncio.current_task()]
+            await asyncio.wait(others, timeout=15) if others else None
+
+        asyncio.run_coroutine_threadsafe(settle(), self.loop).result(20)
         self.loop.call_soon_threadsafe(self.loop.stop)
         self.thread.join(10)
         self.loop.close()

@@ -86,7 +86,7 @@ def _connected_with_data(detail: HostDetail, hub: TelemetryHub, since: float) ->
 
 def test_the_window_keeps_trying_says_why_and_comes_back_by_itself(
         shown: tuple[HostDetail, HostSession, dict[str, Any]], qtbot: Any) -> None:
-    detail, session, state = shown
+    detail, _session, state = shown
     hub = _telemetry(detail).hub
     assert hub is not None
     port = state["port"]
@@ -115,7 +115,7 @@ def test_the_window_keeps_trying_says_why_and_comes_back_by_itself(
 
 def test_a_frozen_host_is_shown_stale_with_greyed_readouts(
         shown: tuple[HostDetail, HostSession, dict[str, Any]], qtbot: Any) -> None:
-    detail, session, state = shown
+    detail, _session, state = shown
     tab = _telemetry(detail)
     hub = tab.hub
     assert hub is not None

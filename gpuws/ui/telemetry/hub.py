@@ -16,11 +16,11 @@ from typing import Any
 import shiboken6
 from PySide6.QtCore import QObject, Signal
 
+from gpuws.app.telemetry import HostFeed, TelemetryService
 from gpuws.app.workspace import Change, Workspace
 from gpuws.core.states import ConnectionState
 from gpuws.core.telemetry.alerts import Alert, AlertEvent
 from gpuws.core.telemetry.store import TelemetryStore
-from gpuws.remote.telemetry_service import HostFeed, TelemetryService
 from gpuws.ui.bridge import AsyncBridge
 from gpuws.ui.telemetry.notify import AlertNotifier
 

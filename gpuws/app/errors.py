@@ -99,8 +99,9 @@ def table() -> tuple[tuple[tuple[type[BaseException], ...], ErrorKind], ...]:
     from gpuws.remote.resize import ResizeRefused
 
     return (
-        # The password could not be read: not an address problem, and waiting does not fix it.
-        ((KeyringUnavailable,), _AUTH),
+        # The password could not be read: not an address problem, and waiting does not fix it (a
+        # script sees "other error": `gpuws secret` meets it without any host).
+        ((KeyringUnavailable,), ErrorKind(ConnectionState.AUTH_FAILED, ExitStatus.ERROR, retry=False)),
         ((AuthFailed, PrometheusAuthFailed), _AUTH),
         ((UnknownHostKey,), _KEY_UNKNOWN),
         ((HostKeyChanged, HostKeyRevoked), _KEY_CHANGED),  # a host certificate refused is a HostKeyRevoked

@@ -28,7 +28,9 @@ from gpuws.core.states import ConnectionState
 from gpuws.core.telemetry.sample import SampleBatch
 from gpuws.remote.connection import HostUnreachable, NotConnected, ReconnectPolicy
 from gpuws.remote.ssh_runner import RemoteCommandError
-from gpuws.remote.telemetry import TelemetryStream, TelemetryStreamEnded
+from gpuws.remote.telemetry import TelemetryStream, TelemetryStreamEnded, describe_source
+
+__all__ = ["FeedEvent", "StreamBack", "StreamLost", "TelemetryStream", "describe_source", "follow_telemetry"]
 
 DEFAULT_RECONNECT_TIMEOUT_S: Final = 300.0
 # A lost stream is retried at most this far apart, so samples resume soon after the host is back.

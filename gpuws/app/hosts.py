@@ -94,6 +94,8 @@ class HostLink:
         known_host_key: str | None = None,
         pace: RetryPace | None = None,
         connection_options: dict[str, Any] | None = None,
+        probe: bool = True,
+        fail_first: bool = False,
     ) -> None:
         self.profile = profile
         self._spawn = spawn
@@ -103,6 +105,11 @@ class HostLink:
         self._known_host_key = known_host_key
         self.pace = pace or RetryPace()
         self.connection_options: dict[str, Any] = dict(connection_options or {})
+        self._probe = probe  # read the inventory after each connect (a command that only copies need not)
+        # A script's first connect that fails ends it with the error (its exit status says why);
+        # the window keeps trying instead.
+        self._fail_first = fail_first
+        self.failure: BaseException | None = None  # the error that stopped it for good (None: going on)
         self.on_host_key: HostKeyCallback | None = None
         self.kbdint_prompt: Callable[..., Any] | None = None
         self._token = 0  # results of an older connect() are ignored
@@ -154,6 +161,7 @@ class HostLink:
         self.connection = None
         self.host_key_error = None
         self.error = None
+        self.failure = None
         self._set(ConnectionState.CONNECTING, "")
         try:
             connection = self._make_connection(accept_new, token)
@@ -219,15 +227,16 @@ class HostLink:
                 await old.close()
         self._wake = asyncio.Event()
         failures = 0
+        connected_once = False
         while True:
             try:
                 await connection.connect()
-                inventory: Inventory = await probe(connection.runner)
+                inventory: Inventory | None = await probe(connection.runner) if self._probe else None
             except asyncio.CancelledError:
                 raise
             except Exception as exc:
                 classified = classify(exc)
-                if not classified.kind.retry:
+                if not classified.kind.retry or (self._fail_first and not connected_once):
                     self._post(lambda exc=exc: self._failed(token, exc))  # type: ignore[misc]
                     return
                 failures += 1
@@ -236,7 +245,8 @@ class HostLink:
                 await self._pause(delay)
                 continue
             failures = 0
-            if not inventory.host.driver_found and hasattr(connection, "note_no_driver"):
+            connected_once = True
+            if inventory is not None and not inventory.host.driver_found and hasattr(connection, "note_no_driver"):
                 connection.note_no_driver(NO_DRIVER_TEXT)
             self._post(lambda inv=inventory: self._probed(token, connection, inv))  # type: ignore[misc]
             if not hasattr(connection, "state"):
@@ -275,16 +285,46 @@ class HostLink:
             self._post(lambda: self._on_state(token, value, str(detail)))
 
         factory = self._factory or _default_factory()
-        kwargs: dict[str, Any] = {"accept_new": accept_new, "on_state": on_state, **self.connection_options}
+        kwargs: dict[str, Any] = {"accept_new": accept_new}
+        if self._factory is None and not self.profile.simulated:
+            kwargs.update(_stores())
+        kwargs.update(self.connection_options)  # the caller's stores, prompts, policies win
+        theirs = kwargs.pop("on_state", None)
+        if theirs is not None:  # a script's own progress lines ("reconnecting...") too
+            def both(state: ConnectionState | str, detail: str = "", *rest: object) -> None:
+                on_state(state, detail)
+                theirs(state, detail)
+
+            kwargs["on_state"] = both
+        else:
+            kwargs["on_state"] = on_state
         if self.kbdint_prompt is not None:
             kwargs["kbdint_prompt"] = self.kbdint_prompt
         if self._password is not None:
             kwargs["password"] = self._password
         if self._known_host_key is not None:
             kwargs["known_host_key"] = self._known_host_key
-        if self._factory is None and not self.profile.simulated:
-            kwargs.update(_stores())
         return factory(self.profile, **kwargs)
+
+    async def ready(self) -> Any:
+        """Wait (on the owner's event loop: a script's) until the host is connected and return
+        the connection, or raise the error that stopped the link."""
+        changed = asyncio.Event()
+        unsubscribe = self.subscribe(changed.set)
+        try:
+            while True:
+                if self.failure is not None:
+                    raise self.failure
+                if self.state in (ConnectionState.CONNECTED, ConnectionState.NO_DRIVER) and self.connection:
+                    return self.connection
+                if self.connection is None and self.state is ConnectionState.DISCONNECTED:
+                    from gpuws.remote.connection import NotConnected
+
+                    raise NotConnected(f"{self.name} was closed")
+                changed.clear()
+                await changed.wait()
+        finally:
+            unsubscribe()
 
     def _on_state(self, token: int, state: ConnectionState, detail: str) -> None:
         # Only the fast reconnect's steps are passed on: connects, probes and failures are this
@@ -297,12 +337,12 @@ class HostLink:
             self.error = None
             self._set(state, "")
 
-    def _probed(self, token: int, connection: Any, inventory: Inventory) -> None:
+    def _probed(self, token: int, connection: Any, inventory: Inventory | None) -> None:
         if token != self._token:
             return
-        self.inventory = inventory
+        self.inventory = inventory if inventory is not None else self.inventory
         self.error = None
-        if inventory.host.driver_found:
+        if inventory is None or inventory.host.driver_found:
             self._set(ConnectionState.CONNECTED, "")
         else:
             self._set(ConnectionState.NO_DRIVER, NO_DRIVER_TEXT)
@@ -323,6 +363,7 @@ class HostLink:
     def _failed(self, token: int, exc: BaseException) -> None:
         if token != self._token:
             return
+        self.failure = exc
         self.error = classify(exc)
         state = self.error.state
         if state in (ConnectionState.HOST_KEY_UNKNOWN, ConnectionState.HOST_KEY_CHANGED):

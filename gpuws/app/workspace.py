@@ -162,6 +162,16 @@ class Workspace:
         self._streaming_since: dict[str, float] = {}  # when the current feed began (stale before a sample)
         self.pace: RetryPace | None = pace  # how links made here keep trying (None: the default)
 
+    @property
+    def spawn(self) -> Spawn:
+        """How this Workspace runs coroutines (on its owner's event loop)."""
+        return self._spawn
+
+    @property
+    def post(self) -> Post:
+        """How work comes back to the owner's thread."""
+        return self._post
+
     # -- reading --------------------------------------------------------------------------------
 
     def hosts(self) -> list[str]:

@@ -14,7 +14,9 @@ import sys
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from gpuws.app.errors import EXIT_STATUS_HELP, ExitStatus, exit_status_for  # noqa: F401 (re-exported)
+from gpuws.app.errors import EXIT_STATUS_HELP as EXIT_STATUS_HELP  # re-exported: the commands print it
+from gpuws.app.errors import ExitStatus as ExitStatus
+from gpuws.app.errors import exit_status_for
 
 if TYPE_CHECKING:
     from gpuws.core.resize.outcome import ResizeOutcome

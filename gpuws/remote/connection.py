@@ -326,6 +326,8 @@ class HostConnection:
         try:
             await self._open()
         except GpuwsError as exc:
+            if isinstance(exc, _FATAL):  # a reconnect by the app that met a refused login or key
+                self._failure = exc
             self._set_state(_failure_state(exc), str(exc))
             raise
         self._set_state(ConnectionState.CONNECTED, self.label)

@@ -45,7 +45,7 @@ def test_reasons_are_in_words_from_the_class_not_the_message(cause: BaseExceptio
 
 @pytest.mark.parametrize(("exc", "state", "status", "retry"), [
     (AuthFailed("authentication failed for me@h"), ConnectionState.AUTH_FAILED, ExitStatus.AUTH, False),
-    (KeyringUnavailable("no keyring backend"), ConnectionState.AUTH_FAILED, ExitStatus.AUTH, False),
+    (KeyringUnavailable("no keyring backend"), ConnectionState.AUTH_FAILED, ExitStatus.ERROR, False),
     (NoNvidiaDriver("no driver"), ConnectionState.NO_DRIVER, ExitStatus.NO_DRIVER, False),
     (NotConnected("not connected"), ConnectionState.UNREACHABLE, ExitStatus.UNREACHABLE, True),
     (ConnectionLost("lost"), ConnectionState.UNREACHABLE, ExitStatus.UNREACHABLE, True),

@@ -171,3 +171,38 @@ def test_stale_after_three_missed_sample_intervals_by_the_workspace_clock() -> N
     assert ws.host("lab").status_text == "Stale (no data for 4 s)" and heard == [Change.STATE]  # type: ignore[union-attr]
     ws.telemetry.store.ingest("lab", SampleBatch(1004.0, [GpuSample(t=1004.0, gpu=0)], "nvml"))
     assert ws.check_stale(1004.2) == [] and ws.host("lab").status_text == "Connected"  # type: ignore[union-attr]
+
+
+def test_a_script_opens_its_host_on_a_workspace_through_the_same_link() -> None:
+    """Found: the CLI connected on its own (`cli/connecting.py`, `app/targets.py`), the window
+    through `HostSession`: connect-and-probe was written three times."""
+    from gpuws.app.targets import open_host
+
+    async def go() -> None:
+        async with open_host("demo") as (workspace, record):
+            assert record.link is not None and workspace.host("demo") is record
+            assert record.state is ConnectionState.CONNECTED and record.inventory is not None
+            assert record.inventory.gpus and record.inventory.simulated
+        assert record.state is ConnectionState.DISCONNECTED  # closed on the way out
+
+    asyncio.run(go())
+
+
+def test_a_scripts_first_connect_that_fails_is_its_error() -> None:
+    from gpuws.app.errors import ExitStatus, classify
+    from gpuws.app.targets import open_target
+    from gpuws.core.profiles import ProfileStore
+
+    port = free_port()  # nothing listens
+    ProfileStore().add(HostProfile(name="down", host="127.0.0.1", port=port, user="nobody"))
+
+    async def go() -> BaseException:
+        try:
+            async with open_target("down"):
+                raise AssertionError("connected to a closed port")
+        except Exception as exc:
+            return exc
+
+    error = asyncio.run(go())
+    found = classify(error)
+    assert found.exit is ExitStatus.UNREACHABLE and found.reason == f"connection refused on port {port}"

@@ -82,6 +82,15 @@ class TelemetryHub(QObject):
             del self._sessions[name]
             self.unwatch(name)
 
+    def watch(self, profile: Any, connection: Any) -> None:
+        """Stream `profile`'s host over an already connected `connection` until `unwatch` (a
+        connection made elsewhere, e.g. by a benchmark)."""
+        if not self.bridge.running:
+            return
+        self.workspace.add_host(profile)
+        self.workspace.connection_changed(profile.name, connection)
+        self.workspace.state_changed(profile.name, ConnectionState.CONNECTED)
+
     def unwatch(self, host: str) -> None:
         """Stop following `host` (its session went away)."""
         record = self.workspace.host(host)

@@ -82,23 +82,23 @@ def _flowing_since(ws: Workspace, t: float) -> bool:
     return ws.state("rig") is ConnectionState.CONNECTED and _newest(ws) > t and ws.streaming("rig")
 
 
-@pytest.fixture
-def host(tmp_path: Path) -> Iterator[tuple[Workspace, Owner, dict[str, Any]]]:
+@contextlib.contextmanager
+def _opened(tmp_path: Path, pace: RetryPace) -> Iterator[tuple[Workspace, Owner, dict[str, Any]]]:
     port = free_port()
     proc, info = demo_process.start(port, tmp_path / "host", PASSWORD)
     owner = Owner()
     ws = Workspace(owner.spawn, post=owner.post, telemetry=TelemetryService(hz=HZ))
     profile = HostProfile(name="rig", host="127.0.0.1", port=port, user=info["user"], auth=AuthMethod.PASSWORD,
                           simulated=True)
-    link = HostLink(profile, owner.spawn, owner.post, password=PASSWORD, pace=PACE,
+    link = HostLink(profile, owner.spawn, owner.post, password=PASSWORD, pace=pace,
                     known_host_key=key_from_known_hosts_line(info["known_hosts_line"]),
                     connection_options={"reconnect": ReconnectPolicy(base_delay=0.1, max_delay=0.2, max_retries=2),
                                         "keepalive_interval": 1.0, "connect_timeout": 5.0})
     ws.attach(link)
     ws.connect("rig")
-    owner.wait_until(lambda: _flowing_since(ws, 0.0))
     state = {"proc": proc, "port": port, "dir": tmp_path / "host"}
     try:
+        owner.wait_until(lambda: _flowing_since(ws, 0.0))
         yield ws, owner, state
     finally:
         closed = ws.close("rig")
@@ -107,6 +107,24 @@ def host(tmp_path: Path) -> Iterator[tuple[Workspace, Owner, dict[str, Any]]]:
         ws.close(timeout=5)
         owner.close()
         demo_process.stop(state["proc"])
+
+
+@pytest.fixture
+def host(tmp_path: Path) -> Iterator[tuple[Workspace, Owner, dict[str, Any]]]:
+    with _opened(tmp_path, PACE) as opened:
+        yield opened
+
+
+def test_retry_now_tries_at_once_instead_of_at_the_slow_pace(tmp_path: Path) -> None:
+    hour = RetryPace(fast=1, fast_delay_s=0.3, slow_s=3600.0)  # the next slow try would be an hour away
+    with _opened(tmp_path, hour) as (ws, owner, state):
+        demo_process.stop(state["proc"])
+        owner.wait_until(lambda: ws.state("rig") is ConnectionState.UNREACHABLE
+                         and "trying again in 3600 s" in ws.host("rig").detail)  # type: ignore[union-attr]
+        state["proc"], _ = demo_process.start(state["port"], state["dir"], PASSWORD)
+        back = time.time()
+        ws.retry_now("rig")  # the user's "Retry now"
+        owner.wait_until(lambda: _flowing_since(ws, back))
 
 
 def test_a_killed_host_restarted_on_the_same_port_after_the_outage_comes_back_with_data(

@@ -18,29 +18,24 @@ from pathlib import Path
 from typing import Any
 
 
-async def _serve(port: int, state_dir: Path, password: str) -> None:
-    from gpuws.sim.server import DemoHost
+def _serve(port: int, state_dir: Path, password: str) -> int:
+    """`gpuws demo-host --port PORT --state-dir DIR`, with this password instead of a new one."""
+    import secrets
 
-    host = DemoHost(port=port, state_dir=state_dir)
-    host.password = password
-    info = await host.start()
-    print(info.to_json(), flush=True)
-    stop = asyncio.Event()
-    loop = asyncio.get_running_loop()
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        loop.add_signal_handler(sig, stop.set)
-    try:
-        await stop.wait()
-    finally:
-        await host.stop()
+    from gpuws.sim.models import DEFAULT_GPU_SPEC
+    from gpuws.sim.server import serve_forever
+
+    # The demo host draws its password from here; in this process only, it is always the same.
+    secrets.token_urlsafe = lambda nbytes=None: password  # type: ignore[assignment]
+    return asyncio.run(serve_forever(DEFAULT_GPU_SPEC, port, state_dir))
 
 
 def start(port: int, state_dir: Path, password: str) -> tuple[subprocess.Popen[str], dict[str, Any]]:
     """Start the demo host process; returns it and its connection info (once it listens)."""
     proc = subprocess.Popen([sys.executable, "-m", "tests.support.demo_process", str(port), str(state_dir), password],
-                            stdout=subprocess.PIPE, text=True)
+                            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
     assert proc.stdout is not None
-    line = proc.stdout.readline()
+    line = proc.stdout.readline()  # the connection JSON line (its "listening" line goes to stderr)
     if not line:
         proc.wait(10)
         raise RuntimeError(f"the demo host did not start (exit status {proc.returncode})")
@@ -59,4 +54,4 @@ def stop(proc: subprocess.Popen[str]) -> None:
 
 
 if __name__ == "__main__":
-    asyncio.run(_serve(int(sys.argv[1]), Path(sys.argv[2]), sys.argv[3]))
+    sys.exit(_serve(int(sys.argv[1]), Path(sys.argv[2]), sys.argv[3]))

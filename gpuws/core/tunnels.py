@@ -27,7 +27,8 @@ class TunnelState(StrEnum):
     """Where a tunnel stands (shown in the Session tab and by `gpuws tunnel`)."""
 
     CLOSED = "closed"
-    OPEN = "open"  # listening; channels go through the live connection
+    LISTENING = "listening"  # listening here; nothing reached on the host yet
+    OPEN = "open"  # a connection through the tunnel reached the service on the host
     WAITING = "waiting"  # listening; the SSH connection is down or reconnecting
     FAILED = "failed"  # the last channel could not be opened (see `last_error`)
 
@@ -41,6 +42,15 @@ class LocalPortBusy(TunnelError):
 
     def __init__(self, port: int) -> None:
         super().__init__(f"local port {port} is in use by another program; choose another or leave --local empty")
+        self.port = port
+
+
+class TunnelLoop(TunnelError):
+    """The local port asked for is the tunnel's own destination (the host is this machine)."""
+
+    def __init__(self, port: int) -> None:
+        super().__init__(f"local port {port} is the tunnel's own destination (the host is this machine); "
+                         "choose another local port or leave it on auto")
         self.port = port
 
 
@@ -134,11 +144,12 @@ class TunnelSpec:
     def info(self) -> PresetInfo:
         return PRESETS[self.preset]
 
-    def local_port_candidates(self) -> list[int]:
-        """Local ports to try in order; 0 at the end means "let the OS choose"."""
+    def local_port_candidates(self, *, loops_back: bool = False) -> list[int]:
+        """Local ports to try in order; 0 at the end means "let the OS choose". `loops_back`: the host
+        is this machine, so the remote port's own number would connect the tunnel to itself."""
         if self.local_port is not None:
             return [self.local_port]
-        return [self.remote_port, 0]
+        return [0] if loops_back else [self.remote_port, 0]
 
 
 def spec_for(preset: str | Preset | None, remote_port: int | None = None, local_port: int | None = None) -> TunnelSpec:

@@ -546,6 +546,14 @@ class Workspace:
 
         return self._spawn(go())
 
+    def start(self, name: str) -> concurrent.futures.Future[None]:
+        """Start the host's instance through its provider (see `power`)."""
+        return self.power(name, "start")
+
+    def stop(self, name: str, *, pre_stop: str | None = None) -> concurrent.futures.Future[None]:
+        """Stop the host's instance through its provider, `pre_stop` first (see `power`)."""
+        return self.power(name, "stop", pre_stop=pre_stop)
+
     def _try_power(self, record: HostRecord, action: str) -> None:
         try:
             self.power(record.profile.name, action)

@@ -4,8 +4,13 @@ A `Workspace` owns, per host name: the current connection and its `ConnectionSta
 inventory, the telemetry feed (one `TelemetryService` for all hosts), the tunnels, the cost
 ledger (`costs`: a session opens when the host is connected and closes when it is not, or at
 exit) and the idle policy (`idle`: warn, and stop the instance if asked, after N idle minutes).
-Front ends are views: they report what they did (`connection_changed`, `state_changed`,
-`inventory_changed`, `price_changed`) and subscribe once to hear about every change (`subscribe`).
+A host's life is the Workspace's: `connect`, `reconnect`, `retry_now`, `probe`, `close(name)`,
+`open_tunnel` / `close_tunnel`, `start` / `stop` take a host name; the connecting itself (attempts,
+backoff that never gives up while the host is open, host-key questions, reasons in words from the
+error table) is done by each host's `HostLink` (`gpuws.app.hosts`), whose reports the Workspace
+takes in (`attach`). `check_stale` turns a connected host that sends no samples "stale". Front ends
+are views: they ask through these verbs, report what only they know (`price_changed` after a
+resize they ran), and subscribe once to hear about every change (`subscribe`).
 
 Following the connection is done here, once: when a host's connection is replaced (Host >
 Reconnect, a profile edit) its telemetry stream restarts on the new one and its tunnels are

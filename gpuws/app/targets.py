@@ -93,7 +93,8 @@ async def open_host(
     def post(func: Callable[[], None]) -> None:
         loop.call_soon(func)
 
-    workspace = Workspace(lambda coro: asyncio.run_coroutine_threadsafe(coro, loop), post=post)
+    # A command reads what it needs itself (`gpuws watch` its own stream): no telemetry feed here.
+    workspace = Workspace(lambda coro: asyncio.run_coroutine_threadsafe(coro, loop), post=post, stream=False)
     link = HostLink(profile, workspace.spawn, workspace.post, probe=probe, fail_first=True,
                     pace=pace or SCRIPT_PACE, connection_options=connection_options, **credentials)
     try:

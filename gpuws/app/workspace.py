@@ -151,8 +151,10 @@ class Workspace:
         post: Post | None = None,
         clock: Callable[[], float] = time.time,
         pace: RetryPace | None = None,
+        stream: bool = True,
     ) -> None:
         self._spawn = spawn
+        self._stream = stream  # feed telemetry while connected (a script that only copies a file does not)
         self._post: Post = post if post is not None else (lambda func: func())
         self._clock = clock
         self.telemetry = telemetry if telemetry is not None else TelemetryService()
@@ -600,7 +602,7 @@ class Workspace:
                 self._down.discard(name)
             return
         self._down.discard(name)
-        if record.live and (feed is None or feed[0].done()):
+        if self._stream and record.live and (feed is None or feed[0].done()):
             connection = record.connection
             assert connection is not None
 

@@ -32,6 +32,7 @@ class FleetAdviceReport:
 
     @property
     def simulated(self) -> bool:
+        """Whether any of its GPUs is simulated (the demo host)."""
         return any(g.simulated for g in self.gpus)
 
 

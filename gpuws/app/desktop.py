@@ -68,10 +68,12 @@ class DesktopSession:
 
     @property
     def url(self) -> str:
+        """The noVNC page's address through the local tunnel."""
         return self.tunnel.url
 
     @property
     def local_port(self) -> int:
+        """The tunnel's port on this computer."""
         assert self.tunnel.local_port is not None
         return self.tunnel.local_port
 
@@ -208,6 +210,7 @@ async def run_in_shell(connection: HostConnection, argv: list[str], timeout: flo
 
 
 async def has_tmux(connection: HostConnection) -> bool:
+    """Whether tmux is installed on the host."""
     return await remote.has_tmux(connection.runner)
 
 

@@ -67,7 +67,8 @@ class Reconnecting(Protocol):
         ...
 
 
-# The coroutines a link runs on the event loop return nothing (the same shape as the Workspace's).
+# What runs a coroutine on the event loop (it returns nothing) and what runs a function on the
+# owner's thread soon; the Workspace and its links share them.
 Spawn = Callable[[Coroutine[Any, Any, None]], "concurrent.futures.Future[None]"]
 Post = Callable[[Callable[[], None]], None]
 ConnectionFactory = Callable[..., LinkConnection]  # (profile, **options) -> a connection

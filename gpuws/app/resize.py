@@ -91,6 +91,7 @@ class MigApplied:
 
     @property
     def outcome(self) -> ResizeOutcome:
+        """How the resize ended (the result's kind)."""
         return self.result.kind
 
 

@@ -8,7 +8,6 @@ healthy are listed, and "Copy report" puts the plain-text provider report on the
 from __future__ import annotations
 
 import contextlib
-from typing import Any
 
 from PySide6.QtGui import QGuiApplication
 from PySide6.QtWidgets import QHBoxLayout, QPushButton, QTreeWidget, QTreeWidgetItem, QVBoxLayout, QWidget
@@ -83,7 +82,7 @@ class HealthTab(QWidget):
             context.session.state_changed.connect(self._update_button)
         self._update_button()
 
-    def _update_button(self, *_: Any) -> None:
+    def _update_button(self, *_: object) -> None:
         connected = self.context is not None and self.context.session.connection is not None
         self.check_button.setEnabled(connected and self._running_for is None)
         self.check_button.setToolTip("" if connected else "Connect to the host to check its health.")

@@ -20,6 +20,7 @@ from gpuws.remote.prometheus import (
     FleetSource,
     PrometheusClient,
     Snapshot,
+    TlsOptions,
     fleet_credentials,
 )
 
@@ -32,7 +33,10 @@ async def open_fleet(profile: FleetProfile, *, secrets: Any = None, accept_new: 
                      thresholds: AlertThresholds | None = None,
                      timeout: float = DEFAULT_TIMEOUT_S) -> AsyncIterator[FleetSource]:
     """A `FleetSource` for the profile, through an SSH tunnel over `via` when it has one."""
-    credentials = fleet_credentials(profile, secrets)
+    credentials: dict[str, Any] = {
+        **fleet_credentials(profile, secrets), "tenant": profile.tenant,
+        "tls": TlsOptions(ca_file=profile.ca_file, client_cert=profile.client_cert,
+                          client_key=profile.client_key, insecure=profile.insecure)}
     if profile.via is None:
         async with PrometheusClient(profile.prometheus, name=profile.name, timeout=timeout, **credentials) as client:
             yield FleetSource(profile, client, thresholds)

@@ -23,7 +23,7 @@ import re
 import ssl
 import time
 import urllib.parse
-from collections.abc import Iterator, Sequence
+from collections.abc import Coroutine, Iterator, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import TYPE_CHECKING, Any
@@ -63,8 +63,9 @@ if TYPE_CHECKING:
     from gpuws.core.fleet.advice import FleetUsageWindow
 
 DEFAULT_TIMEOUT_S = 15.0
-#: The resolution of "not reporting since T" (a subquery step over the last hour).
-MISSING_STEP_S = 5.0
+#: The resolution of "not reporting since T" (a subquery step over the last hour, evaluated only
+#: for the exporters of the missing devices: 3,600 points per series, within both stores' limits).
+MISSING_STEP_S = 1.0
 QUERY_CONCURRENCY = 4
 _MAX_ERROR_CHARS = 200
 
@@ -128,15 +129,18 @@ def _tls_message(name: str, base_url: str, exc: BaseException, tls: TlsOptions) 
         hint = (f"it does not verify against {tls.ca_file}" if tls.ca_file else
                 "give its CA with --ca-file (or, knowingly, --insecure)")
         return PrometheusTlsUntrusted(f"{name}: the TLS certificate of {base_url} is not trusted: {hint}")
-    if "CERTIFICATE_REQUIRED" in text.upper() or "certificate required" in text.lower() or (
-            cause is not None and "alert" in str(cause).lower() and not tls.client_cert):
-        if tls.client_cert:
-            return PrometheusAuthFailed(f"{name}: {base_url} refused the client certificate {tls.client_cert}")
+    upper = str(cause).upper() if cause is not None else text.upper()
+    if "CERTIFICATE_REQUIRED" in upper or ("BAD_CERTIFICATE" in upper and not tls.client_cert):
         return PrometheusAuthFailed(f"{name}: {base_url} asks for a client certificate: "
                                     "give --client-cert and --client-key")
-    if "BAD_CERTIFICATE" in text.upper() or "UNKNOWN_CA" in text.upper():
-        return PrometheusAuthFailed(f"{name}: {base_url} refused the client certificate "
-                                    f"{tls.client_cert or ''}".rstrip())
+    if tls.client_cert and ("BAD_CERTIFICATE" in upper or "UNKNOWN_CA" in upper):
+        return PrometheusAuthFailed(f"{name}: {base_url} refused the client certificate {tls.client_cert}")
+    if (base_url.startswith("https://") and not tls.client_cert and not text.strip()
+            and isinstance(exc, httpx.ReadError | httpx.RemoteProtocolError)):
+        # TLS 1.3 sends the server's "certificate required" alert after the handshake: the client
+        # sees the connection closed on its first read, with no words.
+        return PrometheusAuthFailed(f"{name}: {base_url} closed the TLS connection without an answer: it asks "
+                                    "for a client certificate (give --client-cert and --client-key)")
     return None
 
 
@@ -179,6 +183,7 @@ class PrometheusClient:
         )
 
     async def aclose(self) -> None:
+        """Close the connection pool."""
         await self._client.aclose()
 
     async def __aenter__(self) -> PrometheusClient:
@@ -196,7 +201,7 @@ class PrometheusClient:
                 headers={"Content-Type": "application/x-www-form-urlencoded"}, extensions=extensions)
         except httpx.TimeoutException:
             raise PrometheusUnreachable(f"{self.name}: Prometheus at {self.base_url} did not answer in time") from None
-        except httpx.HTTPError as exc:
+        except (httpx.HTTPError, ssl.SSLError) as exc:  # a TLS alert read after the handshake is a bare SSLError
             tls_error = _tls_message(self.name, self.base_url, exc, self.tls)
             if tls_error is not None:
                 raise tls_error from None
@@ -312,6 +317,16 @@ def _matrix_series(text: str) -> Iterator[dict[str, Any]] | None:
     return each(head + len(_MATRIX_HEAD))
 
 
+async def all_or_none(*calls: Coroutine[Any, Any, Any]) -> list[Any]:
+    """`asyncio.gather`, but every query ends (each has its own timeout) before the first failure
+    is raised: a query left running, or cancelled in its TLS handshake, leaks its connection."""
+    results = await asyncio.gather(*calls, return_exceptions=True)
+    for result in results:
+        if isinstance(result, BaseException):
+            raise result
+    return list(results)
+
+
 def util_query(by: str, whole: str, rng: str) -> str:
     """Per-GPU utilisation (%) averaged over `rng`: DCGM_FI_DEV_GPU_UTIL, or for a whole GPU whose
     exporter has none (a profiling-only counters CSV), DCGM_FI_PROF_GR_ENGINE_ACTIVE x 100."""
@@ -425,7 +440,7 @@ class FleetSource:
                     f"max by ({','.join(KEY_LABELS)},UUID,uuid,modelName,GPU_I_PROFILE) "
                     f"(last_over_time({IDENTITY_METRIC}{sel}[{promql_duration(REMEMBER_S)}]))", t))
 
-        await asyncio.gather(*(one(name, q) for name, q in queries.items()), seen())
+        await all_or_none(*(one(name, q) for name, q in queries.items()), seen())
         gpus = assembler.result(t)
         missing = await self._missing(gpus, remembered, t)
         snap = Snapshot(self.profile.name, t, gpus, missing, insecure=self.profile.insecure)
@@ -518,8 +533,8 @@ class FleetSource:
             return out
 
         times = np.arange(start, stop + step / 2, step, dtype=np.float64)
-        results, per = await asyncio.gather(
-            asyncio.gather(*(self.client.query_range(q, start, stop, step) for q in queries)), per_gpu_series())
+        *results, per = await all_or_none(*(self.client.query_range(q, start, stop, step) for q in queries),
+                                          per_gpu_series())
         totals = [series_values(r[0] if r else None, times) for r in results]
         return FleetHistory(start, stop, step, times, totals[0], totals[1], totals[2], per)
 
@@ -567,7 +582,7 @@ class FleetSource:
             async with gate:
                 return await self.client.query_range(promql, start, stop, step)
 
-        answers = await asyncio.gather(*(one(q) for q in queries.values()))
+        answers = await all_or_none(*(one(q) for q in queries.values()))
         return fa.window_from_answers(start, stop, step, dict(zip(queries, answers, strict=True)))
 
     async def series_count(self) -> int:

@@ -36,7 +36,8 @@ def test_add_list_remove(capsys: pytest.CaptureFixture[str]) -> None:
     assert code == 0, err
     assert json.loads(out) == {"name": "lab", "prometheus": "http://prom.internal:9090", "via": None,
                                "selector": 'cluster="a"', "auth": "none", "user": None,
-                               "price_per_gpu_hour": None}
+                               "price_per_gpu_hour": None, "ca_file": None, "client_cert": None,
+                               "client_key": None, "tenant": None, "insecure": False}
     code, out, _ = run(capsys, "fleet", "list")
     assert code == 0 and 'lab  http://prom.internal:9090 {cluster="a"}' in out
     code, _, err = run(capsys, "fleet", "add", "LAB", "--prometheus", "http://x:9090")
@@ -89,7 +90,7 @@ def test_snapshot_and_watch_json(capsys: pytest.CaptureFixture[str], sim_prometh
     lines = [json.loads(line) for line in out.splitlines()]
     assert len(lines) == 40 and all(line["fleet"] == "lab" and line["source"] == "prometheus" for line in lines)
     code, out, _ = run(capsys, "fleet", "snapshot", "lab")
-    assert code == 0 and out.startswith("[SIMULATED] fleet lab") and "20 GPUs on 4 hosts" in out
+    assert code == 0 and out.startswith("[SIMULATED] fleet lab") and "16 GPUs (4 MIG instances) on 4 hosts" in out
     # Most urgent first: the near-OOM GPU heads the table.
     assert out.splitlines()[2].endswith("OOM risk")
 

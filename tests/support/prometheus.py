@@ -106,21 +106,36 @@ class PrometheusServer:
 
 
 def start_prometheus(workdir: Path, targets: Sequence[str], interval_s: int = 1,
-                     retention: str = "2h") -> PrometheusServer:
-    """Start Prometheus scraping `targets`; the caller stops it."""
+                     retention: str = "2h", tls: Any = None) -> PrometheusServer:
+    """Start Prometheus scraping `targets`; the caller stops it.
+
+    With `tls` (a `tests.support.tls.TestPki`) it serves https only, with its `web.config.file`
+    requiring a client certificate signed by the test CA.
+    """
     workdir.mkdir(parents=True, exist_ok=True)
     config = workdir / "prometheus.yml"
     config.write_text(prometheus_yml(targets, interval_s))
     port = free_port()
+    extra: list[str] = []
+    context = None
+    if tls is not None:
+        web = workdir / "web.yml"
+        web.write_text("tls_server_config:\n"
+                       f"  cert_file: {tls.server_cert}\n  key_file: {tls.server_key}\n"
+                       f"  client_auth_type: RequireAndVerifyClientCert\n  client_ca_file: {tls.ca_cert}\n")
+        extra.append(f"--web.config.file={web}")
+        context = ssl.create_default_context(cafile=str(tls.ca_cert))
+        context.load_cert_chain(str(tls.client_cert), str(tls.client_key))
     log = (workdir / "prometheus.log").open("wb")
     process = subprocess.Popen(
         [PROMETHEUS, f"--config.file={config}", f"--storage.tsdb.path={workdir / 'data'}",
          f"--web.listen-address=127.0.0.1:{port}", f"--storage.tsdb.retention.time={retention}",
-         "--log.level=warn"],
+         "--log.level=warn", *extra],
         stdout=log, stderr=subprocess.STDOUT, cwd=workdir,
     )
     log.close()
-    return PrometheusServer(f"http://127.0.0.1:{port}", process, workdir)
+    scheme = "https" if tls is not None else "http"
+    return PrometheusServer(f"{scheme}://127.0.0.1:{port}", process, workdir, ssl_context=context)
 
 
 def start_victoria_metrics(workdir: Path, targets: Sequence[str], interval_s: int = 1,

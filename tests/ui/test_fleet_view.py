@@ -44,7 +44,8 @@ def test_a_fleet_from_prometheus(qtbot: Any, bridge: Any, sim_prometheus: Any) -
         assert tiles[0].attention is Attention.OOM_RISK
         order = [t.attention for t in tiles]
         assert order == sorted(order)
-        assert "20 GPUs on 4 hosts" in view.summary.text() and "needs attention" in view.summary.text()
+        assert "16 GPUs (4 MIG instances) on 4 hosts" in view.summary.text()
+        assert "needs attention" in view.summary.text()
         assert view.sim_badge.isVisibleTo(view)
         assert any("GPU" in line and "memory" in line.lower() for line in view.alerts_label.text().splitlines())
         assert any(t.history is not None for t in tiles)  # per-GPU history from query_range
@@ -152,12 +153,15 @@ def test_the_advice_column_from_prometheus(qtbot: Any, bridge: Any, sim_promethe
             view.open_profile(FleetProfile("lab", server.url))
         table = view.advice_table
         header = [table.horizontalHeaderItem(c).text() for c in range(table.columnCount())]
-        assert header == ["Host", "GPU", "Now", "Advice", "$/h", "$/month"]
+        assert header == ["Host", "GPU", "Now", "Advice", "Per hour", "Per month", "Basis"]
         assert table.rowCount() == 16 and table.isVisibleTo(view)
-        rows = {(table.item(r, 0).text(), table.item(r, 1).text()): [table.item(r, c).text() for c in range(6)]
+        rows = {(table.item(r, 0).text(), table.item(r, 1).text()): [table.item(r, c).text() for c in range(7)]
                 for r in range(table.rowCount())}
-        assert rows[("sim-gpu-node-000", "3")][2:] == ["full", "stop (idle); or 1g.10gb", "-$3.00", "-$2,190.00"]
-        assert rows[("sim-gpu-node-001", "3")][2:] == ["full", "keep", "-", "-"]
+        assert rows[("sim-gpu-node-000", "3")][2:6] == ["full", "stop (idle); or 1g.10gb", "-$3.00", "-$2,190.00"]
+        assert rows[("sim-gpu-node-001", "3")][2:6] == ["full", "keep", "-", "-"]
+        # The projection's basis is in the table: low confidence on seconds of data, and how much.
+        basis = rows[("sim-gpu-node-000", "3")][6]
+        assert basis.startswith("low, ") and basis[5].isdigit()
         assert rows[("sim-gpu-node-000", "0")][2:4] == ["2x3g.40gb", "smaller → 3g.40gb"]
         assert table.item(0, 3).text().startswith("stop")  # the most worth acting on first
         assert "to act on" in view.advice_summary.text() and "saves" in view.advice_summary.text()
@@ -223,6 +227,6 @@ def test_tiles_share_the_row_and_the_advice_money_stays_in_view(qtbot: Any) -> N
     table = view.advice_table
     qtbot.waitUntil(lambda: table.viewport().width() > 0)
     money = table.horizontalHeader()
-    right = money.sectionViewportPosition(5) + money.sectionSize(5)
-    assert right <= table.viewport().width()  # $/month is in view, no horizontal scroll needed
+    right = money.sectionViewportPosition(6) + money.sectionSize(6)
+    assert right <= table.viewport().width()  # money and its basis are in view, no horizontal scroll needed
     assert view.splitter.sizes()[1] >= 0.35 * sum(view.splitter.sizes())

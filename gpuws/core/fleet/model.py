@@ -75,6 +75,9 @@ IDLE_PEAK: Final = "idle_peak"
 SAMPLE_TIME: Final = "sample_time"
 SAMPLE_COUNT: Final = "sample_count"
 SAMPLE_COUNT_WINDOW_S: Final = 300.0
+#: Answers that may hold devices reporting nothing now: over a time window, and `timestamp()`
+#: (VictoriaMetrics answers it for a series past its staleness marker).
+_OVER_TIME: Final = frozenset({IDLE_PEAK, SAMPLE_COUNT, SAMPLE_TIME})
 #: How far back a snapshot remembers the GPUs each host reported (a GPU seen then and not now is
 #: "not reporting").
 REMEMBER_S: Final = 3600.0
@@ -280,6 +283,7 @@ class FleetAssembler:
     def __init__(self) -> None:
         self._devices: dict[SeriesKey, FleetGpu] = {}
         self._extra: dict[SeriesKey, dict[str, float]] = {}
+        self._present: set[SeriesKey] = set()  # devices with an instant value now
 
     def _device(self, labels: Mapping[str, str]) -> FleetGpu | None:
         key = series_key(labels)
@@ -308,6 +312,8 @@ class FleetAssembler:
             if rec is None or not isinstance(value, list | tuple) or len(value) != 2:
                 continue
             number = number_of(value[1])
+            if metric not in _OVER_TIME:
+                self._present.add(rec.key)
             if metric in _BY_METRIC:
                 name, factor = _BY_METRIC[metric]
                 rec.values[name] = None if number is None else number * factor
@@ -337,6 +343,9 @@ class FleetAssembler:
     def result(self, t: float | None = None) -> list[FleetGpu]:
         """The devices, sorted by host, GPU and GPU instance; derived fields filled in (ages at `t`)."""
         counted_hosts = {r.host for r in self._devices.values() if r.xids}
+        # A device known only from answers over a window (the idle peak, the sample count) has
+        # stopped reporting: it is not part of the snapshot (`FleetSource` lists it as missing).
+        self._devices = {k: d for k, d in self._devices.items() if k in self._present}
         for key, rec in self._devices.items():
             rec.xid_counted = rec.host in counted_hosts
             if rec.values.get("util_gpu_pct") is not None:

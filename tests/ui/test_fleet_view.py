@@ -230,3 +230,42 @@ def test_tiles_share_the_row_and_the_advice_money_stays_in_view(qtbot: Any) -> N
     right = money.sectionViewportPosition(6) + money.sectionSize(6)
     assert right <= table.viewport().width()  # money and its basis are in view, no horizontal scroll needed
     assert view.splitter.sizes()[1] >= 0.35 * sum(view.splitter.sizes())
+
+
+def test_the_fleet_view_fits_900_by_600(make_window: Any, qtbot: Any) -> None:
+    """Found (#27): selecting a fleet grew a 900x600 window to 1212 px: the summary line did not
+    wrap and the Advice table's money columns were off-screen."""
+    from gpuws.app.advice import FleetAdviceReport
+    from gpuws.core.fleet.model import MissingGpu
+
+    window = _window_with_fleet_lab(make_window, qtbot)
+    window.resize(900, 600)
+    window.show()
+    qtbot.waitExposed(window)
+    view = window.fleet_view
+    qtbot.wait(200)  # the window settles on its first host first
+    window.fleet_list.list.setCurrentRow(0)
+    assert window.stack.currentWidget() is view
+    snap = _fleet(64)
+    snap.missing = [MissingGpu("node-003", 5, None, "GPU-gone", "NVIDIA H100 80GB HBM3", "10.0.0.3:9400",
+                               1.7e9, True)]
+    view.profile = FleetProfile("lab", "http://127.0.0.1:9", price_per_gpu_hour=3.0)
+    view.apply_snapshot(snap)
+    view.apply_advice(FleetAdviceReport("lab", 86_400, [
+        _advice("a-very-long-node-name-from-a-cloud.example.internal", 3, Advice.STOP, None, -1234.5),
+        _advice("node-001", 0, Advice.SMALLER, "2x3g.40gb+1g.10gb", -2.25)]))
+    qtbot.wait(50)  # let the layouts settle
+    assert window.stack.currentWidget() is view
+    assert window.width() <= 900, window.width()
+    assert view.width() <= 900 and view.summary.width() <= view.width()
+    # The summary counts GPUs and MIG instances apart, carries its currency, and wraps.
+    text = view.summary.text()
+    assert "GPUs on" in text and "1 not reporting" in text and "/h" in text and "$" in text
+    assert view.summary.wordWrap()
+    assert view.missing_label.isVisibleTo(view) and "not reporting since" in view.missing_label.text()
+    table = view.advice_table
+    header = table.horizontalHeader()
+    for column in (4, 5, 6):  # per hour, per month, basis
+        right = header.sectionViewportPosition(column) + header.sectionSize(column)
+        assert right <= table.viewport().width(), (column, right, table.viewport().width())
+    assert table.item(0, 5).text() == "-$901,185.00" and table.item(0, 6).text() == "medium"

@@ -48,13 +48,18 @@ class FleetAlerts:
                                             severity=Severity.CRITICAL,
                                             message=f"{self.host_key(host)} GPU {device}: {m.describe()}")
         self._missing = set(gone)
+        # One alert per node (not one per GPU: a whole fleet on default counters would flood the
+        # log), naming its GPUs without throttle reasons.
+        blind: dict[str, list[str]] = defaultdict(list)
         for gpu in gpus:
-            if gpu.gi is None:
-                events += self.engine.condition(
-                    self.host_key(gpu.host), gpu.device_key, AlertKind.NOT_EXPORTED, gpu.throttle_source is None, t,
-                    severity=Severity.INFO,
-                    message=f"{self.host_key(gpu.host)} GPU {gpu.device_key}: throttle reasons {NOT_EXPORTED} "
-                            f"(neither {THROTTLE} nor {THROTTLE_RETIRED}): throttling cannot be seen")
+            if gpu.gi is None and gpu.throttle_source is None:
+                blind[gpu.host].append(gpu.device_key)
+        for host in {g.host for g in gpus}:
+            keys = blind.get(host, [])
+            events += self.engine.condition(
+                self.host_key(host), None, AlertKind.NOT_EXPORTED, bool(keys), t, severity=Severity.INFO,
+                message=f"{self.host_key(host)} GPU {', '.join(keys)}: throttle reasons {NOT_EXPORTED} (neither "
+                        f"{THROTTLE} nor {THROTTLE_RETIRED}): throttling cannot be seen")
         by_host: dict[str, list[FleetGpu]] = defaultdict(list)
         for gpu in gpus:
             by_host[gpu.host].append(gpu)

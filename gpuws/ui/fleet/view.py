@@ -19,7 +19,7 @@ from typing import Any
 
 import numpy as np
 from PySide6.QtCore import Qt, QTimer, Signal
-from PySide6.QtGui import QShowEvent
+from PySide6.QtGui import QResizeEvent, QShowEvent
 from PySide6.QtWidgets import (
     QAbstractItemView,
     QComboBox,
@@ -54,6 +54,7 @@ from gpuws.ui.widgets import heading, muted_label
 WINDOWS: tuple[tuple[str, int], ...] = (("1 h", 3600), ("6 h", 6 * 3600), ("24 h", 86_400), ("7 days", 7 * 86_400),
                                         ("30 days", 30 * 86_400))
 SNAPSHOT_MS = 5000
+NARROW_PX = 1000  # narrower than this, the Advice table goes under the tiles
 HISTORY_MS = 60_000
 TILE_POINTS = 120  # per-GPU history points: a tile's sparkline is about this wide
 
@@ -193,6 +194,7 @@ class FleetView(QWidget):
         # The advice text takes what is left and is elided (the tooltip has it whole), so the money
         # columns stay in view instead of behind a horizontal scroll.
         header.setSectionResizeMode(ADVICE_COLUMNS.index("Advice"), QHeaderView.ResizeMode.Stretch)
+        header.setSectionResizeMode(ADVICE_COLUMNS.index("Host"), QHeaderView.ResizeMode.Stretch)  # long node names
         header.setStretchLastSection(False)
         self.advice_table.setTextElideMode(Qt.TextElideMode.ElideRight)
         self.advice_table.setWordWrap(False)
@@ -331,9 +333,14 @@ class FleetView(QWidget):
         if self._alerts is not None:
             self._alerts.evaluate(snapshot.t, self._gpus, missing)
             active = self._alerts.active()
-            shown = [a for a in active if a.kind in (AlertKind.OOM_RISK, AlertKind.IDLE_GPU)] + \
-                    [a for a in active if a.kind not in (AlertKind.OOM_RISK, AlertKind.IDLE_GPU)]
+            first = (AlertKind.GPU_NOT_REPORTING, AlertKind.OOM_RISK, AlertKind.IDLE_GPU)
+            shown = [a for a in active if a.kind in first] + \
+                    [a for a in active if a.kind not in (*first, AlertKind.NOT_EXPORTED)]
             lines = [a.message for a in shown[:3]] + ([f"… and {len(shown) - 3} more"] if len(shown) > 3 else [])
+            blind = sum(1 for g in self._gpus if g.gi is None and g.throttle_source is None)
+            if blind:  # information, one line: never pushes an urgent alert out of view
+                lines.append(f"Throttle reasons not exported for {blind} GPU{'s' * (blind != 1)} "
+                             "(DCGM_FI_DEV_CLOCKS_EVENT_REASONS): throttling cannot be seen there")
             self.alerts_label.setText("\n".join(lines))
         if snapshot.empty_message:
             self.status.setText(snapshot.empty_message)  # why nothing shows: no series, or all too old
@@ -353,14 +360,29 @@ class FleetView(QWidget):
         self.grid.set_tiles(tiles)
         self.history_applied.emit()
 
+    def resizeEvent(self, event: QResizeEvent) -> None:
+        super().resizeEvent(event)
+        # Narrow windows (900 px screens): the advice goes under the tiles at full width, so its
+        # money columns stay in view; side by side again when there is room.
+        wanted = Qt.Orientation.Vertical if self.width() < NARROW_PX else Qt.Orientation.Horizontal
+        if self.splitter.orientation() != wanted:
+            self.splitter.setOrientation(wanted)
+            self._split_done = False
+            self._share_split()
+
+    def _share_split(self) -> None:
+        if self._split_done or not self.isVisible():
+            return
+        self._split_done = True
+        horizontal = self.splitter.orientation() == Qt.Orientation.Horizontal
+        size = max(1, self.splitter.width() if horizontal else self.splitter.height())
+        self.splitter.setSizes([size * 3 // 5, size - size * 3 // 5])
+
     def showEvent(self, event: QShowEvent) -> None:
         super().showEvent(event)
-        if not self._split_done:
-            # Stretch factors share only what is left after the tiles' size hint, which left the
-            # advice a sliver with its money columns scrolled away: 3/5 tiles, 2/5 advice instead.
-            self._split_done = True
-            width = max(1, self.splitter.width())
-            self.splitter.setSizes([width * 3 // 5, width - width * 3 // 5])
+        # Stretch factors share only what is left after the tiles' size hint, which left the
+        # advice a sliver with its money columns scrolled away: 3/5 tiles, 2/5 advice instead.
+        self._share_split()
 
     def apply_advice(self, report: Any) -> None:
         """Show a `FleetAdviceReport` (None: clear): one row per GPU, most worth acting on first."""

@@ -219,6 +219,9 @@ class SimExporterHost:
     throttle_metric: ThrottleMetric = ThrottleMetric.CURRENT
     old_namespace: bool = False  # dcgm-exporter --use-old-namespace: label `uuid`, not `UUID`
     xid_count: bool = True  # publish DCGM_EXP_XID_ERRORS_COUNT (a counters CSV line enables it)
+    # Kubernetes with a GPU shared by pods (time-slicing): dcgm-exporter publishes each GPU once
+    # per pod using it, every series with the whole GPU's values. 0: no pod labels.
+    shared_pods: int = 0
 
     def fault(self, kind: ExporterFault, gpu: int, on: bool = True) -> None:
         """Play (or stop playing) `kind` on GPU index `gpu` of this node."""
@@ -244,10 +247,11 @@ class SimExporterHost:
             for gpu, values in per_gpu:
                 base = (f'gpu="{gpu.index}",{uuid_label}="{gpu.uuid}",pci_bus_id="{gpu.pci_bus_id}",'
                         f'device="nvidia{gpu.index}",modelName="{_escape(gpu.model)}"')
-                tail = (f'Hostname="{_escape(self.hostname)}",DCGM_FI_DRIVER_VERSION="{self.driver_version}",'
-                        f"{SIM_LABEL}")
+                tails = [f'Hostname="{_escape(self.hostname)}",DCGM_FI_DRIVER_VERSION="{self.driver_version}",'
+                         f"{pod}{SIM_LABEL}" for pod in self._pods()]
+                tail = tails[0]
                 if metric in values:
-                    rows.append(f"{metric}{{{base},{tail}}} {format_value(values[metric], is_float)}")
+                    rows += [f"{metric}{{{base},{t}}} {format_value(values[metric], is_float)}" for t in tails]
                 if metric in MIG_METRICS:
                     for mig in gpu.mig:
                         mig_labels = f'GPU_I_PROFILE="{mig.profile}",GPU_I_ID="{mig.gi}"'
@@ -260,6 +264,11 @@ class SimExporterHost:
         if self.xid_count:
             lines += self._xid_count_lines(per_gpu, uuid_label)
         return "\n".join(lines) + "\n"
+
+    def _pods(self) -> list[str]:
+        if not self.shared_pods:
+            return [""]
+        return [f'container="train",namespace="ml",pod="job-{n}",' for n in range(self.shared_pods)]
 
     def _xid_count_lines(self, per_gpu: list[tuple[SimDcgmGpu, dict[str, float]]], uuid_label: str) -> list[str]:
         # dcgm-exporter's XID collector: one series per (GPU, XID) seen in the window, label `xid`

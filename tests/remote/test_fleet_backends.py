@@ -5,7 +5,8 @@ certificate, and a tenant-checking proxy (Mimir's X-Scope-OrgID) in front of a r
 The exporters differ per node as real fleets do: node 000 publishes the retired throttle name
 only, node 001 DCGM's current DCGM_FI_DEV_CLOCKS_EVENT_REASONS only (its GPU 3 runs hot), node
 002 neither (dcgm-exporter's default counters) and has an application XID (13) on GPU 0, node
-003 runs with --use-old-namespace (label `uuid`) and has XID 79 on GPU 1.
+003 runs with --use-old-namespace (label `uuid`), has XID 79 on GPU 1, and publishes every GPU
+twice (two Kubernetes pods share each).
 """
 
 from __future__ import annotations
@@ -44,6 +45,7 @@ def fleet() -> Iterator[SimFleet]:
     hosts[2].throttle_metric = ThrottleMetric.NONE
     hosts[2].fault(ExporterFault.XID_APP, 0)
     hosts[3].old_namespace = True
+    hosts[3].shared_pods = 2  # Kubernetes: each GPU of node 003 published once per pod (two pods)
     sim = SimFleet(hosts).start()
     try:
         yield sim
@@ -266,3 +268,31 @@ def test_a_gpu_dropped_by_its_exporter_is_not_reporting_at_the_top(
         assert "15 GPUs (4 MIG instances) on 4 hosts, 1 not reporting" in text.splitlines()[0]
     finally:
         host.fault(ExporterFault.GPU_LOST, 2, on=False)
+
+
+@pytest.mark.parametrize("store", STORES)
+async def test_totals_count_a_gpu_shared_by_pods_once(fleet: SimFleet, stores: dict[str, PrometheusServer],
+                                                      store: str) -> None:
+    """Found (#26): fleet sums added each pod's series of a shared GPU: its power and memory twice."""
+    import numpy as np
+
+    from gpuws.app.fleet import open_fleet
+    from gpuws.core.fleet.model import summarize
+    from gpuws.core.fleet.profiles import FleetProfile
+
+    node = fleet.hosts[3]
+    power = sum(g.power_w for g in node.gpus)
+    memory = sum(g.fb_used_mib for g in node.gpus)
+    async with open_fleet(FleetProfile("k8s", stores[store].url, selector='Hostname="sim-gpu-node-003"')) as source:
+        snap = await source.snapshot()
+        history = await source.history(60, points=60)
+    whole = [g for g in snap.gpus if g.gi is None]
+    assert len(whole) == 4 and all(g.kube == {"pod": "job-0", "namespace": "ml", "container": "train"}
+                                   for g in whole)
+    summary = summarize(snap.gpus)
+    assert summary.gpus == 4 and summary.power_w == pytest.approx(power)
+    assert summary.mem_used_mib == pytest.approx(memory)
+    drawn = history.power_w[~np.isnan(history.power_w)]
+    assert len(drawn) > 0 and drawn[-1] == pytest.approx(power, rel=1e-4)
+    used = history.mem_used_mib[~np.isnan(history.mem_used_mib)]
+    assert used[-1] == pytest.approx(memory, rel=1e-4)

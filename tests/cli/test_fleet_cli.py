@@ -160,3 +160,30 @@ def test_demo_fleet_prints_its_targets_and_prometheus_scrapes_them(tmp_path: Pat
 def test_demo_fleet_refuses_bad_sizes(capsys: pytest.CaptureFixture[str]) -> None:
     code, _, err = run(capsys, "demo-fleet", "--hosts", "0")
     assert code == 2 and "--hosts" in err
+    for bad in ("gpu-gone:0/1", "gpu-lost:5/0", "gpu-lost:0/9", "gpu-lost"):
+        code, _, err = run(capsys, "demo-fleet", "--hosts", "2", "--gpus-per-host", "2", "--fault", bad)
+        assert code == 2 and "gpu-lost, xid-app" in err and err.count("\n") == 1
+
+
+@pytest.mark.parametrize(("argv", "needle"), [
+    (["--prometheus", "http://p:9090", "--ca-file", "/ca.pem"], "need an https:// URL"),
+    (["--prometheus", "https://p:9090", "--client-cert", "/c.pem"], "needs its key"),
+    (["--prometheus", "https://p:9090", "--insecure", "--ca-file", "/ca.pem"], "does not go with --ca-file"),
+    (["--prometheus", "https://p:9090", "--tenant", "a b"], "tenant ID"),
+])
+def test_bad_connection_options_are_one_line(capsys: pytest.CaptureFixture[str], argv: list[str],
+                                             needle: str) -> None:
+    code, _out, err = run(capsys, "fleet", "add", "x", *argv)
+    assert code == 2 and needle in err and err.count("\n") == 1
+    assert not FleetStore().path.exists()
+
+
+def test_connection_options_are_kept_and_listed(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    code, out, err = run(capsys, "fleet", "add", "mimir", "--prometheus", "https://mimir.example/prometheus",
+                         "--tenant", "team-a", "--ca-file", "ca.pem", "--json")
+    assert code == 0, err
+    doc = json.loads(out)
+    assert doc["tenant"] == "team-a" and doc["ca_file"] == str(Path("ca.pem").resolve()) and doc["insecure"] is False
+    assert FleetStore().get("mimir").tenant == "team-a"
+    code, out, _ = run(capsys, "fleet", "list")
+    assert "tenant team-a" in out and "INSECURE" not in out

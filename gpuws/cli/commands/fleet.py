@@ -70,6 +70,9 @@ def register(sub: argparse._SubParsersAction[Any]) -> None:
     demo = sub.add_parser("demo-fleet", help="run SIMULATED dcgm-exporters on loopback for a Prometheus to scrape")
     demo.add_argument("--hosts", type=int, required=True, metavar="N", help=f"simulated hosts (1-{MAX_DEMO_HOSTS})")
     demo.add_argument("--gpus-per-host", type=int, default=8, metavar="M", help="GPUs per host (1-16, default 8)")
+    demo.add_argument("--fault", action="append", default=[], metavar="KIND:HOST/GPU",
+                      help="play a fault on GPU GPU of host number HOST: gpu-lost (XID 79, the exporter stops "
+                           "publishing it), xid-app (XID 13); repeatable")
     demo.set_defaults(handler=run_demo_fleet)
 
 
@@ -269,16 +272,27 @@ def run_demo_fleet(args: argparse.Namespace) -> int:
     import signal
     import threading
 
-    from gpuws.sim.dcgm_exporter import SimFleet, make_hosts
+    from gpuws.sim.dcgm_exporter import ExporterFault, SimFleet, make_hosts
 
     if not 1 <= args.hosts <= MAX_DEMO_HOSTS:
         return fail(f"--hosts must be between 1 and {MAX_DEMO_HOSTS}", 2)
     if not 1 <= args.gpus_per_host <= 16:
         return fail("--gpus-per-host must be between 1 and 16", 2)
+    hosts = make_hosts(args.hosts, args.gpus_per_host, dynamic=True)
+    for spec in args.fault:
+        kind_text, _, where = spec.partition(":")
+        host_text, _, gpu_text = where.partition("/")
+        try:
+            kind = ExporterFault(kind_text)
+            hosts[int(host_text)].fault(kind, int(gpu_text))
+        except (ValueError, IndexError):
+            kinds = ", ".join(k.value for k in ExporterFault)
+            return fail(f"--fault {spec[:40]!r}: give KIND:HOST/GPU with KIND one of {kinds}, HOST 0-"
+                        f"{args.hosts - 1}, GPU 0-{args.gpus_per_host - 1}", 2)
     stop = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
     try:
-        fleet = SimFleet(make_hosts(args.hosts, args.gpus_per_host, dynamic=True)).start()
+        fleet = SimFleet(hosts).start()
     except OSError as exc:
         return fail(f"cannot start the simulated exporters: {exc.strerror or exc}")
     try:

@@ -15,8 +15,11 @@ MIN_INTERVAL_S = 1.0
 MAX_INTERVAL_S = 3600.0
 MAX_DEMO_HOSTS = 256
 
-_EPILOG = """JSON output: {"fleet": NAME, "t": ISO, "gpus": [...]}, one object per GPU and per MIG instance with
-host, gpu, uuid, model and the fields of `gpuws watch --json` (a metric the exporter does not publish is null).
+_EPILOG = """JSON output: {"fleet": NAME, "t": ISO, "gpus": [...], "not_reporting": [...], "empty": null or
+{"reason": "no_series"|"stale", "message"}, "insecure": BOOL}; one object per GPU and per MIG instance with
+host, gpu, uuid, model and the fields of `gpuws watch --json` (a metric the exporter does not publish is null),
+throttle_source (the metric, or "not exported"), xids/xid_class, age_s, scrape_interval_s and stale;
+not_reporting: GPUs seen in the last hour that report nothing now, with since and exporter_up.
 exit status (the table of `gpuws --help`): 0 ok, 2 refused input, 3 Prometheus refused the credentials,
 5 Prometheus unreachable, 1 any other error"""
 

@@ -205,3 +205,16 @@ def test_a_device_known_only_from_window_answers_is_not_in_the_snapshot() -> Non
     for name in (IDLE_PEAK, SAMPLE_TIME):  # a GPU gone since: still in the idle window and in timestamp()
         assembler.add(name, [{"metric": {"gpu": "1", "Hostname": "n"}, "value": [100, "50"]}])
     assert [g.gpu for g in assembler.result(100.0)] == [0]
+
+
+def test_simulated_and_the_first_pod_whatever_the_order() -> None:
+    from gpuws.core.fleet.model import FleetAssembler
+
+    def labels(pod: str) -> dict[str, str]:
+        return {"gpu": "0", "UUID": "GPU-a", "Hostname": "n", "pod": pod, "namespace": "ml", "simulated": "true"}
+
+    for order in (["job-1", "job-0"], ["job-0", "job-1"]):
+        assembler = FleetAssembler()
+        assembler.add("DCGM_FI_DEV_FB_USED", [{"metric": labels(p), "value": [1, "5"]} for p in order])
+        (gpu,) = assembler.result()
+        assert gpu.simulated and gpu.kube == {"pod": "job-0", "namespace": "ml"}

@@ -299,13 +299,13 @@ class FleetAssembler:
             rec.mig_profile = labels.get("GPU_I_PROFILE") or None
             rec.pci_bus_id = labels.get("pci_bus_id") or None
             rec.kube = {k: labels[k] for k in KUBE_LABELS if labels.get(k)}
+            rec.simulated = labels.get("simulated") == "true"
         elif rec.kube and labels.get("pod"):
             # A GPU shared by pods has a series per pod: name the first pod by name, whatever order
             # the store answers in (Prometheus and VictoriaMetrics differ).
             kube = {k: labels[k] for k in KUBE_LABELS if labels.get(k)}
             if tuple(kube.get(k, "") for k in KUBE_LABELS) < tuple(rec.kube.get(k, "") for k in KUBE_LABELS):
                 rec.kube = kube
-            rec.simulated = labels.get("simulated") == "true"
         if rec.instance is None and labels.get("instance"):
             rec.instance = labels["instance"]
         return rec

@@ -407,6 +407,12 @@ class SimFleet:
             self._threads.append(thread)
         return self
 
+    def stop_host(self, index: int) -> None:
+        """Stop one node's exporter (the node or its exporter died): its target stops answering."""
+        server = self._servers[index]
+        server.shutdown()
+        server.server_close()
+
     def stop(self) -> None:
         for server in self._servers:
             server.shutdown()

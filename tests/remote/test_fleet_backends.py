@@ -296,3 +296,22 @@ async def test_totals_count_a_gpu_shared_by_pods_once(fleet: SimFleet, stores: d
     assert len(drawn) > 0 and drawn[-1] == pytest.approx(power, rel=1e-4)
     used = history.mem_used_mib[~np.isnan(history.mem_used_mib)]
     assert used[-1] == pytest.approx(memory, rel=1e-4)
+
+
+def test_an_exporter_that_stops_answering_is_exporter_down(capsys: pytest.CaptureFixture[str], fleet: SimFleet,
+                                                            stores: dict[str, PrometheusServer]) -> None:
+    """The host is counted by its exporter's `up`: node 002's exporter dies, its 4 GPUs say so.
+    (Last in this module: the exporter stays down.)"""
+    for store, server in stores.items():
+        run(capsys, "fleet", "add", store, "--prometheus", server.url)
+    fleet.stop_host(2)
+    for store in STORES:
+        deadline = time.monotonic() + 60
+        doc = snapshot_json(capsys, store)
+        while len(doc["not_reporting"]) < 4 and time.monotonic() < deadline:
+            time.sleep(1)
+            doc = snapshot_json(capsys, store)
+        gone = doc["not_reporting"]
+        assert {(g["host"], g["gpu"]) for g in gone} == {("sim-gpu-node-002", i) for i in range(4)}, store
+        assert all(g["exporter_up"] is False and g["message"].startswith("exporter down since ") for g in gone)
+        assert not any(g["host"] == "sim-gpu-node-002" for g in doc["gpus"])

@@ -46,6 +46,8 @@ COMMAND_MODULES = (
     "advise",
     "fleet",
     "mig_parted",
+    "desktop",
+    "shell",
 )
 
 # command -> (its module in COMMAND_MODULES, its one-line help), so that `gpuws X` imports only X's
@@ -72,6 +74,8 @@ LAZY_COMMANDS: dict[str, tuple[str, str]] = {
     "fleet": ("fleet", "fleets of GPUs read from Prometheus (dcgm-exporter metrics)"),
     "demo-fleet": ("fleet", "run SIMULATED dcgm-exporters on loopback for a Prometheus to scrape"),
     "mig-parted": ("mig_parted", "export, apply and assert NVIDIA mig-parted v1 MIG configs"),
+    "desktop": ("desktop", "start or reuse a remote desktop (VNC) on the host and open it through a tunnel"),
+    "shell": ("shell", "a terminal on the host inside tmux, which survives a dropped connection"),
     "advise": (
         "advise",
         "right-size advice per GPU from measured use: keep, smaller, larger or stop, with the price change",

@@ -23,6 +23,7 @@ class SecretKind(StrEnum):
     PASSWORD = "password"  # noqa: S105 (a kind of secret, not a secret)
     PASSPHRASE = "passphrase"  # noqa: S105
     TOKEN = "token"  # noqa: S105
+    VNC_PASSWORD = "vnc-password"  # noqa: S105 (the per-host remote desktop password, gpuws desktop)
 
 
 @dataclass

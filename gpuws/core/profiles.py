@@ -14,10 +14,11 @@ File format (schema_version 1)::
     [hosts.alerts]
     mem_used_pct = 90.0
 
-Safety (atomic writes, a lock around every change, a damaged file moved aside keeping the
-valid `[[hosts]]` entries, `last_recovery` saying what happened) is `gpuws.core.recordfile`'s,
-shared with the fleet profiles. Entries count as damaged for wrong types, a field that fails
-validation, a duplicate name or a jump host that is missing.
+How hand edits are treated (an unknown key is a warning and survives writes, a wrong value
+marks only that profile broken, a damaged file is read-only and never moved aside unless the
+user asks with `gpuws hosts repair`) and the write safety are `gpuws.core.recordfile`'s, shared
+with the fleet profiles. A profile is broken for a wrong type, a field that fails validation,
+a duplicate name or a jump host that is missing.
 """
 
 from __future__ import annotations
@@ -38,11 +39,11 @@ from gpuws.core.errors import ValidationError
 from gpuws.core.jumps import jump_profile_names
 from gpuws.core.models import HostProfile
 from gpuws.core.recordfile import (
-    Decoded,
     NamedRecordStore,
     RecordFile,
-    record_tables,
-    sorted_by_name,
+    RecordFormat,
+    UnknownKey,
+    drop_unset,
 )
 from gpuws.core.validation import validate_profile
 
@@ -88,17 +89,11 @@ def profile_to_dict(profile: HostProfile) -> dict[str, Any]:
     return data
 
 
-def _drop_unset(data: dict[str, Any]) -> dict[str, Any]:
-    # TOML has no null: an absent key means "not set" (and an absent table means "empty").
-    cleaned = {k: _drop_unset(v) if isinstance(v, dict) else v for k, v in data.items() if v is not None}
-    return {k: v for k, v in cleaned.items() if v != {}}
-
-
 def _type_name(annotation: Any) -> str:
     return getattr(annotation, "__name__", None) or str(annotation).replace("typing.", "")
 
 
-def _decode_value(annotation: Any, value: Any, where: str) -> Any:
+def _decode_value(annotation: Any, value: Any, where: str, unknown: list[UnknownKey]) -> Any:
     """Check `value` from TOML against a field's annotation and convert it (enums, dataclasses).
 
     Derived from the dataclass annotations, so a field someone adds to the models is read back
@@ -110,24 +105,24 @@ def _decode_value(annotation: Any, value: Any, where: str) -> Any:
         errors = []
         for arm in arms:
             try:
-                return _decode_value(arm, value, where)
+                return _decode_value(arm, value, where, unknown)
             except ValidationError as exc:
                 errors.append(exc)
         raise errors[0]
     if dataclasses.is_dataclass(annotation) and isinstance(annotation, type):
         if not isinstance(value, dict):
             raise ValidationError(where, f"must be a table, not {type(value).__name__}")
-        return _decode_dataclass(annotation, value, where + ".")
+        return _decode_dataclass(annotation, value, where + ".", unknown)
     if origin is list:
         (item,) = typing.get_args(annotation)
         if not isinstance(value, list):
             raise ValidationError(where, f"must be a list, not {type(value).__name__}")
-        return [_decode_value(item, v, f"{where}[{i}]") for i, v in enumerate(value)]
+        return [_decode_value(item, v, f"{where}[{i}]", unknown) for i, v in enumerate(value)]
     if origin is dict:
         _key, item = typing.get_args(annotation)
         if not isinstance(value, dict):
             raise ValidationError(where, f"must be a table, not {type(value).__name__}")
-        return {k: _decode_value(item, v, f"{where}.{k}") for k, v in value.items()}
+        return {k: _decode_value(item, v, f"{where}.{k}", unknown) for k, v in value.items()}
     if isinstance(annotation, type) and issubclass(annotation, enum.Enum):
         try:
             return annotation(value)
@@ -142,13 +137,13 @@ def _decode_value(annotation: Any, value: Any, where: str) -> Any:
     return value
 
 
-def _decode_dataclass(cls: type[_D], table: dict[str, Any], prefix: str) -> _D:
+def _decode_dataclass(cls: type[_D], table: dict[str, Any], prefix: str, unknown: list[UnknownKey]) -> _D:
     hints = typing.get_type_hints(cls)
-    known = {f.name for f in dataclasses.fields(cls)}  # type: ignore[arg-type]
-    for key in table:
-        if key not in known:
-            raise ValidationError(f"{prefix}{key}", "is not a known profile field")
-    values = {key: _decode_value(hints[key], value, prefix + key) for key, value in table.items()}
+    known = [f.name for f in dataclasses.fields(cls)]  # type: ignore[arg-type]
+    # A key we do not know is the user's (a typo, a newer gpuws's field): reported, never fatal.
+    unknown += [UnknownKey(prefix + key, known) for key in table if key not in known]
+    values = {key: _decode_value(hints[key], value, prefix + key, unknown)
+              for key, value in table.items() if key in known}
     try:
         return cls(**values)
     except TypeError:  # a required field is missing
@@ -158,62 +153,50 @@ def _decode_dataclass(cls: type[_D], table: dict[str, Any], prefix: str) -> _D:
         raise ValidationError(f"{prefix}{missing[0] if missing else '?'}", "is required") from None
 
 
-def profile_from_dict(data: dict[str, Any]) -> HostProfile:
-    """Build a profile from a TOML table, checking field names and types (not values)."""
-    return _decode_dataclass(HostProfile, data, "")
+def profile_from_dict(data: dict[str, Any], unknown: list[UnknownKey] | None = None) -> HostProfile:
+    """Build a profile from a TOML table, checking field names and types (not values); keys it
+    does not know are added to `unknown` (refused when no list is given)."""
+    found: list[UnknownKey] = []
+    profile = _decode_dataclass(HostProfile, data, "", found)
+    if unknown is None and found:
+        raise ValidationError(found[0].key, "is not a known profile field")
+    if unknown is not None:
+        unknown += found
+    return profile
 
 
 def encode_profiles(profiles: Iterable[HostProfile]) -> bytes:
-    """The file's bytes for these profiles."""
+    """A fresh file's bytes for these profiles (an existing file is changed in place instead)."""
     doc = {
         "schema_version": SCHEMA_VERSION,
-        "hosts": [_drop_unset(profile_to_dict(p)) for p in profiles],
+        "hosts": [drop_unset(profile_to_dict(p)) for p in profiles],
     }
     return tomli_w.dumps(doc).encode("utf-8")
 
 
-def _decode(raw: bytes) -> Decoded[HostProfile]:
-    """Parse the file's bytes; collect every problem instead of stopping at the first."""
-    found = record_tables(raw, "profile file", "hosts", SCHEMA_VERSION)
-    if isinstance(found, str):
-        return Decoded([], [found], whole_file_bad=True)
-    doc, hosts = found
-    unknown = sorted(set(doc) - {"schema_version", "hosts"})
-    problems = [f"unknown top-level key {key!r}" for key in unknown]
-    candidates: list[tuple[int, HostProfile]] = []
-    seen: set[str] = set()
-    for number, table in enumerate(hosts, start=1):
-        name = table.get("name")
-        label = f"host #{number}" + (f" ({name[:40]!r})" if isinstance(name, str) else "")
+def _decode_table(table: dict[str, Any]) -> tuple[HostProfile, list[UnknownKey]]:
+    """One `[[hosts]]` table: its fields' types and values (jump hosts: `_broken_jumps`)."""
+    unknown: list[UnknownKey] = []
+    return validate_profile(profile_from_dict(table, unknown), None, check_files=False), unknown
+
+
+def _broken_jumps(profiles: list[HostProfile]) -> dict[int, ValidationError]:
+    """The profiles whose jump chain is missing or loops, by index."""
+    known = {p.name: p for p in profiles}
+    broken: dict[int, ValidationError] = {}
+    for index, profile in enumerate(profiles):
         try:
-            # Structure and values; jump hosts are checked below, once all entries are known.
-            profile = validate_profile(profile_from_dict(table), None, check_files=False)
-        except (ValidationError, TypeError) as exc:
-            problems.append(f"{label}: {exc}")
-            continue
-        if profile.name.casefold() in seen:
-            problems.append(f"{label}: duplicate name")
-            continue
-        seen.add(profile.name.casefold())
-        candidates.append((number, profile))
-    kept = _drop_broken_jumps(candidates, problems)
-    return Decoded(kept, problems)
+            validate_profile(profile, known, check_files=False)
+        except ValidationError as exc:
+            broken[index] = exc
+    return broken
 
 
-def _drop_broken_jumps(candidates: list[tuple[int, HostProfile]], problems: list[str]) -> list[HostProfile]:
-    """Drop entries whose jump chain is missing or loops (repeat: dropping one may break another)."""
-    while True:
-        known = {p.name: p for _, p in candidates}
-        broken = []
-        for number, profile in candidates:
-            try:
-                validate_profile(profile, known, check_files=False)
-            except ValidationError as exc:
-                broken.append(number)
-                problems.append(f"host #{number} ({profile.name!r}): {exc}")
-        if not broken:
-            return [p for _, p in candidates]
-        candidates = [(n, p) for n, p in candidates if n not in broken]
+PROFILE_FORMAT: RecordFormat[HostProfile] = RecordFormat(
+    kind="profile", key="hosts", newest=SCHEMA_VERSION, decode=_decode_table, to_table=profile_to_dict,
+    exists=ProfileExists, missing=ProfileNotFound, cross_check=_broken_jumps,
+    repair="gpuws hosts repair", fix="gpuws hosts edit {name} --editor",
+)
 
 
 class ProfileStore(NamedRecordStore[HostProfile]):
@@ -221,8 +204,7 @@ class ProfileStore(NamedRecordStore[HostProfile]):
 
     def __init__(self, path: Path | None = None) -> None:
         super().__init__(RecordFile(path if path is not None else paths.config_dir() / PROFILES_FILE,
-                                    kind="profile", decode=_decode,
-                                    encode=lambda ps: encode_profiles(sorted_by_name(ps))))
+                                    PROFILE_FORMAT))
 
     def get(self, name: str) -> HostProfile:
         """The profile called `name`; raises ProfileNotFound."""
@@ -230,6 +212,11 @@ class ProfileStore(NamedRecordStore[HostProfile]):
         if profile is None:
             raise ProfileNotFound(name)
         return profile
+
+    def check_row(self, name: str, record: HostProfile, others: list[HostProfile]) -> None:
+        """An edited profile: same name, every field valid, its jump host one of the others."""
+        super().check_row(name, record, others)
+        validate_profile(record, {p.name: p for p in [*others, record]})
 
     # -- mutations --------------------------------------------------------------------------------
 
@@ -308,7 +295,12 @@ class ProfileStore(NamedRecordStore[HostProfile]):
                 )
             del profiles[index]
 
-        self._mutate(change)
+        try:
+            self._mutate(change)
+        except ProfileNotFound:
+            # A broken profile (as the user edited it) can be removed too: its table goes.
+            if not self._file.delete_broken(name):
+                raise
 
 
 def _find(profiles: list[HostProfile], name: str) -> int | None:

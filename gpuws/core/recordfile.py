@@ -1,31 +1,39 @@
 """One TOML file of records shared by every gpuws process (host profiles, fleet profiles).
 
-Safety, the same for every such file:
-- Writes are atomic: a temp file in the same directory, flushed and fsynced, `os.replace`d over
-  the old file, then the directory is fsynced. A crash leaves either the old or the new file.
-- Every mutation takes a `FileLock` on the sibling `NAME.lock`, re-reads the file, applies its
-  change and writes, so two app instances saving at once never lose either's change.
-- Only a regular file under a size cap is read (a symlink to /dev/zero must not fill memory),
-  and TOML nested deeper than the parser's recursion is a damaged file, not a traceback.
-- A file that cannot be read as a whole is moved aside to `NAME.corrupt-YYYYMMDD-HHMMSS[-N]` and
-  the store starts empty; where only some records are bad, the file is moved aside the same way
-  and the valid records are written back. Either way `last_recovery` says exactly what happened
-  and where the backup (the original bytes) is.
+The file is the user's as much as gpuws's: they may edit it by hand. So:
+- gpuws never moves aside or rewrites a file because of what is in it. Only `repair` (on the
+  user's request: `gpuws hosts repair`) moves a damaged file to `NAME.corrupt-STAMP[-N]`.
+- A key gpuws does not know is a warning (file, line, key, "did you mean"); the record still
+  loads, and the key survives gpuws's next write: writes round-trip the document with tomlkit,
+  changing only the keys whose values changed, so comments, order and unknown keys stay.
+- A wrong value (type, range, a duplicate name, a missing jump host) marks that one record
+  broken: it is listed with its error (file, line, key) and left in the file untouched; the
+  other records work.
+- A UTF-8 BOM is accepted (and kept). A file that is not TOML, a file cut short (the complete
+  records before the damage load), one from a newer gpuws (`schema_version` above ours) or one
+  gpuws may not read is read-only: every write is refused with the reason until it is fixed.
+
+Also, as before: writes are atomic (temp file, fsync, `os.replace`, directory fsync); every
+change takes a `FileLock` on the sibling `NAME.lock`, re-reads the file and applies its change,
+so two app instances saving at once never lose either's change; only a regular file under a size
+cap is read, and TOML nested too deeply is a damaged file, not a traceback.
 """
 
 from __future__ import annotations
 
 import contextlib
+import difflib
 import os
+import re
 import tempfile
 import time
 import tomllib
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar
 
-from gpuws.core.errors import GpuwsError
+from gpuws.core.errors import GpuwsError, RefusedInput, ValidationError
 from gpuws.core.files import LocalFileRefused, read_regular_file
 
 if TYPE_CHECKING:
@@ -33,6 +41,7 @@ if TYPE_CHECKING:
 
 LOCK_TIMEOUT_S = 30.0
 MAX_FILE_BYTES = 8 * 1024 * 1024  # thousands of records fit in well under 1 MiB
+BOM = b"\xef\xbb\xbf"
 
 _R = TypeVar("_R")
 _T = TypeVar("_T")
@@ -49,7 +58,7 @@ _N = TypeVar("_N", bound=Named)
 
 
 def sorted_by_name(records: Iterable[_N]) -> list[_N]:
-    """Records in the order a store lists and writes them: by name ignoring case, then exactly."""
+    """Records in the order a store lists them: by name ignoring case, then exactly."""
     return sorted(records, key=lambda r: (r.name.casefold(), r.name))
 
 
@@ -57,58 +66,288 @@ class ProfileStoreError(GpuwsError):
     """A profile file (hosts or fleets) cannot be read, locked or written."""
 
 
+class ReadOnlyFile(ProfileStoreError):
+    """The file is read-only until the user fixes it (not TOML, cut short, from a newer gpuws)."""
+
+
+@dataclass(frozen=True)
+class FileProblem:
+    """One thing wrong in a record file, where it is: `path:line[:column]: key: message`."""
+
+    path: Path
+    line: int | None
+    key: str | None
+    message: str
+    column: int | None = None
+
+    def __str__(self) -> str:
+        where = str(self.path) + (f":{self.line}" if self.line else "") + (f":{self.column}" if self.column else "")
+        return f"{where}: {self.key}: {self.message}" if self.key else f"{where}: {self.message}"
+
+    def to_dict(self) -> dict[str, Any]:
+        """The `--json` shape: {"line", "key", "message"}."""
+        return {"line": self.line, "key": self.key, "message": self.message}
+
+
+class BrokenRecordError(RefusedInput):
+    """A command named a record that is in the file but broken (exit status 2, file:line:key)."""
+
+    def __init__(self, kind: str, name: str, problem: FileProblem, fix: str | None = None) -> None:
+        how = f" (`{fix.format(name=name)}`)" if fix else ""
+        super().__init__(f"the {kind} {name!r} is broken: {problem}; fix it in the file{how}")
+        self.problem = problem
+
+
+@dataclass(frozen=True)
+class BrokenRecord:
+    """A record left in the file but not usable, with why."""
+
+    name: str | None  # None when the record has no usable name
+    number: int  # its place among the file's records, from 1
+    problem: FileProblem
+
+
 @dataclass(frozen=True)
 class RecoveryNotice:
-    """What happened when a damaged file was moved aside."""
+    """What `repair` did: where the original bytes went."""
 
     backup_path: Path
     message: str
 
 
+@dataclass(frozen=True)
+class UnknownKey:
+    """A key a record's decoder did not know (dotted for nested tables) and the keys it knows there."""
+
+    key: str
+    known: Sequence[str]
+
+
 @dataclass
-class Decoded(Generic[_T]):
-    """A file's valid records and every problem found (empty: the file was fine)."""
+class FileState:
+    """What the last read of the file found besides its valid records."""
 
-    records: list[_T]
-    problems: list[str] = field(default_factory=list)
-    whole_file_bad: bool = False  # nothing in it could be used: moved aside, not rewritten
+    warnings: list[FileProblem] = field(default_factory=list)
+    broken: list[BrokenRecord] = field(default_factory=list)
+    read_only: FileProblem | None = None  # set: every write is refused with this
 
-
-def toml_document(raw: bytes, what: str) -> dict[str, Any] | str:
-    """The parsed document, or the one-line reason it cannot be one."""
-    try:
-        return tomllib.loads(raw.decode("utf-8"))
-    except (UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
-        return f"it is not valid TOML ({exc})"
-    except RecursionError:  # tomllib recurses per nesting level: a hostile file can exhaust it
-        return f"it is nested too deeply to be a {what}"
+    def notices(self) -> list[str]:
+        """One line per problem, for stderr and the window's banner (read-only reason first)."""
+        lines = [f"{self.read_only} (read-only until fixed)"] if self.read_only else []
+        lines += [str(w) for w in self.warnings]
+        lines += [f"{b.problem} (this record is not used until it is fixed)" for b in self.broken]
+        return lines
 
 
-def schema_problem(doc: dict[str, Any], newest: int) -> str | None:
-    """Why `doc`'s schema_version is not one this gpuws reads (None when it is)."""
-    version = doc.get("schema_version")
-    if not isinstance(version, int) or isinstance(version, bool):
-        return "it has no integer schema_version"
-    if version > newest:
-        return f"its schema_version {version} is newer than this gpuws understands ({newest})"
-    if version < 1:
-        return f"its schema_version {version} is not valid"
+@dataclass(frozen=True)
+class RecordFormat(Generic[_T]):
+    """What one kind of record file is.
+
+    `decode` builds a record from its table, returning the keys it did not know (raises
+    ValidationError, `field` the dotted key, for a bad value); `to_table` gives every field of a
+    record, None for unset; `cross_check` (optional) returns the records, by index, that are wrong
+    given the others (a missing jump host); `exists` is the error for a name already taken,
+    `missing` for a name no record has; `repair` and `fix` are commands messages suggest.
+    """
+
+    kind: str  # "profile", "fleet": names a record in messages
+    key: str  # the [[key]] tables holding the records
+    newest: int  # the highest schema_version this gpuws reads
+    decode: Callable[[dict[str, Any]], tuple[_T, list[UnknownKey]]]
+    to_table: Callable[[_T], dict[str, Any]]
+    exists: Callable[[str], Exception]
+    missing: Callable[[str], Exception]
+    repair: str  # the command that moves a damaged file aside ("gpuws hosts repair")
+    fix: str | None = None  # a command that fixes one record ("gpuws hosts edit {name} --editor")
+    cross_check: Callable[[list[_T]], dict[int, ValidationError]] | None = None
+
+
+# -- reading ----------------------------------------------------------------------------------------
+
+
+_TOML_AT = re.compile(r"\(at line (\d+), column (\d+)\)")
+
+
+def _toml_error_at(exc: tomllib.TOMLDecodeError, text: str) -> tuple[int, int | None]:
+    """Line and column of a TOML error (tomllib only says them in its message)."""
+    found = _TOML_AT.search(str(exc))
+    if found:
+        return int(found.group(1)), int(found.group(2))
+    return text.count("\n") + 1, None  # "at end of document"
+
+
+class _Lines:
+    """Where records and keys are in the text (tomllib keeps no positions)."""
+
+    def __init__(self, text: str, key: str) -> None:
+        self.lines = text.splitlines()
+        header = re.compile(rf"^\s*\[\[\s*(?:{re.escape(key)}|\"{re.escape(key)}\")\s*\]\]\s*(?:#.*)?$")
+        self.headers = [n for n, line in enumerate(self.lines, start=1) if header.match(line)]
+        self.key = key
+
+    def record(self, index: int) -> int | None:
+        """The line of the `[[key]]` header of record `index` (0-based)."""
+        return self.headers[index] if index < len(self.headers) else None
+
+    def before_line(self, line: int) -> int:
+        """How many records start before `line`."""
+        return sum(1 for h in self.headers if h < line)
+
+    def field(self, index: int | None, dotted: str) -> int | None:
+        """The line of `dotted` in record `index` (None: at the top level), else the record's line."""
+        if index is None:
+            start, end = 1, (self.headers[0] if self.headers else len(self.lines) + 1)
+        else:
+            first = self.record(index)
+            if first is None:
+                return None
+            start = first
+            end = self.headers[index + 1] if index + 1 < len(self.headers) else len(self.lines) + 1
+        return key_line(self.lines[start - 1:end - 1], dotted, self.key, offset=start - 1) or (
+            start if index is not None else None)
+
+
+def key_line(lines: Sequence[str], dotted: str, parent: str | None = None, offset: int = 0) -> int | None:
+    """The line (from 1, plus `offset`) where `dotted` ('port', 'provider.kind') is set in `lines`:
+    as `a.b = `, in a `[parent.a]` (or `[a]`) table as `b = `, or its first part's line."""
+    parts = [p for p in re.split(r"[.\[]", dotted) if p and not p.endswith("]")]
+    if not parts:
+        return None
+
+    def assigns(name: str) -> re.Pattern[str]:
+        return re.compile(rf"^\s*(?:{re.escape(name)}|\"{re.escape(name)}\"|'{re.escape(name)}')\s*[=.]")
+
+    dotted_re = re.compile(r"^\s*" + r"\s*\.\s*".join(re.escape(p) for p in parts) + r"\s*=")
+    for n, line in enumerate(lines, start=1):
+        if dotted_re.match(line):
+            return n + offset
+    if len(parts) > 1:
+        prefix = rf"(?:{re.escape(parent)}\s*\.\s*)?" if parent else ""
+        table = re.compile(r"^\s*\[\s*" + prefix + r"\s*\.\s*".join(re.escape(p) for p in parts[:-1]) + r"\s*\]")
+        inside = False
+        for n, line in enumerate(lines, start=1):
+            if line.lstrip().startswith("["):
+                inside = bool(table.match(line))
+            elif inside and assigns(parts[-1]).match(line):
+                return n + offset
+    top = assigns(parts[0])
+    for n, line in enumerate(lines, start=1):
+        if top.match(line):
+            return n + offset
     return None
 
 
-def record_tables(raw: bytes, what: str, key: str, newest: int) -> tuple[dict[str, Any], list[dict[str, Any]]] | str:
-    """A record file's document and its `[[key]]` tables, or the one-line reason the whole file is
-    unusable (not TOML, an unreadable schema_version, `key` not a list of tables)."""
-    doc = toml_document(raw, what)
-    if isinstance(doc, str):
-        return doc
-    problem = schema_problem(doc, newest)
-    if problem is not None:
-        return problem
-    rows = doc.get(key, [])
+def did_you_mean(key: str, known: Iterable[str]) -> str:
+    """' (did you mean 'currency'?)' when a known key is close to `key`, else ''."""
+    close = difflib.get_close_matches(key, list(known), n=1, cutoff=0.7)
+    return f" (did you mean {close[0]!r}?)" if close else ""
+
+
+@dataclass
+class Loaded(Generic[_T]):
+    """A parsed file: valid records with the index of their table, and the state."""
+
+    records: list[_T]
+    tables: list[int]  # tables[i]: the index of records[i]'s table in the file's [[key]] list
+    state: FileState
+    text: str  # the text tomlkit round-trips (without the BOM)
+    bom: bool
+    rows: list[dict[str, Any]]  # every record table as read (valid or not)
+
+
+def parse_records(raw: bytes, path: Path, fmt: RecordFormat[_T]) -> Loaded[_T]:
+    """Everything usable in a record file's bytes, and every problem with where it is."""
+    bom = raw.startswith(BOM)
+    body = raw[len(BOM):] if bom else raw
+    state = FileState()
+    what = f"{fmt.kind} file"
+
+    def problem(line: int | None, key: str | None, message: str, column: int | None = None) -> FileProblem:
+        return FileProblem(path, line, key, message, column)
+
+    try:
+        text = body.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = body[:exc.start].count(b"\n") + 1
+        state.read_only = problem(line, None, f"is not UTF-8 text (byte {exc.start + 1})")
+        return Loaded([], [], state, "", bom, [])
+    lines = _Lines(text, fmt.key)
+    try:
+        doc = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        line, column = _toml_error_at(exc, text)
+        reason = _TOML_AT.sub("", str(exc)).strip()
+        state.read_only = problem(line, None, f"is not valid TOML ({reason}); gpuws will not write it until it is "
+                                              f"fixed (or `{fmt.repair}` moves it aside)", column)
+        # A file cut short: the complete records before the damaged one still load. (Cut before
+        # an earlier record when that text does not parse either: a string left open, say.)
+        doc = {}
+        for index in range(lines.before_line(line) - 1, -1, -1):
+            with contextlib.suppress(tomllib.TOMLDecodeError, RecursionError):
+                doc = tomllib.loads("\n".join(lines.lines[:lines.headers[index] - 1]))
+                break
+    except RecursionError:  # tomllib recurses per nesting level: a hostile file can exhaust it
+        state.read_only = problem(None, None, f"is nested too deeply to be a {what}")
+        return Loaded([], [], state, text, bom, [])
+    if not doc:
+        return Loaded([], [], state, text, bom, [])
+    version = doc.get("schema_version")
+    version_line = lines.field(None, "schema_version")
+    if not isinstance(version, int) or isinstance(version, bool) or version < 1:
+        state.read_only = state.read_only or problem(
+            version_line, "schema_version", f"must be a whole number from 1 to {fmt.newest} "
+                                            f"(add `schema_version = {fmt.newest}` at the top)")
+    elif version > fmt.newest:
+        state.read_only = state.read_only or problem(
+            version_line, "schema_version", f"{version} is from a newer gpuws (this one reads up to {fmt.newest}); "
+                                            "the file is read-only here and left as it is")
+    rows = doc.get(fmt.key, [])
     if not isinstance(rows, list) or not all(isinstance(r, dict) for r in rows):
-        return f"'{key}' is not a list of [[{key}]] tables"
-    return doc, rows
+        state.read_only = state.read_only or problem(
+            lines.field(None, fmt.key), fmt.key, f"must be a list of [[{fmt.key}]] tables")
+        return Loaded([], [], state, text, bom, [])
+    for key in sorted(set(doc) - {"schema_version", fmt.key}):
+        state.warnings.append(problem(lines.field(None, key), key, "is not a known top-level key"
+                                      + did_you_mean(key, ["schema_version", fmt.key]) + "; ignored, kept in the file"))
+    records: list[_T] = []
+    tables: list[int] = []
+    seen: dict[str, int] = {}
+    for index, table in enumerate(rows):
+        name = table.get("name") if isinstance(table.get("name"), str) else None
+        label = f"{fmt.kind} {name!r}" if name else f"{fmt.kind} #{index + 1}"
+        try:
+            record, unknown = fmt.decode(table)
+        except ValidationError as exc:
+            state.broken.append(BrokenRecord(name, index + 1, problem(lines.field(index, exc.field), exc.field,
+                                                                      exc.reason)))
+            continue
+        for item in unknown:
+            leaf = item.key.rsplit(".", 1)[-1]
+            state.warnings.append(problem(lines.field(index, item.key), item.key, f"is not a known {fmt.kind} field "
+                                          f"(in {label}){did_you_mean(leaf, item.known)}; ignored, kept in the file"))
+        folded = getattr(record, "name", "").casefold()
+        if folded in seen:
+            first = lines.record(seen[folded])
+            state.broken.append(BrokenRecord(name, index + 1, problem(
+                lines.field(index, "name"), "name", f"{name!r} is a duplicate (first at line {first})")))
+            continue
+        seen[folded] = index
+        records.append(record)
+        tables.append(index)
+    if fmt.cross_check is not None:
+        # Repeat: a record dropped for a missing jump host may be another's jump host.
+        while broken := fmt.cross_check(records):
+            for i, error in sorted(broken.items()):
+                index = tables[i]
+                state.broken.append(BrokenRecord(getattr(records[i], "name", None), index + 1, problem(
+                    lines.field(index, error.field), error.field, error.reason)))
+            records = [r for i, r in enumerate(records) if i not in broken]
+            tables = [t for i, t in enumerate(tables) if i not in broken]
+    state.broken.sort(key=lambda b: b.number)
+    return Loaded(records, tables, state, text, bom, list(rows))
+
+
+# -- writing ----------------------------------------------------------------------------------------
 
 
 def atomic_write_bytes(path: Path, data: bytes) -> None:
@@ -142,50 +381,220 @@ def backup_path(path: Path) -> Path:
     return candidate
 
 
-class RecordFile(Generic[_T]):
-    """The records of one file: read (recovering a damaged one) and changed under its lock.
+def drop_unset(data: dict[str, Any]) -> dict[str, Any]:
+    """`data` without None values and empty tables: TOML has no null, an absent key is "not set"."""
+    cleaned = {k: drop_unset(v) if isinstance(v, dict) else v for k, v in data.items() if v is not None}
+    return {k: v for k, v in cleaned.items() if v != {}}
 
-    `kind` names a record in messages ("profile", "fleet"); `decode` turns the file's bytes into
-    records and problems, `encode` records into bytes (in the order they are to be written).
+
+def merge_table(table: Any, old: dict[str, Any], new: dict[str, Any]) -> None:
+    """Change `table` (a tomlkit table) from `old` to `new`, touching only keys whose value changed.
+
+    Keys in neither (ones gpuws does not know) and the comments around unchanged keys stay.
+    A value None (or absent from `new`) removes the key.
     """
+    for key in dict.fromkeys([*old, *new]):
+        before, after = old.get(key), new.get(key)
+        if before == after:
+            continue
+        if after is None:
+            if key in table:
+                del table[key]
+        elif isinstance(after, dict) and isinstance(before, dict) and isinstance(table.get(key), dict):
+            merge_table(table[key], before, after)
+            if len(table[key]) == 0:
+                del table[key]
+        elif isinstance(after, dict):
+            # A table the file did not have (its fields were defaults): only what differs now.
+            changed = {k: v for k, v in after.items() if before.get(k) != v} if isinstance(before, dict) else after
+            value = drop_unset(changed)
+            if value:
+                table[key] = value
+            elif key in table:
+                del table[key]
+        else:
+            table[key] = after
 
-    def __init__(
-        self,
-        path: Path,
-        *,
-        kind: str,
-        decode: Callable[[bytes], Decoded[_T]],
-        encode: Callable[[list[_T]], bytes],
-        max_bytes: int = MAX_FILE_BYTES,
-    ) -> None:
+
+class RecordFile(Generic[_T]):
+    """The records of one file: read (keeping what is broken, with where) and changed under its lock."""
+
+    def __init__(self, path: Path, fmt: RecordFormat[_T], *, max_bytes: int = MAX_FILE_BYTES) -> None:
         self.path = path
-        self.kind = kind
-        self._decode = decode
-        self._encode = encode
+        self.fmt = fmt
+        self.kind = fmt.kind
         self._max_bytes = max_bytes
         self._file_lock: FileLock | None = None
-        # Set when a read or a change had to move a damaged file aside; the UI and CLI show it.
-        self.last_recovery: RecoveryNotice | None = None
+        # What the last read or change found (warnings, broken records, why it is read-only).
+        self.state = FileState()
 
     def read(self) -> list[_T]:
-        """Every valid record; a damaged file is recovered under the lock, from what is on disk then."""
-        decoded = self._read()
-        if decoded is None:
-            return []
-        if not decoded.problems:
-            return decoded.records
-        with self._locked():
-            return self._read_locked()
+        """Every valid record; `state` says what else was found. Never changes the file."""
+        loaded = self._load()
+        self.state = loaded.state
+        return list(loaded.records)
+
+    def rows(self) -> list[dict[str, Any]]:
+        """Every record table as it is in the file (valid or broken)."""
+        loaded = self._load()
+        self.state = loaded.state
+        return loaded.rows
 
     def mutate(self, change: Callable[[list[_T]], _R]) -> _R:
-        """Apply `change` to the records (in place) under the lock and write them; returns its result."""
+        """Apply `change` to the records (in place) under the lock and write them back into the
+        document; returns its result. Refused (ReadOnlyFile) while the file is read-only."""
         with self._locked():
-            records = self._read_locked()
+            loaded = self._writable()
+            records = list(loaded.records)
             result = change(records)
-            self._write_locked(records)
+            self._write_changes(loaded, records)
             return result
 
+    def replace_row(self, name: str, row: dict[str, Any], check: Callable[[_T, list[_T]], None]) -> list[str]:
+        """Replace the table of the record called `name` (valid or broken) by `row`, as the user
+        wrote it (unknown keys too). `check(record, others)` may refuse it (ValidationError).
+        Returns one warning per unknown key."""
+        with self._locked():
+            loaded = self._writable()
+            index = next((i for i, r in enumerate(loaded.rows) if r.get("name") == name), None)
+            if index is None:
+                raise self.fmt.missing(name)
+            record, unknown = self.fmt.decode(row)
+            others = [r for r, t in zip(loaded.records, loaded.tables, strict=True) if t != index]
+            check(record, others)
+            doc = self._document(loaded)
+            merge_table(doc[self.fmt.key][index], loaded.rows[index], row)
+            self._save(loaded, doc)
+            return [f"{u.key}: is not a known {self.kind} field{did_you_mean(u.key.rsplit('.', 1)[-1], u.known)}; "
+                    "kept in the file" for u in unknown]
+
+    def delete_broken(self, name: str) -> bool:
+        """Delete the broken record called `name` from the file (the user asked to remove it);
+        False when no broken record has that name."""
+        with self._locked():
+            loaded = self._writable()
+            valid = set(loaded.tables)
+            index = next((i for i, r in enumerate(loaded.rows) if r.get("name") == name and i not in valid), None)
+            if index is None:
+                return False
+            doc = self._document(loaded)
+            del doc[self.fmt.key][index]
+            self._save(loaded, doc)
+            return True
+
+    def repair(self) -> RecoveryNotice | None:
+        """On the user's request only: move the file aside (original bytes kept) and write back the
+        records that are valid. None when there was nothing to repair."""
+        with self._locked():
+            loaded = self._load()
+            if not self.path.exists() or not (loaded.state.read_only or loaded.state.broken):
+                self.state = loaded.state
+                return None
+            backup = backup_path(self.path)
+            try:
+                os.replace(self.path, backup)
+                if loaded.records:
+                    self._write_fresh(loaded.records)
+            except OSError as exc:
+                raise ProfileStoreError(f"{self.kind}s: cannot move {self.path} aside: {exc.strerror}") from None
+            problems = loaded.state.notices()
+            self.state = FileState()
+            return RecoveryNotice(backup, f"Moved {self.path} to {backup} (the original, unchanged) and kept "
+                                          f"the {len(loaded.records)} valid {self.kind}(s). It had: "
+                                          + "; ".join(problems))
+
     # -- internals --------------------------------------------------------------------------------
+
+    def _load(self) -> Loaded[_T]:
+        """The parsed file; an absent file is an empty one. A file that is not regular, too large or
+        unreadable is read-only (never read, never replaced)."""
+        try:
+            raw = read_regular_file(self.path, self._max_bytes, what=f"{self.kind} file")
+        except FileNotFoundError:
+            return Loaded([], [], FileState(), "", False, [])
+        except LocalFileRefused as exc:
+            return Loaded([], [], FileState(read_only=FileProblem(self.path, None, None, str(exc))), "", False, [])
+        return parse_records(raw, self.path, self.fmt)
+
+    def _writable(self) -> Loaded[_T]:
+        loaded = self._load()
+        self.state = loaded.state
+        if loaded.state.read_only is not None:
+            raise ReadOnlyFile(f"{self.kind}s are read-only until the file is fixed: {loaded.state.read_only}")
+        return loaded
+
+    def _document(self, loaded: Loaded[_T]) -> Any:
+        import tomlkit  # only writes need it: reads stay on the fast tomllib
+
+        if not loaded.text.strip():
+            doc = tomlkit.document()
+            doc["schema_version"] = self.fmt.newest
+            doc[self.fmt.key] = tomlkit.aot()
+            return doc
+        doc = tomlkit.parse(loaded.text)
+        if self.fmt.key not in doc:
+            doc[self.fmt.key] = tomlkit.aot()
+        return doc
+
+    def _write_changes(self, loaded: Loaded[_T], after: list[_T]) -> None:
+        """Put the difference between the loaded records and `after` into the document and save it."""
+        before = list(zip(loaded.records, loaded.tables, strict=True))
+        gone = [(rec, index) for rec, index in before if not any(rec is a for a in after)]
+        new = [rec for rec in after if not any(rec is b for b, _ in before)]
+        pairs: list[tuple[_T, int, _T]] = []
+        for rec in list(new):
+            folded = getattr(rec, "name", "").casefold()
+            match = next(((o, i) for o, i in gone if getattr(o, "name", "").casefold() == folded), None)
+            if match is not None:
+                pairs.append((match[0], match[1], rec))
+                gone.remove(match)
+                new.remove(rec)
+        if len(gone) == 1 and len(new) == 1:  # a rename
+            pairs.append((gone[0][0], gone[0][1], new[0]))
+            gone, new = [], []
+        broken = {b.name.casefold(): b for b in loaded.state.broken if b.name}
+        for old, _, rec in pairs:
+            clash = broken.get(getattr(rec, "name", "").casefold())
+            if clash is not None and getattr(old, "name", "").casefold() != getattr(rec, "name", "").casefold():
+                raise self.fmt.exists(getattr(rec, "name", ""))
+        for rec in new:
+            if getattr(rec, "name", "").casefold() in broken:
+                raise self.fmt.exists(getattr(rec, "name", ""))
+        if not pairs and not gone and not new:
+            return
+        doc = self._document(loaded)
+        tables = doc[self.fmt.key]
+        for old, index, rec in pairs:
+            merge_table(tables[index], self.fmt.to_table(old), self.fmt.to_table(rec))
+        for index in sorted((i for _, i in gone), reverse=True):
+            del tables[index]
+        for rec in new:
+            tables.append(drop_unset(self.fmt.to_table(rec)))
+        self._save(loaded, doc)
+
+    def _save(self, loaded: Loaded[_T], doc: Any) -> None:
+        import tomlkit
+
+        data = tomlkit.dumps(doc).encode("utf-8")
+        self._write_bytes((BOM if loaded.bom else b"") + data)
+        self.state = parse_records((BOM if loaded.bom else b"") + data, self.path, self.fmt).state
+
+    def _write_fresh(self, records: list[_T]) -> None:
+        import tomlkit
+
+        doc = tomlkit.document()
+        doc["schema_version"] = self.fmt.newest
+        tables = tomlkit.aot()
+        for rec in records:
+            tables.append(drop_unset(self.fmt.to_table(rec)))
+        doc[self.fmt.key] = tables
+        self._write_bytes(tomlkit.dumps(doc).encode("utf-8"))
+
+    def _write_bytes(self, data: bytes) -> None:
+        try:
+            atomic_write_bytes(self.path, data)
+        except OSError as exc:
+            raise ProfileStoreError(f"{self.kind}s: cannot write {self.path}: {exc.strerror}") from None
 
     @property
     def _lock(self) -> FileLock:
@@ -207,69 +616,66 @@ class RecordFile(Generic[_T]):
                 f"{self.kind}s: another gpuws is holding {self._lock.lock_file}; try again"
             ) from exc
 
-    def _read(self) -> Decoded[_T] | None:
-        """The decoded file; None when there is none. A file that is not regular, too large or
-        unreadable is a whole-file problem (moved aside like any damaged file, never read)."""
-        try:
-            raw = read_regular_file(self.path, self._max_bytes, what=f"{self.kind} file")
-        except FileNotFoundError:
-            return None
-        except LocalFileRefused as exc:
-            return Decoded([], [str(exc)], whole_file_bad=True)
-        return self._decode(raw)
-
-    def _read_locked(self) -> list[_T]:
-        decoded = self._read()
-        if decoded is None:
-            return []
-        if decoded.problems:
-            self._recover(decoded)
-        return decoded.records
-
-    def _recover(self, decoded: Decoded[_T]) -> None:
-        backup = backup_path(self.path)
-        try:
-            os.replace(self.path, backup)
-            if not decoded.whole_file_bad:
-                self._write_locked(decoded.records)
-        except OSError as exc:
-            raise ProfileStoreError(f"{self.kind}s: {self.path} is damaged and could not be moved aside: "
-                                    f"{exc.strerror}") from None
-        kept = (f"started with no {self.kind}s" if decoded.whole_file_bad
-                else f"kept the {len(decoded.records)} valid {self.kind}(s)")
-        self.last_recovery = RecoveryNotice(
-            backup, f"The {self.kind} file {self.path} was damaged: {'; '.join(decoded.problems)}. "
-                    f"Moved it to {backup} (the original, unchanged) and {kept}.")
-
-    def _write_locked(self, records: list[_T]) -> None:
-        try:
-            atomic_write_bytes(self.path, self._encode(records))
-        except OSError as exc:
-            raise ProfileStoreError(f"{self.kind}s: cannot write {self.path}: {exc.strerror}") from None
-
 
 class NamedRecordStore(Generic[_N]):
-    """What every store of named records shares over its `RecordFile`: where it is, what a
-    recovery said, the records sorted by name, one by its exact name, and locked changes."""
+    """What every store of named records shares over its `RecordFile`: where it is, what the last
+    read found, the records sorted by name, one by its exact name, locked changes and repair."""
 
     def __init__(self, file: RecordFile[_N]) -> None:
         self._file = file
 
     @property
     def path(self) -> Path:
+        """The file."""
         return self._file.path
 
     @property
-    def last_recovery(self) -> RecoveryNotice | None:
-        """Set when a load or a change had to move a damaged file aside; the UI and CLI show it."""
-        return self._file.last_recovery
+    def kind(self) -> str:
+        """What a record is called in messages ("profile", "fleet")."""
+        return self._file.kind
+
+    @property
+    def state(self) -> FileState:
+        """What the last load or change found: warnings, broken records, why it is read-only."""
+        return self._file.state
 
     def load(self) -> list[_N]:
-        """Every record, sorted by name; a damaged file is recovered (see the module docstring)."""
+        """Every valid record, sorted by name (broken ones are in `state.broken`)."""
         return sorted_by_name(self._file.read())
 
+    def row(self, name: str) -> dict[str, Any]:
+        """The table of the record called `name` as it is in the file (valid or broken)."""
+        found = next((row for row in self._file.rows() if row.get("name") == name), None)
+        if found is None:
+            raise self._file.fmt.missing(name)
+        return found
+
+    def replace_row(self, name: str, row: dict[str, Any]) -> list[str]:
+        """Replace the record called `name` by `row` as the user wrote it (`check_row` may refuse
+        it); keys gpuws does not know are kept, with one warning each."""
+        return self._file.replace_row(name, row, lambda record, others: self.check_row(name, record, others))
+
+    def check_row(self, name: str, record: _N, others: list[_N]) -> None:
+        """Refuse (ValidationError) an edited record: by default a renamed one or a taken name."""
+        if record.name != name:
+            raise ValidationError("name", f"cannot be changed here (keep {name!r})")
+        if any(other.name.casefold() == name.casefold() for other in others):
+            raise self._file.fmt.exists(name)
+
+    def repair(self) -> RecoveryNotice | None:
+        """Move a damaged file aside and keep its valid records (only ever on the user's request)."""
+        return self._file.repair()
+
+    def broken(self, name: str) -> BrokenRecord | None:
+        """The broken record called `name` in the last load, if one is."""
+        return next((b for b in self.state.broken if b.name == name), None)
+
     def _named(self, name: str) -> _N | None:
-        return next((record for record in self.load() if record.name == name), None)
+        """The record called `name`; BrokenRecordError when it is there but broken."""
+        found = next((record for record in self.load() if record.name == name), None)
+        if found is None and (bad := self.broken(name)) is not None:
+            raise BrokenRecordError(self._file.kind, name, bad.problem, self._file.fmt.fix)
+        return found
 
     def _mutate(self, change: Callable[[list[_N]], _R]) -> _R:
         return self._file.mutate(change)

@@ -32,7 +32,7 @@ from gpuws.core.cost import (
 )
 from gpuws.core.idle import GpuActivity
 from gpuws.core.models import HostProfile
-from gpuws.core.money import currency_of
+from gpuws.core.money import currency_of, default_currency
 from gpuws.core.paths import data_dir
 
 
@@ -144,6 +144,7 @@ class HostCost:
                 "spent": _money(self.daily_budget.spent),
                 "level": self.daily_budget.level,
                 "message": self.daily_budget.message,
+                "currency": self.currency,
             },
             "budget": {
                 "limit": self.budget.budget,
@@ -151,6 +152,7 @@ class HostCost:
                 "level": self.budget.level,
                 "message": self.budget.message,
                 "hours_left": round(self.hours_left, 2) if self.hours_left is not None else None,
+                "currency": self.currency,  # every amount names its currency, also nested ones
             },
         }
 
@@ -193,6 +195,16 @@ def cost_report(
 ) -> list[HostCost]:
     """`host_cost` for each profile, in the profiles' order."""
     return [host_cost(p, sessions, now, tz=tz) for p in profiles]
+
+
+def cost_totals(report: Sequence[HostCost]) -> dict[str, tuple[float, float]]:
+    """(daily, monthly) per currency, in the order the currencies first appear; never summed across
+    currencies. With no hosts: the locale's currency at zero, so a total always names one."""
+    totals: dict[str, tuple[float, float]] = {}
+    for cost in report:
+        daily, monthly = totals.get(cost.currency, (0.0, 0.0))
+        totals[cost.currency] = (daily + cost.daily, monthly + cost.monthly)
+    return totals or {default_currency(): (0.0, 0.0)}
 
 
 def budget_warning(cost: HostCost) -> str | None:

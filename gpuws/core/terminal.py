@@ -120,7 +120,8 @@ def terminal_argv(
         script = f'tell application "Terminal" to do script {shlex.quote(shlex.join(command))}'
         return ["osascript", "-e", script]
     if platform.startswith("win"):
-        return ["cmd", "/c", "start", "", *command]
+        windows_terminal = which("wt")  # Windows Terminal, where installed; else a cmd window
+        return [windows_terminal, *command] if windows_terminal else ["cmd", "/c", "start", "", *command]
     wanted = preferred or os.environ.get("TERMINAL")
     candidates = list(_TERMINALS)
     if wanted:

@@ -35,6 +35,15 @@ class LocalPortBusy(TunnelError):
         self.port = port
 
 
+class TunnelLoop(TunnelError):
+    """The local port asked for is the tunnel's own destination (the host is this machine)."""
+
+    def __init__(self, port: int) -> None:
+        super().__init__(f"local port {port} is the tunnel's own destination (the host is this machine); "
+                         "choose another local port or leave it on auto")
+        self.port = port
+
+
 class RemoteServiceDown(TunnelError):
     """The tunnel works but nothing accepts connections on the host side."""
 
@@ -125,11 +134,12 @@ class TunnelSpec:
     def info(self) -> PresetInfo:
         return PRESETS[self.preset]
 
-    def local_port_candidates(self) -> list[int]:
-        """Local ports to try in order; 0 at the end means "let the OS choose"."""
+    def local_port_candidates(self, *, loops_back: bool = False) -> list[int]:
+        """Local ports to try in order; 0 at the end means "let the OS choose". `loops_back`: the host
+        is this machine, so the remote port's own number would connect the tunnel to itself."""
         if self.local_port is not None:
             return [self.local_port]
-        return [self.remote_port, 0]
+        return [0] if loops_back else [self.remote_port, 0]
 
 
 def spec_for(preset: str | Preset | None, remote_port: int | None = None, local_port: int | None = None) -> TunnelSpec:

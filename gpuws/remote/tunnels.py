@@ -6,6 +6,13 @@ belongs to the `Tunnel` and outlives the connection: each accepted client opens 
 channel on whatever connection is live *now* (waiting out a reconnect in progress), so the same
 URL keeps working when the link comes back. Counting open channels also tells idle-stop whether
 the tunnel is in use.
+
+A tunnel never loops into itself: when the host is this machine (a loopback address, as the demo
+host is), the remote port's own number is never used as the local one. "open" is said only once a
+connection through the tunnel reached a listener on the host (a probe or a client); until then it is
+"listening". Accepting is our own loop, so accept errors (EMFILE...) are counted and logged at most
+once per ACCEPT_LOG_INTERVAL_S, never one traceback each, and at most MAX_CLIENTS connections are
+forwarded at once: descriptors stay bounded.
 """
 
 from __future__ import annotations
@@ -13,6 +20,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import socket
 import time
 from collections.abc import Callable
 from enum import StrEnum
@@ -26,6 +34,7 @@ from gpuws.core.tunnels import (
     LocalPortBusy,
     RemoteServiceDown,
     TunnelError,
+    TunnelLoop,
     TunnelSpec,
     is_address_in_use,
     redact_url,
@@ -39,11 +48,15 @@ log = logging.getLogger(__name__)
 
 _CHUNK = 64 * 1024
 _LOOPBACK_NAMES = frozenset({"127.0.0.1", "localhost", "::1"})
+MAX_CLIENTS = 256  # connections forwarded at once; more are closed at once (counted in `rejected`)
+ACCEPT_LOG_INTERVAL_S = 30.0
+ACCEPT_RETRY_S = 0.5  # after an accept error (out of descriptors), before trying again
 
 
 class TunnelState(StrEnum):
     CLOSED = "closed"
-    OPEN = "open"  # listening; channels go through the live connection
+    LISTENING = "listening"  # listening here; nothing reached on the host yet
+    OPEN = "open"  # a connection through the tunnel reached the service on the host
     WAITING = "waiting"  # listening; the SSH connection is down or reconnecting
     FAILED = "failed"  # the last channel could not be opened (see `last_error`)
 
@@ -68,8 +81,13 @@ class Tunnel:
         self._token = token  # Jupyter's, only ever put in `url` (never logged)
         self._on_state = on_state
         self._reconnect_wait = reconnect_wait
-        self._server: asyncio.Server | None = None
+        self._listener: socket.socket | None = None
+        self._accepter: asyncio.Task[None] | None = None
         self._clients: set[asyncio.Task[None]] = set()
+        self._reached = False  # a connection through the tunnel reached a listener on the host
+        self.accept_errors = 0  # failed accepts (e.g. out of descriptors), logged rate-limited
+        self.rejected = 0  # connections closed at once because MAX_CLIENTS were being forwarded
+        self._last_accept_log = float("-inf")
         self.local_port: int | None = None
         self.state = TunnelState.CLOSED
         self.last_error = ""
@@ -84,6 +102,11 @@ class Tunnel:
         if self.local_port is None:
             raise TunnelError("the tunnel is not open")
         return tunnel_url(self.spec, self.local_port, token=self._token)
+
+    @property
+    def has_token(self) -> bool:
+        """True when the URL carries a login token (Jupyter's): only then do labels mention one."""
+        return bool(self._token)
 
     @property
     def display_url(self) -> str:
@@ -114,34 +137,75 @@ class Tunnel:
 
     def sync_state(self) -> TunnelState:
         """Follow the connection's state (call it from the connection's state callback)."""
-        if self._server is not None:
+        if self._listener is not None:
             if self._connection_live():
-                self._set_state(TunnelState.OPEN, "")
+                self._set_state(TunnelState.OPEN if self._reached else TunnelState.LISTENING, "")
             else:
                 self._set_state(TunnelState.WAITING, "waiting for the SSH connection to come back")
         return self.state
 
     async def open(self) -> int:
         """Start listening on the local port; returns it. Raises LocalPortBusy if it is taken."""
-        if self._server is not None and self.local_port is not None:
+        if self._listener is not None and self.local_port is not None:
             return self.local_port
+        loops_back = self._loops_back()
+        if loops_back and self.spec.local_port == self.spec.remote_port:
+            raise TunnelLoop(self.spec.remote_port)
         last_busy: OSError | None = None
-        for port in self.spec.local_port_candidates():
+        for port in self.spec.local_port_candidates(loops_back=loops_back):
             try:
-                self._server = await asyncio.start_server(self._serve_client, LOOPBACK, port)
+                self._listener = _listen(port)
             except OSError as exc:
                 if not is_address_in_use(exc):
                     raise TunnelError(f"cannot listen on local port {port}: {exc.strerror or exc}") from None
                 last_busy = exc
                 continue
-            self.local_port = int(self._server.sockets[0].getsockname()[1])
+            self.local_port = int(self._listener.getsockname()[1])
             break
-        if self._server is None or self.local_port is None:
+        if self._listener is None or self.local_port is None:
             # Only an explicit --local can end up here: without one, port 0 always binds.
             raise LocalPortBusy(self.spec.local_port or 0) from last_busy
-        log.info("tunnel %s -> %s open", self.local_port, self.remote_label)
-        self._set_state(TunnelState.OPEN if self._connection_live() else TunnelState.WAITING, "")
+        self._accepter = asyncio.get_running_loop().create_task(self._accept_loop(self._listener))
+        log.info("tunnel %s -> %s listening", self.local_port, self.remote_label)
+        self._set_state(TunnelState.LISTENING if self._connection_live() else TunnelState.WAITING, "")
         return self.local_port
+
+    def _loops_back(self) -> bool:
+        """True when the host is this machine, so the remote port's number here is the destination."""
+        profile = self.connection.profile
+        return (profile.host in _LOOPBACK_NAMES and not getattr(profile, "jump", None)
+                and self.spec.remote_host in _LOOPBACK_NAMES)
+
+    async def _accept_loop(self, listener: socket.socket) -> None:
+        loop = asyncio.get_running_loop()
+        while True:
+            try:
+                client, _address = await loop.sock_accept(listener)
+            except OSError as exc:
+                self.accept_errors += 1
+                self._log_accept_problem(f"cannot accept a connection ({exc.strerror or exc})")
+                await asyncio.sleep(ACCEPT_RETRY_S)
+                continue
+            if len(self._clients) >= MAX_CLIENTS:
+                self.rejected += 1
+                client.close()
+                self._log_accept_problem(f"{MAX_CLIENTS} connections are being forwarded; closed a new one")
+                continue
+            try:
+                reader, writer = await asyncio.open_connection(sock=client)
+            except OSError:
+                client.close()
+                continue
+            task = loop.create_task(self._serve_client(reader, writer))
+            self._clients.add(task)
+            task.add_done_callback(self._clients.discard)
+
+    def _log_accept_problem(self, what: str) -> None:
+        now = time.monotonic()
+        if now - self._last_accept_log >= ACCEPT_LOG_INTERVAL_S:
+            self._last_accept_log = now
+            log.warning("tunnel %s: %s (%d accept errors, %d refused so far)", self.local_port, what,
+                        self.accept_errors, self.rejected)
 
     async def probe(self, timeout: float = 10.0) -> None:
         """Check a service answers on the host side; raises RemoteServiceDown if nothing listens."""
@@ -151,10 +215,14 @@ class Tunnel:
                 ssh.open_connection(self.spec.remote_host, self.spec.remote_port, encoding=None), timeout
             )
         except asyncssh.ChannelOpenError as exc:
-            raise self._channel_error(exc) from None
+            error = self._channel_error(exc)
+            if self._listener is not None:
+                self._set_state(TunnelState.FAILED, str(error))
+            raise error from None
         except TimeoutError:
             raise TunnelError(f"no answer from {self.remote_label} within {timeout:g} s") from None
         writer.close()
+        self._reached_listener()
 
     async def wait_ready(self, timeout: float = 30.0, interval: float = 0.5) -> None:
         """Probe until the service answers (a server just started needs a moment)."""
@@ -170,14 +238,16 @@ class Tunnel:
 
     async def close(self) -> None:
         """Stop listening and drop every forwarded connection."""
-        server, self._server = self._server, None
-        if server is not None:
-            server.close()
+        listener, self._listener = self._listener, None
+        accepter, self._accepter = self._accepter, None
+        if accepter is not None:
+            accepter.cancel()
+            await asyncio.gather(accepter, return_exceptions=True)
+        if listener is not None:
+            listener.close()
         for task in list(self._clients):
             task.cancel()
         await asyncio.gather(*self._clients, return_exceptions=True)
-        if server is not None:
-            await server.wait_closed()
         self._set_state(TunnelState.CLOSED, "")
 
     async def __aenter__(self) -> Tunnel:
@@ -202,15 +272,11 @@ class Tunnel:
         return TunnelError(f"cannot open a channel to {self.remote_label}: {exc.reason}")
 
     async def _serve_client(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        task = asyncio.current_task()
-        assert task is not None
-        self._clients.add(task)
         try:
             await self._forward(reader, writer)
         except asyncio.CancelledError:
             pass
         finally:
-            self._clients.discard(task)
             writer.close()
             with contextlib.suppress(Exception):
                 await writer.wait_closed()
@@ -229,7 +295,7 @@ class Tunnel:
         except (GpuwsError, asyncssh.Error, OSError) as exc:
             self._set_state(TunnelState.WAITING, str(exc) or type(exc).__name__)
             return
-        self._set_state(TunnelState.OPEN, "")
+        self._reached_listener()
         self.active_channels += 1
         try:
             await asyncio.gather(self._pump(reader, chan_writer), self._pump(chan_reader, writer))
@@ -252,6 +318,10 @@ class Tunnel:
             # One side went away (browser tab closed, link dropped): just end this connection.
             sink.close()
 
+    def _reached_listener(self) -> None:
+        self._reached = True
+        self._set_state(TunnelState.OPEN, "")
+
     def _set_state(self, state: TunnelState, detail: str) -> None:
         if (state, detail) == (self.state, self.last_error):
             return
@@ -261,3 +331,17 @@ class Tunnel:
                 self._on_state(self, state, detail)
             except Exception:  # a broken listener must not break the tunnel
                 log.exception("tunnel state callback failed")
+
+
+def _listen(port: int) -> socket.socket:
+    """A non-blocking listening socket on 127.0.0.1:`port` (0: any free port)."""
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as asyncio.start_server does on POSIX
+        sock.bind((LOOPBACK, port))
+        sock.listen(128)
+        sock.setblocking(False)
+    except OSError:
+        sock.close()
+        raise
+    return sock

@@ -7,6 +7,9 @@ environment (`GPUWS_SIM_FAULTS=KIND:GPU,KIND:GPU`, read by the in-process demo h
 - throttle: its clocks fall to a third after 5 s of load (sustained GEMM checks warn or fail,
   naming the throttle).
 - slow-link: its PCIe link trained at x4 (`env.pcie` fails, host copies are slow).
+- no-vnc: host-wide (the GPU index does not matter): no VNC server on the host's PATH, so
+  `gpuws desktop` takes its missing-server path.
+- software-gl: host-wide: no (simulated) VirtualGL, so the desktop's OpenGL is the real llvmpipe.
 
 The simulated `nvidia-smi` shows busy and slow-link; the benchmark runner's simulated backend
 reads the same variable for the rest (it is standalone, so it parses it itself).
@@ -37,6 +40,8 @@ class FaultKind(StrEnum):
     BUSY = "busy"
     THROTTLE = "throttle"
     SLOW_LINK = "slow-link"
+    NO_VNC = "no-vnc"  # host-wide
+    SOFTWARE_GL = "software-gl"  # host-wide
 
 
 class FaultSpecError(RefusedInput):
@@ -91,6 +96,11 @@ def format_faults(faults: Iterable[SimFault]) -> str:
 
 def has_fault(faults: Iterable[SimFault], kind: FaultKind, gpu: int) -> bool:
     return SimFault(kind, gpu) in set(faults)
+
+
+def has_host_fault(faults: Iterable[SimFault], kind: FaultKind) -> bool:
+    """A host-wide fault (no-vnc, software-gl) given on any GPU index."""
+    return any(f.kind is kind for f in faults)
 
 
 def active_faults() -> list[SimFault]:

@@ -15,6 +15,8 @@ import json
 import os
 import secrets
 import sys
+import threading
+import time
 import urllib.parse
 from collections.abc import Sequence
 from pathlib import Path
@@ -22,6 +24,9 @@ from pathlib import Path
 from gpuws.core.simulation import SIM_LABEL, SIM_STATE_ENV_VAR
 
 COOKIE = "gpuws-sim-jupyter"
+#: The pid of the demo host that started it: the server ends when that process does.
+HOST_PID_ENV = "GPUWS_SIM_HOST_PID"
+WATCH_INTERVAL_S = 1.0
 
 
 def runtime_dir() -> Path:
@@ -36,6 +41,35 @@ def is_simulated_jupyter(pid: int) -> bool:
         return b"gpuws.sim.jupyter" in Path(f"/proc/{pid}/cmdline").read_bytes()
     except OSError:
         return False
+
+
+def _start_time(pid: int) -> str | None:
+    """The process's start time (from /proc), None when it is gone or a zombie."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    fields = stat[stat.rfind(")") + 2:].split()
+    return None if fields[0] in ("Z", "X") else fields[19]
+
+
+def _die_with_host(entry: Path) -> None:
+    """End this server when the demo host that started it ends (killed, even with SIGKILL):
+    it runs detached (setsid nohup), so nothing else would stop it."""
+    text = os.environ.get(HOST_PID_ENV, "")
+    if not text.isdigit():
+        return
+    host = int(text)
+    born = _start_time(host)
+
+    def watch() -> None:
+        # The same process: alive, and not a later one that reused its number.
+        while born is not None and _start_time(host) == born:
+            time.sleep(WATCH_INTERVAL_S)
+        entry.unlink(missing_ok=True)
+        os._exit(0)
+
+    threading.Thread(target=watch, name="die-with-demo-host", daemon=True).start()
 
 
 def list_servers() -> list[dict[str, object]]:
@@ -98,6 +132,7 @@ def serve(port: int, token: str, root: Path) -> None:
     fd = os.open(entry, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
     with os.fdopen(fd, "w") as handle:
         handle.write(json.dumps(info))
+    _die_with_host(entry)
     try:
         server.serve_forever()
     finally:

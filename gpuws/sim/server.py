@@ -5,6 +5,16 @@ simulated `nvidia-smi` first on PATH, the fake `pynvml` first on PYTHONPATH and 
 set, so the same commands, agent and runner work against it as against a real host. When the
 channel closes or the client disconnects, the whole process group is killed: no orphans.
 
+A session that asks for a terminal (`ssh -t`, `gpuws shell`) gets a real pseudo-terminal as its
+controlling terminal, so tmux and shells behave as on a host. tmux keeps its socket under the
+state directory (TMUX_TMPDIR), never in the machine's own /tmp/tmux-UID. Detached programs a
+command starts (tmux, the desktop's Xvnc) outlive the connection and the demo host, as on a real host.
+
+The desktop parts are real (Xvnc, websockify, glxinfo of this machine); only VirtualGL is simulated:
+a `vglrun` wrapper under which the `glxinfo` wrapper names the first simulated GPU as the renderer
+(labelled SIMULATED). Host-wide faults: `no-vnc` takes the VNC servers off PATH, `software-gl`
+leaves out the simulated VirtualGL so the desktop gets the machine's real llvmpipe.
+
 Also served: SFTP (chrooted to `<state_dir>/files`) and direct-tcpip forwarding, only to loopback.
 It is a simulation and says so in everything it prints.
 """
@@ -13,12 +23,16 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import fcntl
 import json
 import os
+import pty
 import secrets
 import signal
+import struct
 import sys
 import tempfile
+import termios
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
@@ -27,14 +41,18 @@ import asyncssh
 
 from gpuws.core.models import AlertThresholds, AuthMethod, HostProfile
 from gpuws.core.simulation import SIM_ENV_VAR, SIM_STATE_ENV_VAR
-from gpuws.sim.faults import FAULTS_ENV, SimFault, faults_from_env, format_faults
-from gpuws.sim.jupyter import is_simulated_jupyter
+from gpuws.sim.faults import FAULTS_ENV, FaultKind, SimFault, faults_from_env, format_faults, has_host_fault
+from gpuws.sim.jupyter import HOST_PID_ENV, is_simulated_jupyter
 from gpuws.sim.models import DEFAULT_GPU_SPEC, parse_gpu_spec
 from gpuws.sim.state import SIM_HOSTNAME, SimStateStore
 
 HOST = "127.0.0.1"
 DEMO_USER = "demo"
 HOST_KEY_FILE = "ssh_host_ed25519_key"
+# The login password, kept with the host key so a restart on the same --state-dir lets a saved
+# profile (its password in the keyring) reconnect. Mode 0600, like the key; never printed but
+# in the connection JSON line, as before.
+PASSWORD_FILE = "demo_password"  # noqa: S105 (a file name, not a password)
 LOOPBACK_NAMES = frozenset({"127.0.0.1", "localhost", "::1"})
 FAKE_NVML_DIR = Path(__file__).resolve().parent / "fake_nvml"
 PACKAGE_PARENT = Path(__file__).resolve().parents[2]  # the directory holding `gpuws/`
@@ -56,7 +74,7 @@ class DemoHostInfo:
         return json.dumps({**asdict(self), "simulated": True})
 
 
-def _install_bin(bin_dir: Path) -> None:
+def _install_bin(bin_dir: Path, faults: list[SimFault] | None = None) -> None:
     """Wrappers: the `nvidia-smi` emulator, a python that sees the fake NVML, `kill`/`ps` that
     know the simulated processes (gpuws.sim.procs), and a simulated Jupyter (gpuws.sim.jupyter)."""
     bin_dir.mkdir(parents=True, exist_ok=True)
@@ -70,10 +88,64 @@ def _install_bin(bin_dir: Path) -> None:
         "jupyter": f'#!/bin/sh\nexec "{sys.executable}" -m gpuws.sim.jupyter "$@"\n',
         "jupyter-lab": f'#!/bin/sh\nexec "{sys.executable}" -m gpuws.sim.jupyter lab "$@"\n',
     }
+    wrappers["glxinfo"] = _GLXINFO
+    if has_host_fault(faults or [], FaultKind.SOFTWARE_GL):
+        (bin_dir / "vglrun").unlink(missing_ok=True)
+    else:
+        wrappers["vglrun"] = _VGLRUN
     for name, text in wrappers.items():
         path = bin_dir / name
         path.write_text(text)
         path.chmod(0o755)
+
+
+# Simulated VirtualGL: `vglrun [options] CMD` runs CMD with the flag the glxinfo wrapper reads.
+_VGLRUN = """#!/bin/sh
+# SIMULATED VirtualGL (gpuws demo host)
+while [ $# -gt 0 ]; do
+  case "$1" in
+    -d|-c|-q|-np|-fps|-gamma|-trans|-tr|-ms) shift; [ $# -gt 0 ] && shift ;;
+    +*|-*) shift ;;
+    *) break ;;
+  esac
+done
+GPUWS_SIM_VGL=1 exec "$@"
+"""
+_GLXINFO = """#!/bin/sh
+# Under the simulated VirtualGL: the first simulated GPU renders (SIMULATED); else the real glxinfo.
+if [ "$GPUWS_SIM_VGL" = 1 ]; then
+  gpu=$(nvidia-smi --query-gpu=name --format=csv,noheader -i 0)
+  echo "name of display: $DISPLAY"
+  echo "direct rendering: Yes"
+  echo "OpenGL vendor string: NVIDIA Corporation"
+  echo "OpenGL renderer string: $gpu/PCIe/SSE2 (SIMULATED)"
+  echo "OpenGL core profile version string: 4.6.0 NVIDIA 550.54.15 (SIMULATED)"
+  exit 0
+fi
+PATH=${PATH#*:} exec glxinfo "$@"
+"""
+# What the no-vnc fault takes off the host's PATH.
+VNC_PROGRAMS = frozenset({"Xvnc", "Xtigervnc", "vncserver", "tigervncserver", "x0vncserver", "x11vnc"})
+SYSTEM_PATH = ("/usr/local/bin", "/usr/bin", "/bin")
+
+
+def path_without(hidden: frozenset[str], farm: Path) -> Path:
+    """A directory of links to every program of SYSTEM_PATH except `hidden` (first found wins)."""
+    farm.mkdir(parents=True, exist_ok=True)
+    seen: set[str] = set()
+    for folder in SYSTEM_PATH:
+        with contextlib.suppress(OSError), os.scandir(folder) as entries:
+            for entry in entries:
+                if entry.name in seen or entry.name in hidden:
+                    continue
+                seen.add(entry.name)
+                link = farm / entry.name
+                if not link.is_symlink():
+                    with contextlib.suppress(OSError):
+                        link.symlink_to(entry.path)
+    for name in hidden:
+        (farm / name).unlink(missing_ok=True)
+    return farm
 
 
 def _stop_simulated_jupyter(sim_dir: Path) -> None:
@@ -161,10 +233,25 @@ class DemoHost:
         path.chmod(0o600)
         return key
 
+    def _password(self) -> str:
+        path = self.state_dir / PASSWORD_FILE
+        with contextlib.suppress(OSError, UnicodeDecodeError):
+            kept = path.read_text(encoding="ascii").strip()
+            if len(kept) >= 16:  # one we wrote (token_urlsafe(18) is 24 characters)
+                return kept
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        with os.fdopen(fd, "w", encoding="ascii") as handle:
+            handle.write(self.password + "\n")
+        return self.password
+
     def _env(self) -> dict[str, str]:
         bin_dir = self.state_dir / "bin"
+        system = ":".join(SYSTEM_PATH)
+        if has_host_fault(self.faults, FaultKind.NO_VNC):
+            system = str(self.state_dir / "path-no-vnc")
         return {
-            "PATH": f"{bin_dir}:/usr/local/bin:/usr/bin:/bin",
+            "PATH": f"{bin_dir}:{system}",
+            "TMUX_TMPDIR": str(self.state_dir / "tmux"),
             "PYTHONPATH": f"{FAKE_NVML_DIR}{os.pathsep}{PACKAGE_PARENT}",
             SIM_STATE_ENV_VAR: str(self.sim_dir),
             SIM_ENV_VAR: "1",
@@ -172,16 +259,23 @@ class DemoHost:
             "USER": DEMO_USER,
             "LANG": "C.UTF-8",
             FAULTS_ENV: format_faults(self.faults),
+            # What it starts detached (the simulated Jupyter) watches this process and ends with it,
+            # even when it is killed without a chance to clean up.
+            HOST_PID_ENV: str(os.getpid()),
         }
 
     async def start(self) -> DemoHostInfo:
         """Create the state (first time), listen, and return how to connect."""
         self.state_dir.mkdir(parents=True, exist_ok=True)
         self.files_dir.mkdir(exist_ok=True)
-        _install_bin(self.state_dir / "bin")
+        _install_bin(self.state_dir / "bin", self.faults)
+        (self.state_dir / "tmux").mkdir(mode=0o700, exist_ok=True)
+        if has_host_fault(self.faults, FaultKind.NO_VNC):
+            path_without(VNC_PROGRAMS, self.state_dir / "path-no-vnc")
         store = SimStateStore(self.sim_dir, self.gpus)
         store.load()  # creates it for this spec on first use
         key = self._host_key()
+        self.password = self._password()
         self._server = await asyncssh.create_server(
             lambda: _DemoServer(self.password, self.client_keys),
             HOST,
@@ -227,6 +321,9 @@ class DemoHost:
             task.add_done_callback(self._handlers.discard)  # type: ignore[arg-type]
         command = process.command
         argv = ["/bin/sh", "-c", command] if command else ["/bin/sh"]
+        if process.term_type:
+            await self._handle_terminal(process, argv)
+            return
         try:
             proc = await asyncio.create_subprocess_exec(
                 *argv,
@@ -265,6 +362,77 @@ class DemoHost:
             rc = proc.returncode if proc.returncode is not None else 255
             process.exit(rc if rc >= 0 else 128 - rc)
 
+    async def _handle_terminal(self, process: asyncssh.SSHServerProcess[bytes], argv: list[str]) -> None:
+        """A session with a pseudo-terminal (the controlling terminal of its own session)."""
+        master, slave = pty.openpty()
+        _set_size(master, process.term_size)
+        env = {**self._env(), "TERM": process.term_type or "xterm"}
+        try:
+            proc = await asyncio.create_subprocess_exec(
+                *argv, stdin=slave, stdout=slave, stderr=slave, env=env, cwd=str(self.state_dir),
+                start_new_session=True, preexec_fn=_take_terminal,
+            )
+        except OSError as exc:
+            os.close(master)
+            os.close(slave)
+            process.stderr.write(f"gpuws demo host: cannot start command: {exc.strerror}\n".encode())
+            process.exit(127)
+            return
+        os.close(slave)
+        self._groups.add(proc.pid)
+        loop = asyncio.get_running_loop()
+        output_done = loop.create_future()
+
+        def readable() -> None:
+            try:
+                data = os.read(master, 65536)
+            except OSError:  # EIO: every holder of the terminal closed it
+                data = b""
+            if not data:
+                loop.remove_reader(master)
+                if not output_done.done():
+                    output_done.set_result(None)
+                return
+            process.stdout.write(data)
+
+        loop.add_reader(master, readable)
+
+        async def pump_in() -> None:
+            while True:
+                try:
+                    data = await process.stdin.read(65536)
+                except asyncssh.TerminalSizeChanged as exc:
+                    _set_size(master, (exc.width, exc.height, exc.pixwidth, exc.pixheight))
+                    continue
+                except (asyncssh.BreakReceived, asyncssh.SignalReceived):
+                    continue
+                if not data:
+                    return
+                with contextlib.suppress(OSError):
+                    os.write(master, data)
+
+        feeder = asyncio.create_task(pump_in())
+        closed: asyncio.Future[Any] = asyncio.ensure_future(process.wait_closed())
+        try:
+            await asyncio.wait({output_done, closed}, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            loop.remove_reader(master)
+            if proc.returncode is None:
+                _kill_group(proc.pid, signal.SIGHUP if not output_done.done() else signal.SIGKILL)
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(proc.wait(), 2.0)
+                if proc.returncode is None:
+                    _kill_group(proc.pid)
+                    await proc.wait()
+            self._groups.discard(proc.pid)
+            os.close(master)
+            feeder.cancel()
+            closed.cancel()
+            await asyncio.gather(feeder, closed, return_exceptions=True)
+        if not process.is_closing():
+            rc = proc.returncode if proc.returncode is not None else 255
+            process.exit(rc if rc >= 0 else 128 - rc)
+
     async def _pump_in(self, process: asyncssh.SSHServerProcess[bytes], proc: asyncio.subprocess.Process) -> None:
         """Client stdin -> command stdin; client signals -> the command's process group."""
         assert proc.stdin is not None
@@ -288,6 +456,47 @@ class DemoHost:
             proc.stdin.close()
 
 
+def _set_size(fd: int, size: tuple[int, int, int, int] | None) -> None:
+    cols, rows, xpixels, ypixels = size or (80, 24, 0, 0)
+    with contextlib.suppress(OSError):
+        fcntl.ioctl(fd, termios.TIOCSWINSZ, struct.pack("HHHH", rows or 24, cols or 80, xpixels, ypixels))
+
+
+def _take_terminal() -> None:
+    """In the child, after setsid: make its stdin (the pty) the session's controlling terminal."""
+    fcntl.ioctl(0, termios.TIOCSCTTY, 0)
+
+
+def leftover_pids(state_dir: Path) -> list[int]:
+    """Processes of this user that a demo host with `state_dir` started and that outlived it (tmux's
+    server, the desktop's Xvnc...): they carry its GPUWS_SIM_STATE in their environment."""
+    marker = f"{SIM_STATE_ENV_VAR}={Path(state_dir) / 'sim'}".encode()
+    found: list[int] = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit() or int(entry.name) == os.getpid():
+            continue
+        with contextlib.suppress(OSError):
+            if entry.stat().st_uid == os.getuid() and marker in (entry / "environ").read_bytes().split(b"\0"):
+                found.append(int(entry.name))
+    return found
+
+
+def kill_leftovers(state_dir: Path) -> int:
+    """End what `leftover_pids` finds (tests clean up after themselves with it); how many. SIGTERM
+    first, so an X server removes its /tmp/.X*-lock and socket; SIGKILL for what is left after 3 s."""
+    import time
+
+    pids = leftover_pids(state_dir)
+    for sig in (signal.SIGTERM, signal.SIGKILL):
+        for pid in pids:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.kill(pid, sig)
+        deadline = time.monotonic() + 3.0
+        while sig == signal.SIGTERM and time.monotonic() < deadline and set(pids) & set(leftover_pids(state_dir)):
+            time.sleep(0.05)
+    return len(pids)
+
+
 async def _pump_out(source: asyncio.StreamReader | None, sink: Any) -> None:
     assert source is not None
     while data := await source.read(65536):
@@ -304,7 +513,7 @@ async def serve_forever(gpus: str, port: int, state_dir: Path | None, faults: li
           f"{info.user!r}; Ctrl-C stops it.", file=sys.stderr, flush=True)
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
-    for sig in (signal.SIGINT, signal.SIGTERM):
+    for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):  # SIGHUP: its terminal closed
         loop.add_signal_handler(sig, stop.set)
     try:
         await stop.wait()

@@ -37,6 +37,7 @@ from gpuws.ui import theme
 from gpuws.ui.about_dialog import AboutDialog
 from gpuws.ui.bridge import AsyncBridge, ask_on_gui_thread
 from gpuws.ui.demo import DEMO_NAME, RunningDemo, start_demo
+from gpuws.ui.file_problems import FileProblemsBanner
 from gpuws.ui.host_detail import HostDetail
 from gpuws.ui.host_dialog import HostDialog
 from gpuws.ui.hostkey_dialog import HostKeyChoice, HostKeyDialog
@@ -165,6 +166,8 @@ class MainWindow(QMainWindow):
         layout.setContentsMargins(0, 0, 0, 0)
         layout.setSpacing(0)
         layout.addWidget(self._notice_row)
+        self.file_problems = FileProblemsBanner(self)
+        layout.addWidget(self.file_problems)
         layout.addWidget(self.splitter, 1)
         self.setCentralWidget(central)
         self.hide_notice()
@@ -352,16 +355,19 @@ class MainWindow(QMainWindow):
         store = self.store
 
         def load() -> tuple[list[HostProfile], Any]:
+            from gpuws.core.fleet.profiles import FleetStore
+
             profiles = store.load()
-            return profiles, getattr(store, "last_recovery", None)
+            fleets = FleetStore()  # its problems show in the same banner (fleet view: `gpuws fleet list`)
+            fleets.load()
+            return profiles, {store.path: store.state.notices(), fleets.path: fleets.state.notices()}
 
         self.bridge.run_blocking(load, self._on_profiles_loaded, self._on_store_error, owner=self)
 
     def _on_profiles_loaded(self, result: tuple[list[HostProfile], Any]) -> None:
-        profiles, recovery = result
+        profiles, problems = result
         self.profiles = [p for p in profiles if not (self.demo and p.name == DEMO_NAME)]
-        if recovery is not None:
-            self.show_notice(str(getattr(recovery, "message", recovery)), BannerKind.WARNING)
+        self.file_problems.show_problems(problems)
         # Read before syncing: filling the sidebar selects its first row, which is saved too.
         selected = str(self.settings.value("ui/selected", "")) if self._first_load else ""
         self._sync_sessions()

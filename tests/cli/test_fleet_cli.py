@@ -187,3 +187,20 @@ def test_connection_options_are_kept_and_listed(capsys: pytest.CaptureFixture[st
     assert FleetStore().get("mimir").tenant == "team-a"
     code, out, _ = run(capsys, "fleet", "list")
     assert "tenant team-a" in out and "INSECURE" not in out
+
+
+def test_a_hand_edited_fleets_file_keeps_every_fleet_listed(capsys: pytest.CaptureFixture[str]) -> None:
+    # #27: the fleets file gets the same treatment as profiles.toml (never moved aside for one record).
+    path = FleetStore().path
+    path.parent.mkdir(parents=True, exist_ok=True)
+    text = ('schema_version = 1\n[[fleets]]\nname = "ok"\nprometheus = "http://p:9090"\nselecter = "x"\n'
+            '[[fleets]]\nname = "bad"\nprometheus = "http://p:9090"\nauth = "kerberos"\n')
+    path.write_text(text)
+    code, out, err = run(capsys, "fleet", "list", "--json")
+    assert code == 0
+    listed = {f["name"]: f["error"] for f in json.loads(out)}
+    assert listed["ok"] is None and (listed["bad"]["line"], listed["bad"]["key"]) == (9, "auth")
+    assert f"{path}:5: selecter:" in err and "did you mean 'selector'" in err
+    assert path.read_text() == text
+    code, out, err = run(capsys, "fleet", "repair", "--json")
+    assert code == 0 and json.loads(out)["kept"] == ["ok"]

@@ -182,3 +182,32 @@ def test_tunnel_command_runs_until_interrupted(sshd: SshdServer, tmp_path: Path,
         proc.communicate()
         http.kill()
         http.wait()
+
+
+def test_cost_json_names_a_currency_for_every_amount_and_totals_per_currency(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    # Found: with no hosts there was no currency at all; totals summed EUR and USD into one number.
+    code, out, err = run(capsys, "cost", "--json")
+    assert code == 0, err
+    empty = json.loads(out)
+    assert empty["hosts"] == [] and len(empty["totals"]) == 1
+    ((currency, zero),) = empty["totals"].items()
+    assert len(currency) == 3 and zero == {"daily": 0.0, "monthly": 0.0}
+    assert "daily" not in empty and "monthly" not in empty
+    save(name="eu", price_per_hour=2.0, currency="EUR")
+    save(name="us", price_per_hour=3.0, currency="USD")
+    now = time.time()
+    SessionLedger().begin(ProfileStore().get("eu"), now - 1800)
+    SessionLedger().begin(ProfileStore().get("us"), now - 1800)
+    code, out, err = run(capsys, "cost", "--json")
+    assert code == 0, err
+    doc = json.loads(out)
+    hosts = {h["host"]: h for h in doc["hosts"]}
+    assert hosts["eu"]["currency"] == "EUR" and hosts["eu"]["budget"]["currency"] == "EUR"
+    assert set(doc["totals"]) == {"EUR", "USD"}
+    assert doc["totals"]["EUR"]["daily"] == pytest.approx(hosts["eu"]["daily"])
+    assert doc["totals"]["USD"]["monthly"] == pytest.approx(hosts["us"]["monthly"])
+    code, out, _ = run(capsys, "cost")
+    totals = [line for line in out.splitlines() if line.startswith("TOTAL")]
+    assert len(totals) == 2 and "€" in totals[0] + totals[1] and "$" in totals[0] + totals[1]

@@ -17,6 +17,7 @@ from gpuws.core.fleet.profiles import (
     parse_selector,
     validate_url,
 )
+from gpuws.core.recordfile import ReadOnlyFile
 
 
 def test_add_list_get_remove(tmp_path: Path) -> None:
@@ -63,23 +64,32 @@ def test_basic_auth_needs_a_user(tmp_path: Path) -> None:
         FleetStore(tmp_path / "f.toml").add(FleetProfile("a", "http://p:9090", auth=FleetAuth.BASIC))
 
 
-def test_a_damaged_entry_is_set_aside_and_the_rest_kept(tmp_path: Path) -> None:
+def test_a_damaged_entry_is_listed_broken_and_the_rest_kept(tmp_path: Path) -> None:
     path = tmp_path / "fleets.toml"
-    path.write_text('schema_version = 1\n[[fleets]]\nname = "ok"\nprometheus = "http://p:9090"\n'
-                    '[[fleets]]\nname = "bad"\nprometheus = "gopher://x"\n')
+    original = ('schema_version = 1\n[[fleets]]\nname = "ok"\nprometheus = "http://p:9090"\nselectr = "a"\n'
+                '[[fleets]]\nname = "bad"\nprometheus = "gopher://x"\n')
+    path.write_text(original)
     store = FleetStore(path)
     assert [f.name for f in store.load()] == ["ok"]
-    assert store.last_recovery is not None and "fleet #2" in store.last_recovery.message
-    assert store.last_recovery.backup_path.read_text().count("[[fleets]]") == 2
-    assert [f.name for f in FleetStore(path).load()] == ["ok"]
+    assert [(b.name, b.problem.line, b.problem.key) for b in store.state.broken] == [("bad", 8, "prometheus")]
+    (warning,) = store.state.warnings
+    assert (warning.line, warning.key) == (5, "selectr") and "did you mean 'selector'" in warning.message
+    assert path.read_text() == original  # never moved aside
+    store.add(FleetProfile("new", "http://q:9090"))
+    text = path.read_text()
+    assert 'selectr = "a"' in text and 'prometheus = "gopher://x"' in text  # the user's keys survive the write
+    assert [f.name for f in FleetStore(path).load()] == ["new", "ok"]
 
 
-def test_a_file_that_is_not_toml_starts_empty(tmp_path: Path) -> None:
+def test_a_file_that_is_not_toml_is_read_only_and_left_in_place(tmp_path: Path) -> None:
     path = tmp_path / "fleets.toml"
     path.write_text("this is [not toml")
     store = FleetStore(path)
     assert store.load() == []
-    assert store.last_recovery is not None and not path.exists()
+    assert store.state.read_only is not None and store.state.read_only.line == 1
+    with pytest.raises(ReadOnlyFile):
+        store.add(FleetProfile("fresh", "http://p:9090"))
+    assert path.read_text() == "this is [not toml"
 
 
 # Found: the fleet store had its own copy of the profile store's file handling, without the
@@ -88,31 +98,32 @@ def test_a_file_that_is_not_toml_starts_empty(tmp_path: Path) -> None:
 
 
 @pytest.mark.timeout(20)
-def test_a_fleet_file_symlinked_to_dev_zero_is_moved_aside_unread(tmp_path: Path) -> None:
+def test_a_fleet_file_symlinked_to_dev_zero_is_refused_unread(tmp_path: Path) -> None:
     path = tmp_path / "fleets.toml"
     path.symlink_to("/dev/zero")
     store = FleetStore(path)
     assert store.load() == []
-    notice = store.last_recovery
-    assert notice is not None and "not a regular file" in notice.message
-    assert notice.backup_path.is_symlink()
+    assert store.state.read_only is not None and "not a regular file" in store.state.read_only.message
+    assert path.is_symlink()
 
 
-def test_a_deeply_nested_fleet_file_is_moved_aside_not_a_traceback(tmp_path: Path) -> None:
+def test_a_deeply_nested_fleet_file_is_read_only_not_a_traceback(tmp_path: Path) -> None:
     path = tmp_path / "fleets.toml"
     content = b"schema_version = 1\nx = " + b"[" * 100_000 + b"]" * 100_000 + b"\n"
     path.write_bytes(content)
     store = FleetStore(path)
     assert store.load() == []
-    assert store.last_recovery is not None and "nested too deeply" in store.last_recovery.message
-    assert store.last_recovery.backup_path.read_bytes() == content
+    assert store.state.read_only is not None and "nested too deeply" in store.state.read_only.message
+    assert path.read_bytes() == content
+    notice = store.repair()
+    assert notice is not None and notice.backup_path.read_bytes() == content
     store.add(FleetProfile("fresh", "http://p:9090"))
     assert [f.name for f in FleetStore(path).load()] == ["fresh"]
 
 
-def test_an_oversized_fleet_file_is_moved_aside(tmp_path: Path) -> None:
+def test_an_oversized_fleet_file_is_refused(tmp_path: Path) -> None:
     path = tmp_path / "fleets.toml"
     path.write_bytes(b"# " + b"x" * (9 * 1024 * 1024) + b"\nschema_version = 1\n")
     store = FleetStore(path)
     assert store.load() == []
-    assert store.last_recovery is not None and "allowed" in store.last_recovery.message
+    assert store.state.read_only is not None and "allowed" in store.state.read_only.message

@@ -11,6 +11,7 @@ import pytest
 from gpuws.core.files import LocalFileRefused, read_regular_file
 from gpuws.core.models import HostProfile
 from gpuws.core.profiles import ProfileStore
+from gpuws.core.recordfile import ReadOnlyFile
 from gpuws.core.sshconfig import import_ssh_config
 from gpuws.remote.hostkeys import KnownHosts
 
@@ -38,36 +39,41 @@ def test_special_files_are_refused_without_reading(tmp_path: Path, kind: str) ->
         read_regular_file(path, 1024)
 
 
-def test_deeply_nested_profiles_file_is_moved_aside_not_a_traceback() -> None:
+def test_deeply_nested_profiles_file_is_read_only_not_a_traceback() -> None:
     store = ProfileStore()
     store.path.parent.mkdir(parents=True, exist_ok=True)
     content = b"schema_version = 1\nx = " + b"[" * 100_000 + b"]" * 100_000 + b"\n"
     store.path.write_bytes(content)
     assert store.load() == []
-    notice = store.last_recovery
-    assert notice is not None and "nested too deeply" in notice.message
-    assert notice.backup_path.read_bytes() == content
+    problem = store.state.read_only
+    assert problem is not None and "nested too deeply" in problem.message
+    assert store.path.read_bytes() == content  # left for the user to fix
+    with pytest.raises(ReadOnlyFile):
+        store.add(HostProfile(name="fresh", host="h.example"))
+    assert store.repair() is not None
     store.add(HostProfile(name="fresh", host="h.example"))
     assert [p.name for p in ProfileStore().load()] == ["fresh"]
 
 
 @pytest.mark.timeout(20)
-def test_profiles_symlinked_to_dev_zero_is_moved_aside_unread() -> None:
+def test_profiles_symlinked_to_dev_zero_is_refused_unread() -> None:
     store = ProfileStore()
     store.path.parent.mkdir(parents=True, exist_ok=True)
     store.path.symlink_to("/dev/zero")
     assert store.load() == []
-    notice = store.last_recovery
-    assert notice is not None and "not a regular file" in notice.message
-    assert notice.backup_path.is_symlink()  # the link itself was moved aside
+    problem = store.state.read_only
+    assert problem is not None and "not a regular file" in problem.message
+    assert store.path.is_symlink()  # left as it is
+    with pytest.raises(ReadOnlyFile):
+        store.add(HostProfile(name="fresh", host="h.example"))
 
 
-def test_oversized_profiles_file_is_moved_aside() -> None:
+def test_oversized_profiles_file_is_refused() -> None:
     store = ProfileStore()
     store.path.parent.mkdir(parents=True, exist_ok=True)
     store.path.write_bytes(b"# " + b"x" * (9 * 1024 * 1024) + b"\nschema_version = 1\n")
     assert store.load() == []
-    assert store.last_recovery is not None and "allowed" in store.last_recovery.message
+    assert store.state.read_only is not None and "allowed" in store.state.read_only.message
 
 
 @pytest.mark.timeout(20)

@@ -1,7 +1,8 @@
-"""The profile store: round trips, atomic writes, corrupt-file recovery and concurrent writers."""
+"""The profile store: round trips, atomic writes, damaged files kept read-only, repair and concurrent writers."""
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import stat
 import subprocess
@@ -12,9 +13,10 @@ from pathlib import Path
 import pytest
 
 from gpuws.core import paths
-from gpuws.core.errors import ValidationError
+from gpuws.core.errors import RefusedInput, ValidationError
 from gpuws.core.models import AlertThresholds, AuthMethod, HostProfile, ProviderInfo
 from gpuws.core.profiles import ProfileExists, ProfileNotFound, ProfileStore
+from gpuws.core.recordfile import ReadOnlyFile
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -53,7 +55,7 @@ def test_every_field_round_trips_through_toml(tmp_path: Path) -> None:
     doc = tomllib.loads(store.path.read_text())
     assert doc["schema_version"] == 1
     assert doc["hosts"][0]["provider"]["kind"] == "aws"
-    assert store.last_recovery is None
+    assert store.state.notices() == []
 
 
 def test_load_is_sorted_and_empty_without_a_file() -> None:
@@ -143,29 +145,32 @@ def backups(store: ProfileStore) -> list[Path]:
     ("content", "expected"),
     [
         (b"schema_version = 1\n[[hosts]\nname = 'x'", "not valid TOML"),
-        (b"\xff\xfe garbage", "not valid TOML"),
-        (b"schema_version = 99\n", "newer than this gpuws understands"),
-        (b"schema_version = 'one'\n", "no integer schema_version"),
-        (b"schema_version = 1\nhosts = 'nope'\n", "not a list"),
+        (b"\xff\xfe garbage", "not UTF-8"),
+        (b"schema_version = 99\n", "from a newer gpuws"),
+        (b"schema_version = 'one'\n", "must be a whole number"),
+        (b"schema_version = 1\nhosts = 'nope'\n", "must be a list"),
     ],
 )
-def test_an_unreadable_file_is_moved_aside_and_the_store_starts_empty(content: bytes, expected: str) -> None:
+def test_an_unreadable_file_is_left_in_place_and_read_only(content: bytes, expected: str) -> None:
     store = ProfileStore()
+    store.path.parent.mkdir(parents=True, exist_ok=True)
     store.path.write_bytes(content)
     assert store.load() == []
-    notice = store.last_recovery
-    assert notice is not None
-    assert expected in notice.message
-    assert str(notice.backup_path) in notice.message
+    problem = store.state.read_only
+    assert problem is not None and expected in problem.message
+    with pytest.raises(ReadOnlyFile, match="read-only until the file is fixed"):
+        store.add(HostProfile(name="fresh", host="h.example"))
+    assert store.path.read_bytes() == content  # never moved aside, never rewritten
+    assert backups(store) == []
+    # Only on request: `repair` moves it aside (the original bytes kept) and the store works again.
+    notice = store.repair()
+    assert notice is not None and notice.backup_path.read_bytes() == content
     assert notice.backup_path.name.startswith("profiles.toml.corrupt-")
-    assert notice.backup_path.read_bytes() == content  # the original bytes, untouched
-    assert not store.path.exists()
-    # The store works normally afterwards.
     store.add(HostProfile(name="fresh", host="h.example"))
     assert [p.name for p in ProfileStore().load()] == ["fresh"]
 
 
-def test_bad_entries_are_dropped_and_the_valid_ones_kept() -> None:
+def test_bad_entries_are_listed_broken_and_the_file_left_as_it_is() -> None:
     store = ProfileStore()
     original = b"""schema_version = 1
 [[hosts]]
@@ -194,43 +199,29 @@ name = "also-good"
 host = "10.0.0.1"
 jump = "good"
 """
+    store.path.parent.mkdir(parents=True, exist_ok=True)
     store.path.write_bytes(original)
-    assert [p.name for p in store.load()] == ["also-good", "good"]
-    notice = store.last_recovery
-    assert notice is not None
-    for expected in (
-        "host #2 ('badport'): port: must be of type int",
-        "host #3 ('evil'): host:",
-        "host #4 ('typo'): prot: is not a known profile field",
-        "host #5 ('GOOD'): duplicate name",
-        "host #6 ('needs-evil'): jump: no host profile named 'evil'",
-        "kept the 2 valid profile(s)",
-    ):
-        assert expected in notice.message
-    assert notice.backup_path.read_bytes() == original
-    # The cleaned file is written back, so the next start is quiet.
-    again = ProfileStore()
-    assert [p.name for p in again.load()] == ["also-good", "good"]
-    assert again.last_recovery is None
-    assert len(backups(store)) == 1
-
-
-def test_a_mutation_on_a_corrupt_file_recovers_first() -> None:
-    store = ProfileStore()
-    store.path.write_text("not toml at all [")
-    store.add(HostProfile(name="new", host="h.example"))
-    assert store.last_recovery is not None
-    assert [p.name for p in store.load()] == ["new"]
+    assert [p.name for p in store.load()] == ["also-good", "good", "typo"]
+    broken = {b.name: (b.problem.line, b.problem.key) for b in store.state.broken}
+    assert broken == {"badport": (8, "port"), "evil": (11, "host"), "GOOD": (17, "name"),
+                      "needs-evil": (22, "jump")}
+    assert [(w.line, w.key) for w in store.state.warnings] == [(15, "prot")]
+    assert "did you mean 'port'" in store.state.warnings[0].message
+    assert store.path.read_bytes() == original
+    assert backups(store) == []
+    with pytest.raises(RefusedInput, match=r"profiles.toml:8: port:"):
+        store.get("badport")
 
 
 def test_backups_never_overwrite_each_other() -> None:
     store = ProfileStore()
+    store.path.parent.mkdir(parents=True, exist_ok=True)
     seen = set()
     for attempt in range(3):
         store.path.write_text(f"broken {attempt} [")
-        store.load()
-        assert store.last_recovery is not None
-        seen.add(store.last_recovery.backup_path)
+        notice = store.repair()
+        assert notice is not None
+        seen.add(notice.backup_path)
     assert len(seen) == 3
     assert sorted(p.read_text() for p in backups(store)) == [f"broken {i} [" for i in range(3)]
     assert any(p.name.endswith("-1") for p in seen)
@@ -257,3 +248,30 @@ def test_two_processes_saving_at_once_lose_nothing() -> None:
         assert proc.returncode == 0, err.decode()
     names = {p.name for p in ProfileStore().load()}
     assert names == {f"{who}-{i}" for who in ("first", "second") for i in range(20)}
+
+
+def test_a_save_changes_only_what_changed_and_keeps_the_users_text() -> None:
+    store = ProfileStore()
+    store.path.parent.mkdir(parents=True, exist_ok=True)
+    original = ('schema_version = 1\n# my rigs\n[[hosts]]\nname = "a"  # the big one\nhost = "h"\n'
+                'provider = { kind = "aws", zone_hint = "x" }\nlater = 1\n')
+    store.path.write_text(original)
+    profile = store.get("a")
+    store.update(dataclasses.replace(profile, price_per_hour=2.5,
+                                     alerts=dataclasses.replace(profile.alerts, temp_c=70.0)))
+    text = store.path.read_text()
+    assert text.startswith('schema_version = 1\n# my rigs\n[[hosts]]\nname = "a"  # the big one\nhost = "h"\n')
+    assert 'zone_hint = "x"' in text and "later = 1" in text and "price_per_hour = 2.5" in text
+    assert tomllib.loads(text)["hosts"][0]["alerts"] == {"temp_c": 70.0}  # not every default written out
+    assert store.get("a").price_per_hour == 2.5
+
+
+def test_a_string_left_open_keeps_the_records_before_it() -> None:
+    store = ProfileStore()
+    store.path.parent.mkdir(parents=True, exist_ok=True)
+    text = ('schema_version = 1\n[[hosts]]\nname = "a"\nhost = "h"\n[[hosts]]\nname = "b"\nhost = "h"\n'
+            'notes = """never closed\n[[hosts]]\nname = "c"\nhost = "x"\n')
+    store.path.write_text(text)
+    assert [p.name for p in store.load()] == ["a"]
+    assert store.state.read_only is not None and "not valid TOML" in store.state.read_only.message
+    assert store.path.read_text() == text

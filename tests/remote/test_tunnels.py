@@ -59,8 +59,10 @@ async def test_http_through_the_tunnel(sshd: SshdServer, isolated_home: Path, ht
     async with HostConnection(key_profile(sshd)) as conn:
         tunnel = Tunnel(conn, TunnelSpec(remote_port=http_server, local_port=free_port()))
         async with tunnel:
-            assert tunnel.state is TunnelState.OPEN
+            # Listening, but "open" only once a connection reached the service on the host.
+            assert tunnel.state is TunnelState.LISTENING
             await tunnel.probe()
+            assert tunnel.state is TunnelState.OPEN
             assert await asyncio.to_thread(fetch, tunnel.local_port or 0) == "hello through the tunnel\n"
             assert tunnel.url == f"http://127.0.0.1:{tunnel.local_port}/"
             assert tunnel.last_activity is not None

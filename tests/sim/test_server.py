@@ -3,8 +3,13 @@
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import json
 import os
+import signal
+import subprocess
+import sys
+import time
 from pathlib import Path
 
 import asyncssh
@@ -116,3 +121,76 @@ def test_host_key_survives_restart(tmp_path: Path) -> None:
 
     a, b = asyncio.run(scenario())
     assert a == b
+
+
+def test_password_survives_restart_with_the_state_dir(tmp_path: Path) -> None:
+    # Found: a restart on the same --state-dir kept the host key but made a new password, so a
+    # saved profile could never reconnect.
+    async def scenario() -> None:
+        host, first = await _started(tmp_path)
+        await host.stop()
+        host, second = await _started(tmp_path)
+        try:
+            assert second.password == first.password
+            assert second.host_key_fingerprint == first.host_key_fingerprint
+            saved = dataclasses.replace(first, port=second.port, known_hosts_line=second.known_hosts_line)
+            async with await _connect(saved) as conn:  # what the saved profile knows: its password
+                assert (await conn.run("echo ok", check=True)).stdout.strip() == "ok"
+        finally:
+            await host.stop()
+        assert oct((tmp_path / "demo" / "demo_password").stat().st_mode & 0o777) == "0o600"
+
+    asyncio.run(asyncio.wait_for(scenario(), 60))
+
+
+def test_the_simulated_jupyter_dies_with_a_killed_demo_host(tmp_path: Path) -> None:
+    # Found: the simulated Jupyter the demo host started outlived it.
+    from tests.support.sshd import free_port
+
+    state = tmp_path / "state"
+    repo = Path(__file__).resolve().parents[2]
+    demo = subprocess.Popen([sys.executable, "-m", "gpuws", "demo-host", "--state-dir", str(state)],
+                            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
+                            env={**os.environ, "PYTHONPATH": str(repo)})
+    jupyter_pid = 0
+    try:
+        info = DemoHostInfo(**{k: v for k, v in json.loads(demo.stdout.readline()).items() if k != "simulated"})
+        port = free_port()
+
+        async def start_jupyter() -> None:
+            async with await _connect(info) as conn:
+                await conn.run(f"JUPYTER_TOKEN=t setsid nohup jupyter lab --port={port} >/dev/null 2>&1 "
+                               "</dev/null &", check=True)
+
+        asyncio.run(asyncio.wait_for(start_jupyter(), 30))
+        runtime = state / "sim" / "jupyter-runtime"
+        for _ in range(300):
+            entries = list(runtime.glob("*.json")) if runtime.exists() else []
+            if entries:
+                jupyter_pid = int(json.loads(entries[0].read_text())["pid"])
+                break
+            time.sleep(0.1)
+        assert jupyter_pid and _running(jupyter_pid)
+        demo.kill()  # SIGKILL: no chance to clean up
+        demo.wait()
+        for _ in range(300):
+            if not _running(jupyter_pid):
+                break
+            time.sleep(0.1)
+        assert not _running(jupyter_pid), "the simulated Jupyter outlived its demo host"
+    finally:
+        demo.kill()
+        demo.wait()
+        assert demo.stdout is not None
+        demo.stdout.close()
+        if jupyter_pid and _running(jupyter_pid):
+            os.kill(jupyter_pid, signal.SIGKILL)
+
+
+def _running(pid: int) -> bool:
+    """Alive and not a zombie (a detached process may wait to be reaped by a busy init)."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return False
+    return stat[stat.rfind(")") + 2:].split()[0] not in ("Z", "X")

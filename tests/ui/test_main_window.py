@@ -101,12 +101,14 @@ def test_remove_asks_first(make_window: Any, qtbot: Any) -> None:
     assert window.stack.currentWidget() is window.empty
 
 
-def test_corrupt_profile_file_is_reported(make_window: Any) -> None:
+def test_corrupt_profile_file_is_reported_and_left_in_place(make_window: Any) -> None:
     store = ProfileStore()
     store.path.write_text("this is [[[ not toml")
     window = make_window()
-    assert window.notice.isVisibleTo(window)
-    assert "backup" in window.notice.text().lower() or "moved" in window.notice.text().lower()
+    assert window.file_problems.isVisibleTo(window)
+    assert f"{store.path}:1:" in window.file_problems.banner.text()
+    assert "read-only" in window.file_problems.banner.text()
+    assert store.path.read_text() == "this is [[[ not toml"
 
 
 def test_quit_closes_every_window_and_ends_the_process(make_window: Any, qtbot: Any) -> None:

@@ -23,8 +23,9 @@ def register(sub: argparse._SubParsersAction[Any]) -> None:
     parser.add_argument("--state-dir", type=Path, default=None, metavar="DIR",
                         help="where the simulated host keeps its state (default: a new temp dir)")
     parser.add_argument("--fault", action="append", default=[], metavar="KIND:GPU",
-                        help="a benchmark fault the host plays, repeatable: bench-nan, copy-corrupt, busy, "
-                             "throttle or slow-link on GPU index GPU (e.g. --fault bench-nan:0)")
+                        help="a fault the host plays, repeatable: bench-nan, copy-corrupt, busy, "
+                             "throttle or slow-link on GPU index GPU (e.g. --fault bench-nan:0); no-vnc or "
+                             "software-gl for the whole host (any GPU index, e.g. --fault no-vnc:0)")
     parser.set_defaults(handler=run_demo_host)
 
 

@@ -57,6 +57,10 @@ def register(sub: argparse._SubParsersAction[Any]) -> None:
     rm.add_argument("name")
     rm.set_defaults(handler=cmd_remove)
 
+    repair = actions.add_parser("repair", parents=common, help="move a damaged fleets file aside, keeping its "
+                                "valid fleets (gpuws never does it unasked)")
+    repair.set_defaults(handler=cmd_repair)
+
     snap = actions.add_parser("snapshot", parents=common, help="every GPU of the fleet now", epilog=_EPILOG)
     snap.add_argument("name")
     snap.add_argument("--accept-new", action="store_true", help="trust the --via host's key if none is recorded yet")
@@ -156,7 +160,9 @@ def cmd_list(args: argparse.Namespace) -> int:
     fleets = store.load()
     _recovery_note(store)
     if args.json:
-        print_json([f.to_dict() for f in fleets])
+        # A broken fleet (a hand edit with a wrong value) stays listed, with where and why.
+        print_json([{**f.to_dict(), "error": None} for f in fleets]
+                   + [{"name": b.name, "error": b.problem.to_dict()} for b in store.state.broken])
         return 0
     if not fleets:
         print("No fleets. Add one with `gpuws fleet add NAME --prometheus URL`.")
@@ -183,9 +189,17 @@ def cmd_remove(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_repair(args: argparse.Namespace) -> int:
+    from gpuws.cli.commands.hosts import run_repair
+    from gpuws.core.fleet.profiles import FleetStore
+
+    return run_repair(FleetStore(), as_json=args.json)
+
+
 def _recovery_note(store: Any) -> None:
-    if store.last_recovery is not None:
-        print(f"gpuws: warning: {store.last_recovery.message}", file=sys.stderr, flush=True)
+    # The fleets file's warnings, broken fleets and read-only reason (file:line: key: message).
+    for line in store.state.notices():
+        print(f"gpuws: warning: {line}", file=sys.stderr, flush=True)
 
 
 def cmd_snapshot(args: argparse.Namespace) -> int:

@@ -1,8 +1,10 @@
-"""`gpuws hosts ...`: add, list, show and remove host profiles; import them from ~/.ssh/config."""
+"""`gpuws hosts ...`: add, edit, list, show and remove host profiles; import them from ~/.ssh/config;
+repair a damaged profiles file (only when asked)."""
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import functools
 import os
 import sys
@@ -11,11 +13,18 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from gpuws.cli.output import print_json
+from gpuws.cli.output import fail, print_json
+from gpuws.core.errors import ValidationError
 from gpuws.core.models import AuthMethod, HostProfile, ProviderInfo, SecretKind
 from gpuws.core.profiles import ProfileStore, profile_to_dict
+from gpuws.core.recordfile import NamedRecordStore
 from gpuws.core.terminal import printable
-from gpuws.core.validation import validate_port, validate_price
+from gpuws.core.validation import (
+    validate_currency,
+    validate_port,
+    validate_price,
+    validate_slice_profile,
+)
 
 Handler = Callable[[argparse.Namespace], int]
 
@@ -32,14 +41,18 @@ def guarded(handler: Handler) -> Handler:
 
 
 @contextmanager
-def profile_store() -> Iterator[ProfileStore]:
-    """The user's profile store; tells the user on stderr if a damaged file was moved aside."""
+def profile_store(*, broken_too: bool = True) -> Iterator[ProfileStore]:
+    """The user's profile store; afterwards tells the user on stderr what is wrong in the file
+    (file:line: key: message), every time, until they fix it. `broken_too=False`: the caller
+    shows the broken profiles itself (`hosts list`)."""
     store = ProfileStore()
     try:
         yield store
     finally:
-        if store.last_recovery is not None:
-            print(f"gpuws: warning: {store.last_recovery.message}", file=sys.stderr, flush=True)
+        state = store.state
+        lines = state.notices() if broken_too else dataclasses.replace(state, broken=[]).notices()
+        for line in lines:
+            print(f"gpuws: warning: {printable(line)}", file=sys.stderr, flush=True)
 
 
 def json_flag() -> argparse.ArgumentParser:
@@ -57,20 +70,25 @@ def register(sub: argparse._SubParsersAction[Any]) -> None:
 
     add = actions.add_parser("add", parents=common, help="add a host profile")
     add.add_argument("name", help="profile name (letters, digits, '.', '_', '-')")
-    add.add_argument("--host", required=True, help="DNS name, IPv4 or IPv6 address")
-    # Numbers are parsed by the validators, so a bad value gets the same one-line error as the rest.
-    add.add_argument("--port", default="22", help="SSH port (default 22)")
-    add.add_argument("--user", help="login name (default: ssh's default)")
-    add.add_argument("--key", metavar="PATH", help="private key file (implies --auth key)")
-    add.add_argument("--jump", metavar="NAME", help="another profile to use as jump host")
-    add.add_argument("--price-per-hour", metavar="X", help="what the host costs per hour")
-    add.add_argument("--auth", choices=[m.value for m in AuthMethod], help="how to log in (default: agent)")
-    add.add_argument("--tag", action="append", default=[], metavar="T", help="a tag (repeatable)")
-    add.add_argument("--provider", metavar="KIND", help="aws, gcp, alibaba, tencent or custom")
-    add.add_argument("--instance-id", metavar="ID", help="the provider's instance id")
-    add.add_argument("--region", metavar="R", help="the provider's region or zone")
-    add.add_argument("--notes", default="", help="free text")
+    _profile_options(add, editing=False)
     add.set_defaults(handler=guarded(cmd_add))
+
+    edit = actions.add_parser(
+        "edit", parents=common, help="change settings of a host profile",
+        description="Change the settings given, keep the rest (and anything else in the file, comments too). "
+                    "An empty value ('') clears an optional setting. --editor opens the profile's table in "
+                    "$VISUAL/$EDITOR instead, checks it on save and reopens it with the error until it is "
+                    "valid or left unchanged.")
+    edit.add_argument("name", help="the profile to change")
+    _profile_options(edit, editing=True)
+    edit.add_argument("--editor", action="store_true", help="edit the profile's TOML table in $VISUAL/$EDITOR")
+    edit.set_defaults(handler=guarded(cmd_edit))
+
+    repair = actions.add_parser(
+        "repair", parents=common, help="move a damaged profiles file aside and keep its valid profiles",
+        description="Only on request: moves profiles.toml to profiles.toml.corrupt-STAMP (unchanged) and writes "
+                    "back the profiles that are valid. Without it gpuws never moves or rewrites a damaged file.")
+    repair.set_defaults(handler=guarded(cmd_repair))
 
     listing = actions.add_parser("list", parents=common, help="list host profiles")
     listing.set_defaults(handler=guarded(cmd_list))
@@ -98,6 +116,55 @@ def _key_path(raw: str | None) -> str | None:
     return os.path.abspath(raw)
 
 
+def _profile_options(parser: argparse.ArgumentParser, *, editing: bool) -> None:
+    """Every setting of a profile as an option; the same for `hosts add` and `hosts edit` (where
+    nothing is required and an option not given leaves the setting as it is)."""
+    # Numbers are parsed by the validators, so a bad value gets the same one-line error as the rest.
+    parser.add_argument("--host", required=not editing, help="DNS name, IPv4 or IPv6 address")
+    parser.add_argument("--port", default=None if editing else "22", help="SSH port (default 22)")
+    parser.add_argument("--user", help="login name (default: ssh's default)")
+    parser.add_argument("--key", metavar="PATH", help="private key file (implies --auth key)")
+    parser.add_argument("--jump", metavar="NAME", help="another profile to use as jump host")
+    parser.add_argument("--price-per-hour", metavar="X", help="what the host costs per hour")
+    parser.add_argument("--auth", choices=[m.value for m in AuthMethod], help="how to log in (default: agent)")
+    parser.add_argument("--tag", action="append", default=None if editing else [], metavar="T",
+                        help="a tag (repeatable" + ("; replaces the tags)" if editing else ")"))
+    parser.add_argument("--provider", metavar="KIND", help="aws, gcp, alibaba, tencent or custom")
+    parser.add_argument("--instance-id", metavar="ID", help="the provider's instance id")
+    parser.add_argument("--region", metavar="R", help="the provider's region or zone")
+    parser.add_argument("--notes", default=None if editing else "", help="free text")
+    parser.add_argument("--currency", metavar="CODE", help="ISO 4217 code of its prices, e.g. EUR "
+                        "(default: the locale's)")
+    parser.add_argument("--budget-daily", metavar="X", help="daily spending limit (warning at 80 %%)")
+    parser.add_argument("--budget-monthly", metavar="X", help="monthly spending limit (warning at 80 %%)")
+    parser.add_argument("--budget-stop", action=argparse.BooleanOptionalAction, default=None,
+                        help="stop the instance when a budget is used up")
+    parser.add_argument("--slice-price", action="append", default=[], metavar="PROFILE=PRICE",
+                        help="price per hour of one slice, e.g. 1g.10gb=0.50 or full=3.20 (repeatable; "
+                             "an empty PRICE removes it)")
+
+
+def _slice_prices(given: list[str], current: dict[str, float]) -> dict[str, float]:
+    """`current` with each PROFILE=PRICE of `--slice-price` set (an empty PRICE removes it)."""
+    prices = dict(current)
+    for item in given:
+        profile, sep, price = item.partition("=")
+        field = f"slice_prices.{profile}"
+        if not sep or not profile:
+            raise ValidationError("slice-price", f"{printable(item)!r} is not PROFILE=PRICE, e.g. 1g.10gb=0.50")
+        validate_slice_profile(profile, field)
+        if price == "":
+            prices.pop(profile, None)
+        else:
+            prices[profile] = validate_price(price, field) or 0.0
+    return prices
+
+
+def _cleared(value: str | None) -> str | None:
+    """An option's text; '' (clear the setting) becomes None."""
+    return value if value else None
+
+
 def cmd_add(args: argparse.Namespace) -> int:
     key_path = _key_path(args.key)
     auth = AuthMethod(args.auth) if args.auth else (AuthMethod.KEY if key_path else AuthMethod.AGENT)
@@ -111,8 +178,13 @@ def cmd_add(args: argparse.Namespace) -> int:
         jump=args.jump,
         provider=ProviderInfo(kind=args.provider, instance_id=args.instance_id, region=args.region),
         price_per_hour=validate_price(args.price_per_hour),
+        slice_prices=_slice_prices(args.slice_price, {}),
         tags=list(args.tag),
         notes=args.notes,
+        budget=validate_price(args.budget_monthly, "budget_monthly"),
+        budget_daily=validate_price(args.budget_daily, "budget_daily"),
+        budget_stop=bool(args.budget_stop),
+        currency=validate_currency(args.currency),
     )
     with profile_store() as store:
         stored = store.add(profile)
@@ -125,13 +197,113 @@ def cmd_add(args: argparse.Namespace) -> int:
     return 0
 
 
-def cmd_list(args: argparse.Namespace) -> int:
+# Options of `hosts edit` that change the profile (all but the name, --json and --editor).
+_SETTINGS = ("host", "port", "user", "key", "jump", "price_per_hour", "auth", "tag", "provider", "instance_id",
+             "region", "notes", "currency", "budget_daily", "budget_monthly", "budget_stop")
+
+
+def cmd_edit(args: argparse.Namespace) -> int:
+    given = [name for name in _SETTINGS if getattr(args, name) is not None] + (["slice_price"] if args.slice_price
+                                                                                else [])
+    if args.editor:
+        if given:
+            return fail("--editor edits the whole profile; give no other settings with it", 2)
+        from gpuws.cli.editing import edit_in_editor
+
+        with profile_store() as store:
+            return edit_in_editor(store, args.name)
+    if not given:
+        return fail("give at least one setting to change (see `gpuws hosts edit --help`), or --editor", 2)
     with profile_store() as store:
-        profiles = store.load()
+        old = store.get(args.name)  # a broken profile: exit 2 naming file:line: key
+        changed = _edited(old, args)
+        stored = store.update(changed)
     if args.json:
-        print_json({"hosts": [profile_to_dict(p) for p in profiles]})
+        print_json(profile_to_dict(stored))
+    else:
+        print(f"Changed host {stored.name!r}: {', '.join(_changed_fields(old, stored)) or 'nothing'}.")
+    return 0
+
+
+def _edited(old: HostProfile, args: argparse.Namespace) -> HostProfile:
+    """`old` with the settings given on the command line ('' clears an optional one)."""
+    changes: dict[str, Any] = {}
+    if args.host is not None:
+        changes["host"] = args.host
+    if args.port is not None:
+        changes["port"] = validate_port(args.port)
+    if args.user is not None:
+        changes["user"] = _cleared(args.user)
+    if args.key is not None:
+        changes["key_path"] = _key_path(_cleared(args.key))
+        if changes["key_path"] and args.auth is None:
+            changes["auth"] = AuthMethod.KEY
+    if args.auth is not None:
+        changes["auth"] = AuthMethod(args.auth)
+    if args.jump is not None:
+        changes["jump"] = _cleared(args.jump)
+    if args.price_per_hour is not None:
+        changes["price_per_hour"] = validate_price(_cleared(args.price_per_hour))
+    if args.tag is not None:
+        changes["tags"] = [t for t in args.tag if t]
+    if args.notes is not None:
+        changes["notes"] = args.notes
+    if args.currency is not None:
+        changes["currency"] = validate_currency(args.currency)
+    if args.budget_daily is not None:
+        changes["budget_daily"] = validate_price(_cleared(args.budget_daily), "budget_daily")
+    if args.budget_monthly is not None:
+        changes["budget"] = validate_price(_cleared(args.budget_monthly), "budget_monthly")
+    if args.budget_stop is not None:
+        changes["budget_stop"] = args.budget_stop
+    if args.slice_price:
+        changes["slice_prices"] = _slice_prices(args.slice_price, old.slice_prices)
+    if args.provider is not None or args.instance_id is not None or args.region is not None:
+        changes["provider"] = dataclasses.replace(
+            old.provider,
+            kind=old.provider.kind if args.provider is None else _cleared(args.provider),
+            instance_id=old.provider.instance_id if args.instance_id is None else _cleared(args.instance_id),
+            region=old.provider.region if args.region is None else _cleared(args.region),
+        )
+    return dataclasses.replace(old, **changes)
+
+
+def _changed_fields(old: HostProfile, new: HostProfile) -> list[str]:
+    before, after = profile_to_dict(old), profile_to_dict(new)
+    return [key for key in after if before.get(key) != after[key]]
+
+
+def cmd_repair(args: argparse.Namespace) -> int:
+    return run_repair(ProfileStore(), as_json=args.json)
+
+
+def run_repair(store: NamedRecordStore[Any], *, as_json: bool) -> int:
+    """`hosts repair` / `fleet repair`: move the damaged file aside and keep its valid records."""
+    notice = store.repair()
+    if as_json:
+        print_json({"repaired": notice is not None, "backup": str(notice.backup_path) if notice else None,
+                    "kept": [r.name for r in store.load()]})
         return 0
-    if not profiles:
+    print(printable(notice.message) if notice else f"Nothing to repair in {store.path}.")
+    return 0
+
+
+def cmd_list(args: argparse.Namespace) -> int:
+    with profile_store(broken_too=False) as store:
+        profiles = store.load()
+        state = store.state
+    if args.json:
+        print_json({
+            "hosts": sorted([{**profile_to_dict(p), "error": None} for p in profiles]
+                            + [{"name": b.name, "error": b.problem.to_dict()} for b in state.broken],
+                            key=lambda h: (str(h["name"]).casefold(), str(h["name"]))),
+            "file": str(store.path),
+            "read_only": None if state.read_only is None else {**state.read_only.to_dict(),
+                                                                "column": state.read_only.column},
+            "warnings": [w.to_dict() for w in state.warnings],
+        })
+        return 0
+    if not profiles and not state.broken:
         print("No host profiles yet. Add one with `gpuws hosts add NAME --host H` "
               "or `gpuws hosts import-ssh-config`.")
         return 0
@@ -141,9 +313,13 @@ def cmd_list(args: argparse.Namespace) -> int:
                                            _price(p.price_per_hour), ",".join(p.tags) or "-"))
         for p in profiles
     ]
+    # A broken profile stays listed, with its error: a hand edit never makes a host vanish.
+    rows += [(printable(b.name or f"#{b.number}"), "BROKEN", "-", "-", "-", "-") for b in state.broken]
     widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
     for row in rows:
         print("  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True)).rstrip())
+    for b in state.broken:
+        print(printable(f"{b.name or f'#{b.number}'}: {b.problem}"))
     return 0
 
 
@@ -163,6 +339,10 @@ def cmd_show(args: argparse.Namespace) -> int:
         ("provider", " ".join(x for x in (provider.kind, provider.instance_id, provider.region) if x) or "-"),
         ("slice", profile.slice_profile or "-"),
         ("price", _price(profile.price_per_hour)),
+        ("slices", ", ".join(f"{k}={_price(v)}" for k, v in sorted(profile.slice_prices.items())) or "-"),
+        ("currency", profile.currency or "- (the locale's)"),
+        ("budgets", f"daily {_price(profile.budget_daily)}, monthly {_price(profile.budget)}"
+                    + (", stop when used up" if profile.budget_stop else "")),
         ("tags", ", ".join(profile.tags) or "-"),
         ("notes", profile.notes or "-"),
     ]

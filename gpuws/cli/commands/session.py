@@ -168,7 +168,7 @@ def _open(url: str, browser: bool, viewer: list[str] | None) -> None:
 def run_cost(args: argparse.Namespace) -> int:
     from gpuws.core.cost import sessions_csv
     from gpuws.core.profiles import ProfileStore
-    from gpuws.core.session import SessionLedger, budget_warning, cost_report
+    from gpuws.core.session import SessionLedger, budget_warning, cost_report, cost_totals
 
     profiles = ProfileStore().load()
     if args.name:
@@ -190,17 +190,19 @@ def run_cost(args: argparse.Namespace) -> int:
             print(f"wrote {args.csv}", file=sys.stderr)
         return 0
     report = cost_report(profiles, sessions, now)
+    totals = cost_totals(report)
     if args.json:
         print_json({
             "hosts": [c.to_dict() for c in report],
-            "daily": round(sum(c.daily for c in report), 4),
-            "monthly": round(sum(c.monthly for c in report), 4),
+            # Per currency, never summed across them; with no hosts, the locale's currency at zero.
+            "totals": {currency: {"daily": round(daily, 4), "monthly": round(monthly, 4)}
+                       for currency, (daily, monthly) in totals.items()},
         })
         return 0
     if not report:
         print("no hosts (add one with `gpuws hosts add`)")
         return 0
-    print(_cost_table(report))
+    print(_cost_table(report, totals))
     for cost in report:
         warning = budget_warning(cost)
         if warning:
@@ -208,7 +210,7 @@ def run_cost(args: argparse.Namespace) -> int:
     return 0
 
 
-def _cost_table(report: list[HostCost]) -> str:
+def _cost_table(report: list[HostCost], totals: dict[str, tuple[float, float]]) -> str:
     from gpuws.core.money import money as as_money
 
     rows = [("HOST", "PRICE/H", "RUNNING", "TODAY", "MONTH", "BUDGET")]
@@ -222,6 +224,9 @@ def _cost_table(report: list[HostCost]) -> str:
         budget = ("-" if worst.budget is None else
                   f"{money(worst.spent)}/{money(worst.budget)}{period} ({worst.level})")
         rows.append((c.host, money(c.price_per_hour), money(c.running), money(c.daily), money(c.monthly), budget))
+    # One total line per currency: amounts in different currencies are never added up.
+    rows += [(f"TOTAL {currency}", "", "", as_money(daily, currency), as_money(monthly, currency), "")
+             for currency, (daily, monthly) in totals.items()]
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
     return "\n".join("  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip() for row in rows)
 

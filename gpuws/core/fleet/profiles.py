@@ -5,8 +5,9 @@ to tunnel through over SSH) and which series belong to it (`selector`: PromQL la
 added to every query). Credentials never land here: a bearer token or a basic-auth password
 is in the keyring (service `gpuws-fleet`), only the basic-auth user name is in the file.
 
-The file itself (atomic writes, a lock around every change, a damaged file moved aside keeping
-the valid entries, with a notice) is `gpuws.core.recordfile`'s, as for host profiles.
+The file itself (atomic writes, a lock around every change, hand edits kept: unknown keys are
+warnings that survive writes, a wrong value marks only that fleet broken, a damaged file is
+read-only) is `gpuws.core.recordfile`'s, as for host profiles.
 """
 
 from __future__ import annotations
@@ -19,16 +20,13 @@ from enum import StrEnum
 from pathlib import Path
 from typing import Any
 
-import tomli_w
-
 from gpuws.core import paths
 from gpuws.core.errors import ValidationError
 from gpuws.core.recordfile import (
-    Decoded,
     NamedRecordStore,
     RecordFile,
-    record_tables,
-    sorted_by_name,
+    RecordFormat,
+    UnknownKey,
 )
 from gpuws.core.validation import validate_name
 
@@ -187,12 +185,10 @@ def _validate_connection(profile: FleetProfile) -> None:
         raise ValidationError("tenant", "a tenant ID is 1-150 letters, digits or !-_.*'()")
 
 
-def _from_table(table: dict[str, Any]) -> FleetProfile:
-    known = {"name", "prometheus", "via", "selector", "auth", "user", "price_per_gpu_hour",
-             "ca_file", "client_cert", "client_key", "tenant", "insecure"}
-    for key in table:
-        if key not in known:
-            raise ValidationError(key, "is not a known fleet field")
+def _from_table(table: dict[str, Any]) -> tuple[FleetProfile, list[UnknownKey]]:
+    known = [f.name for f in dataclasses.fields(FleetProfile)]
+    # A key we do not know is the user's (a typo, a newer gpuws's field): reported, never fatal.
+    unknown = [UnknownKey(key, known) for key in table if key not in known]
     for key in ("name", "prometheus"):
         if not isinstance(table.get(key), str):
             raise ValidationError(key, "is required text")
@@ -214,44 +210,20 @@ def _from_table(table: dict[str, Any]) -> FleetProfile:
         price_per_gpu_hour=None if price is None else float(price), ca_file=table.get("ca_file"),
         client_cert=table.get("client_cert"), client_key=table.get("client_key"), tenant=table.get("tenant"),
         insecure=table.get("insecure", False),
-    ))
+    )), unknown
 
 
-def encode_fleets(fleets: list[FleetProfile]) -> bytes:
-    """The file's bytes for these fleets."""
-    rows = [{k: v for k, v in f.to_dict().items() if v is not None and v is not False} for f in sorted_by_name(fleets)]
-    return tomli_w.dumps({"schema_version": SCHEMA_VERSION, "fleets": rows}).encode("utf-8")
-
-
-def decode_fleets(raw: bytes) -> Decoded[FleetProfile]:
-    """The valid fleets and every problem found in the file's bytes."""
-    found = record_tables(raw, "fleet file", "fleets", SCHEMA_VERSION)
-    if isinstance(found, str):
-        return Decoded([], [found], whole_file_bad=True)
-    _, rows = found
-    fleets: list[FleetProfile] = []
-    problems: list[str] = []
-    seen: set[str] = set()
-    for number, table in enumerate(rows, start=1):
-        try:
-            fleet = _from_table(table)
-        except ValidationError as exc:
-            problems.append(f"fleet #{number}: {exc}")
-            continue
-        if fleet.name.casefold() in seen:
-            problems.append(f"fleet #{number}: duplicate name")
-            continue
-        seen.add(fleet.name.casefold())
-        fleets.append(fleet)
-    return Decoded(fleets, problems)
+FLEET_FORMAT: RecordFormat[FleetProfile] = RecordFormat(
+    kind="fleet", key="fleets", newest=SCHEMA_VERSION, decode=_from_table, to_table=FleetProfile.to_dict,
+    exists=FleetExists, missing=FleetNotFound, repair="gpuws fleet repair",
+)
 
 
 class FleetStore(NamedRecordStore[FleetProfile]):
     """Fleet profiles in `fleets.toml` (default: in `gpuws.core.paths.config_dir()`)."""
 
     def __init__(self, path: Path | None = None) -> None:
-        super().__init__(RecordFile(path if path is not None else paths.config_dir() / FLEETS_FILE,
-                                    kind="fleet", decode=decode_fleets, encode=encode_fleets))
+        super().__init__(RecordFile(path if path is not None else paths.config_dir() / FLEETS_FILE, FLEET_FORMAT))
 
     def get(self, name: str) -> FleetProfile:
         """The fleet called `name`; raises FleetNotFound."""

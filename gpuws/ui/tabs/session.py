@@ -1,4 +1,5 @@
-"""The Session tab: running cost and budget, tunnels, terminal, files, and instance start/stop.
+"""The Session tab: running cost and budget, tunnels, terminal, remote desktop, files, and instance
+start/stop.
 
 A view of the `Workspace` (gpuws.app.workspace), subscribed once: the Workspace keeps the cost
 ledger (the same file `gpuws cost` reads), the idle policy and every host's tunnels, and follows
@@ -10,6 +11,7 @@ thread through the bridge.
 from __future__ import annotations
 
 import subprocess
+import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -27,6 +29,7 @@ from PySide6.QtWidgets import (
     QHeaderView,
     QLabel,
     QLineEdit,
+    QMessageBox,
     QProgressBar,
     QPushButton,
     QScrollArea,
@@ -44,12 +47,14 @@ from gpuws.core.errors import GpuwsError
 from gpuws.core.models import HostProfile
 from gpuws.core.money import currency_of, money, rate
 from gpuws.core.session import HostCost, budget_warning
-from gpuws.core.terminal import ssh_argv, ssh_command_line, terminal_argv
+from gpuws.core.terminal import ssh_command_line, terminal_argv
 from gpuws.core.tunnels import PRESETS, Preset, spec_for, vnc_viewer_argv
 from gpuws.ui.tabs import HostContext
 from gpuws.ui.widgets import Banner, BannerKind, Card, heading, muted_label
 
 REFRESH_MS = 2000
+TWO_COLUMNS_MIN_WIDTH = 1100  # narrower (900 px and up): one card a row, never a horizontal scroll bar
+GEOMETRIES = ("1280x800", "1600x900", "1920x1080", "2560x1440")
 
 
 class SessionTab(QWidget):
@@ -84,16 +89,18 @@ class SessionTab(QWidget):
         self.banner = Banner(BannerKind.WARNING, "", body)
         self.banner.setVisible(False)
         layout.addWidget(self.banner)
-        grid = QGridLayout()
-        grid.setSpacing(12)
-        grid.addWidget(self._cost_card(body), 0, 0)
-        grid.addWidget(self._access_card(body), 0, 1)
-        grid.addWidget(self._tunnel_card(body), 1, 0, 1, 2)
-        grid.addWidget(self._instance_card(body), 2, 0, 1, 2)
-        grid.setColumnStretch(0, 1)
-        grid.setColumnStretch(1, 1)
-        layout.addLayout(grid)
+        self._scroll = scroll
+        self._grid = QGridLayout()
+        self._grid.setSpacing(12)
+        self._cards = [self._cost_card(body), self._access_card(body), self._desktop_card(body),
+                       self._tunnel_card(body), self._instance_card(body)]
+        self._columns = 0
+        self._arrange(2)
+        layout.addLayout(self._grid)
         layout.addStretch(1)
+        scroll.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+        self.desktop_session: Any = None  # gpuws.app.desktop.DesktopSession while the tab holds one
+        self._viewer: Any = None
 
         self.timer = QTimer(self)
         self.timer.setInterval(REFRESH_MS)
@@ -104,6 +111,32 @@ class SessionTab(QWidget):
         self.set_host(None)
 
     # -- building -------------------------------------------------------------------------------
+
+    def _arrange(self, columns: int) -> None:
+        """Cost and Terminal side by side when wide; every card on its own row when narrow."""
+        if columns == self._columns:
+            return
+        self._columns = columns
+        cost, access, desktop, tunnels, instance = self._cards
+        for card in self._cards:
+            self._grid.removeWidget(card)
+        if columns == 2:
+            self._grid.addWidget(cost, 0, 0)
+            self._grid.addWidget(access, 0, 1)
+            rows = [desktop, tunnels, instance]
+            first = 1
+        else:
+            rows = self._cards
+            first = 0
+        for i, card in enumerate(rows):
+            self._grid.addWidget(card, first + i, 0, 1, columns)
+        for column in (0, 1):
+            self._grid.setColumnStretch(column, 1 if column < columns else 0)
+
+    def resizeEvent(self, event: Any) -> None:
+        """Re-arrange the cards for the new width."""
+        self._arrange(2 if event.size().width() >= TWO_COLUMNS_MIN_WIDTH else 1)
+        super().resizeEvent(event)
 
     def _card(self, parent: QWidget, title: str) -> tuple[Card, QVBoxLayout]:
         card = Card(parent)
@@ -180,6 +213,8 @@ class SessionTab(QWidget):
         box.addWidget(self.ssh_label)
         row = QHBoxLayout()
         self.terminal_button = QPushButton("Open terminal", card)
+        self.terminal_button.setToolTip("Your terminal with `gpuws shell`: inside tmux on the host, so work survives "
+                                        "a dropped connection")
         self.terminal_button.clicked.connect(self.open_terminal)
         self.copy_button = QPushButton("Copy ssh command", card)
         self.copy_button.clicked.connect(self.copy_ssh_command)
@@ -234,7 +269,8 @@ class SessionTab(QWidget):
         self.browse_tunnel_button = QPushButton("Open in browser", card)
         self.browse_tunnel_button.clicked.connect(self.open_selected_tunnel)
         self.copy_url_button = QPushButton("Copy URL", card)
-        self.copy_url_button.setToolTip("Copy the tunnel's URL, with its login token, to the clipboard")
+        self.copy_url_button.setToolTip("Copy the tunnel's URL (with its login token, where it has one) to the "
+                                        "clipboard")
         self.copy_url_button.clicked.connect(self.copy_selected_url)
         self.close_tunnel_button = QPushButton("Close tunnel", card)
         self.close_tunnel_button.clicked.connect(self.close_selected_tunnel)
@@ -246,6 +282,51 @@ class SessionTab(QWidget):
         buttons.addWidget(self.tunnel_status, 1)
         box.addLayout(buttons)
         self._on_preset()
+        return card
+
+    def _desktop_card(self, parent: QWidget) -> Card:
+        card, box = self._card(parent, "Desktop")
+        self.desktop_info = muted_label("A remote desktop on the host (VNC on its 127.0.0.1 only, through the SSH "
+                                        "connection). Check the host first: nothing is installed without your yes.",
+                                        card)
+        self.desktop_info.setWordWrap(True)
+        box.addWidget(self.desktop_info)
+        self.desktop_labels = Banner(BannerKind.WARNING, "", card)  # the honest labels (llvmpipe, no NVENC)
+        self.desktop_labels.setVisible(False)
+        box.addWidget(self.desktop_labels)
+        row = QHBoxLayout()
+        self.desktop_check_button = QPushButton("Check host", card)
+        self.desktop_check_button.clicked.connect(self.check_desktop)
+        self.desktop_install_button = QPushButton("Install…", card)
+        self.desktop_install_button.setVisible(False)
+        self.desktop_install_button.clicked.connect(self.install_desktop)
+        self.geometry_combo = QComboBox(card)
+        self.geometry_combo.addItems(GEOMETRIES)
+        self.geometry_combo.setCurrentText("1920x1080")
+        self.desktop_start_button = QPushButton("Start desktop", card)
+        self.desktop_start_button.setToolTip("Start the desktop (or reuse the running one) and open a VNC viewer")
+        self.desktop_start_button.clicked.connect(self.start_desktop)
+        self.desktop_browser_button = QPushButton("In browser", card)
+        self.desktop_browser_button.setToolTip("noVNC through websockify on the host")
+        self.desktop_browser_button.clicked.connect(self.open_desktop_in_browser)
+        self.desktop_stop_button = QPushButton("Stop desktop", card)
+        self.desktop_stop_button.clicked.connect(self.stop_desktop)
+        for button in (self.desktop_browser_button, self.desktop_stop_button):
+            button.setEnabled(False)
+        row.addWidget(self.desktop_check_button)
+        row.addWidget(self.desktop_install_button)
+        row.addWidget(muted_label("Size", card))
+        row.addWidget(self.geometry_combo)
+        row.addWidget(self.desktop_start_button)
+        row.addWidget(self.desktop_browser_button)
+        row.addWidget(self.desktop_stop_button)
+        row.addStretch(1)
+        box.addLayout(row)
+        self.desktop_status = muted_label("", card)
+        self.desktop_status.setWordWrap(True)
+        self.desktop_status.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        box.addWidget(self.desktop_status)
+        self.desktop_check: Any = None
         return card
 
     def _instance_card(self, parent: QWidget) -> Card:
@@ -291,7 +372,8 @@ class SessionTab(QWidget):
         self.context = context
         enabled = context is not None
         for widget in (self.terminal_button, self.copy_button, self.files_button, self.open_tunnel_button,
-                       self.start_button, self.stop_button, self.export_button):
+                       self.start_button, self.stop_button, self.export_button, self.desktop_check_button,
+                       self.desktop_start_button):
             widget.setEnabled(enabled)
         if context is not None:
             workspace = context.hub.workspace if context.hub is not None else self.workspace
@@ -504,10 +586,14 @@ class SessionTab(QWidget):
                 f" The simulated demo host's password is {password}" if password else ""))
 
     def open_terminal(self) -> None:
+        """The user's terminal emulator running `gpuws shell NAME`: tmux on the host, attached again
+        after a drop (a plain shell with a warning where the host has no tmux)."""
         if self.profile is None:
             return
+        from gpuws.core.desktop import shell_argv
+
         try:
-            argv = terminal_argv(ssh_argv(self.profile, self._lookup))
+            argv = terminal_argv(shell_argv(self.profile.name, sys.executable, bool(getattr(sys, "frozen", False))))
             subprocess.Popen(argv, stdin=subprocess.DEVNULL, start_new_session=True)
         except (GpuwsError, OSError) as exc:
             self.access_status.setText(str(exc))
@@ -601,8 +687,9 @@ class SessionTab(QWidget):
         # Never QDesktopServices: it prints the whole URL (token included) on stderr when it fails.
         if tunnel.spec.info.opens_in_browser:
             if not open_in_browser(tunnel.url):  # the token goes to the browser, nowhere else
+                token = " (the URL includes the login token)" if getattr(tunnel, "has_token", False) else ""
                 self.tunnel_status.setText("No web browser could be opened here. Use Copy URL and paste it "
-                                           "into a browser (the URL includes the login token).")
+                                           f"into a browser{token}.")
             return
         viewer = vnc_viewer_argv(tunnel.local_port or 0)
         if viewer:
@@ -621,7 +708,8 @@ class SessionTab(QWidget):
             tunnel = rows[-1] if rows else None
         if tunnel is not None:
             copy_to_clipboard(tunnel.url)
-            self.tunnel_status.setText(f"Copied the URL of {tunnel.spec.info.label} (with its token) to the clipboard.")
+            token = " (with its token)" if getattr(tunnel, "has_token", False) else ""
+            self.tunnel_status.setText(f"Copied the URL of {tunnel.spec.info.label}{token} to the clipboard.")
 
     def open_selected_tunnel(self) -> None:
         tunnel = self._selected_tunnel()
@@ -635,6 +723,167 @@ class SessionTab(QWidget):
         self.workspace.remove_tunnel(self.profile.name, tunnel)
         self.context.bridge.run_async(tunnel.close())
         self._fill_tunnels()
+
+    # -- remote desktop (gpuws.app.desktop) --------------------------------------------------------
+
+    def check_desktop(self) -> None:
+        """What the host can serve, shown before anything starts."""
+        connection = self._connection()
+        if connection is None or self.context is None:
+            self.desktop_status.setText("Connect to the host first.")
+            return
+        from gpuws.app import desktop
+
+        self.desktop_status.setText("Checking the host…")
+        self.context.bridge.run_async(desktop.check(connection), self.show_desktop_check,
+                                      lambda exc: self.desktop_status.setText(str(exc)))
+
+    def show_desktop_check(self, found: Any) -> None:
+        """Show a `DesktopCheck`: the VNC server, VirtualGL, renderer, NVENC, what is missing."""
+        self.desktop_check = found
+        renderer = found.opengl_renderer or "unknown"
+        parts = [f"VNC server: {found.vnc_server or 'none'}",
+                 f"VirtualGL: {'yes' if found.virtualgl else 'no'}",
+                 f"OpenGL: {renderer}",
+                 f"Session: {found.desktop_session or 'none'}",
+                 f"noVNC: {'yes' if found.websockify and found.novnc else 'no'}"]
+        if found.running_display is not None:
+            parts.append(f"running on :{found.running_display}")
+        text = " · ".join(parts)
+        if found.missing:
+            text += f"\nMissing: {', '.join(found.missing)}"
+        if found.install_command:
+            text += f"\nInstall with: sudo sh -c '{found.install_command}'"
+        self.desktop_status.setText(text)
+        labels = found.labels()
+        self.desktop_labels.set_text("\n".join(labels))
+        self.desktop_labels.setVisible(bool(labels))
+        self.desktop_install_button.setVisible(found.install_command is not None and not found.simulated)
+
+    def install_desktop(self) -> None:
+        """Install what the check found missing, through sudo on the host, only on the user's yes."""
+        connection = self._connection()
+        found = self.desktop_check
+        if connection is None or self.context is None or found is None or not found.install_command:
+            return
+        answer = QMessageBox.question(self, "Install on the host",
+                                      f"Run this on {self.context.profile.name} with sudo?\n\n{found.install_command}")
+        if answer != QMessageBox.StandardButton.Yes:
+            return
+        from gpuws.app import desktop
+
+        self.desktop_status.setText("Installing on the host…")
+        self.context.bridge.run_async(desktop.install(connection, found), self._installed,
+                                      lambda exc: self.desktop_status.setText(str(exc)))
+
+    def _installed(self, result: Any) -> None:
+        if result is not None and not result.ok:
+            self.desktop_status.setText(f"The install failed (exit {result.exit_status}): "
+                                        f"{result.stderr.strip()[-300:]}")
+            return
+        self.check_desktop()
+
+    def start_desktop(self) -> None:
+        """Start (or reuse) the host's desktop, keep its tunnel with the host, open a viewer."""
+        connection = self._connection()
+        if connection is None or self.context is None:
+            self.desktop_status.setText("Connect to the host first.")
+            return
+        from gpuws.app import desktop
+
+        host = self.context.profile.name
+        self.desktop_status.setText("Starting the desktop…")
+        self.desktop_start_button.setEnabled(False)
+        geometry = self.geometry_combo.currentText()
+        checked = self.desktop_check
+
+        async def start() -> tuple[Any, Any]:
+            # The host's honest labels (llvmpipe, no NVENC) are shown with the desktop, checked once.
+            found = checked if checked is not None else await desktop.check(connection)
+            return found, await desktop.open_desktop(connection, geometry=geometry)
+
+        def started(result: tuple[Any, Any]) -> None:
+            if result[0] is not checked:
+                self.show_desktop_check(result[0])
+            self._desktop_started(host, result[1])
+
+        self.context.bridge.run_async(start(), started, self._desktop_failed)
+
+    def _desktop_failed(self, exc: BaseException) -> None:
+        self.desktop_start_button.setEnabled(self.context is not None)
+        self.desktop_status.setText(str(exc) if isinstance(exc, GpuwsError | OSError) else type(exc).__name__)
+
+    def _desktop_started(self, host: str, session: Any) -> None:
+        from gpuws.app import desktop
+
+        self.desktop_start_button.setEnabled(True)
+        self.desktop_session = session
+        if self.workspace is not None:
+            # Kept (rebound after a reconnect) by the Workspace; a connected viewer counts as activity.
+            self.workspace.add_tunnel(host, session.tunnel)
+        again = " (already running: reused)" if session.desktop.reused else ""
+        self.desktop_status.setText(f"Desktop :{session.desktop.display}{again} at {session.url}")
+        for button in (self.desktop_browser_button, self.desktop_stop_button):
+            button.setEnabled(True)
+        try:
+            self._viewer = desktop.launch_viewer(session)
+        except OSError as exc:
+            self.desktop_status.setText(f"The VNC viewer did not start: {exc.strerror or exc}")
+            return
+        if self._viewer is None:
+            self.desktop_status.setText(f"Desktop :{session.desktop.display}{again} at {session.url}. No VNC viewer "
+                                        "found here (TigerVNC, Remmina…): use In browser, or connect yours.")
+        else:
+            QTimer.singleShot(int(desktop.VIEWER_READ_S * 1000) + 500, self._forget_password_file)
+
+    def _forget_password_file(self) -> None:
+        if self._viewer is not None:
+            self._viewer.cleanup(force=True)
+
+    def open_desktop_in_browser(self) -> None:
+        """noVNC through websockify on the host, in the user's browser (it asks for the password)."""
+        connection = self._connection()
+        if connection is None or self.context is None:
+            return
+        from gpuws.app import desktop
+
+        host = self.context.profile.name
+        self.context.bridge.run_async(desktop.open_browser_tunnel(connection),
+                                      lambda tunnel: self._browser_tunnel(host, tunnel),
+                                      lambda exc: self.desktop_status.setText(str(exc)))
+
+    def _browser_tunnel(self, host: str, tunnel: Any) -> None:
+        from gpuws.app.desktop import novnc_url
+        from gpuws.ui.external import open_in_browser
+
+        if self.workspace is not None:
+            self.workspace.add_tunnel(host, tunnel)
+        url = novnc_url(tunnel)
+        if not open_in_browser(url):
+            self.desktop_status.setText(f"No web browser could be opened here; open {url}")
+
+    def stop_desktop(self) -> None:
+        """End the desktop on the host and close its tunnel."""
+        connection = self._connection()
+        if connection is None or self.context is None:
+            return
+        from gpuws.app import desktop
+
+        session, self.desktop_session = self.desktop_session, None
+        if session is not None and self.workspace is not None:
+            self.workspace.remove_tunnel(self.context.profile.name, session.tunnel)
+        self._forget_password_file()
+
+        async def stop() -> bool:
+            if session is not None:
+                await session.tunnel.close()
+            return await desktop.stop(connection)
+
+        self.context.bridge.run_async(stop(), lambda stopped: self.desktop_status.setText(
+            "Desktop stopped." if stopped else "No desktop was running."),
+            lambda exc: self.desktop_status.setText(str(exc)))
+        for button in (self.desktop_browser_button, self.desktop_stop_button):
+            button.setEnabled(False)
 
     # -- instance and idle stop -----------------------------------------------------------------
 

@@ -1,0 +1,94 @@
+"""The Session tab's Desktop panel against the demo host (a real Xvnc), and the tab at 900 px wide:
+no horizontal scroll bar, the Terminal card whole. Saves /tmp/gpuws-shots/session-tab-900.png."""
+
+from __future__ import annotations
+
+import socket
+from pathlib import Path
+from typing import Any
+
+import pytest
+from PySide6.QtCore import QObject, Signal
+
+from gpuws.app.demo import start_demo
+from gpuws.app.workspace import Workspace
+from gpuws.core.paths import data_dir
+from gpuws.core.session import SessionLedger
+from gpuws.remote.connection import HostConnection
+from gpuws.sim.server import kill_leftovers
+from gpuws.ui.bridge import AsyncBridge
+from gpuws.ui.tabs import HostContext
+from gpuws.ui.tabs.session import SessionTab
+from tests.support.vnc import greeting
+
+pytestmark = [pytest.mark.gui, pytest.mark.keyring, pytest.mark.slow]
+SHOTS = Path("/tmp/gpuws-shots")
+
+
+class FakeSession(QObject):
+    """The part of HostSession the tab uses: state, its signal, and the connection."""
+
+    state_changed = Signal(str, str)
+
+    def __init__(self, profile: Any, connection: Any) -> None:
+        super().__init__()
+        self.profile = profile
+        self.state = "connected"
+        self.connection = connection
+
+
+def test_desktop_panel_checks_starts_and_stops(qtbot: Any, bridge: AsyncBridge, tmp_path: Path,
+                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("GPUWS_SIM_FAULTS", "software-gl:0")
+    monkeypatch.setenv("PATH", "/usr/bin:/bin")  # no VNC viewer of this machine pops up during the test
+    demo = bridge.run_async(start_demo()).result(60)
+    conn = HostConnection(demo.profile, password=demo.password, known_host_key=demo.known_host_key)
+    bridge.run_async(conn.connect()).result(60)
+    workspace = Workspace(lambda coro: bridge.run_async(coro), ledger=SessionLedger(tmp_path / "l.json"),
+                          post=bridge.post)
+    tab = SessionTab(workspace=workspace)
+    qtbot.addWidget(tab)
+    try:
+        tab.set_host(HostContext(demo.profile, FakeSession(demo.profile, conn), bridge))  # type: ignore[arg-type]
+        tab.check_desktop()
+        qtbot.waitUntil(lambda: tab.desktop_check is not None, timeout=60_000)
+        assert "VNC server: /usr/bin/Xvnc" in tab.desktop_status.text()
+        assert tab.desktop_labels.isVisibleTo(tab)
+        assert "software OpenGL (llvmpipe): 3D will be slow" in tab.desktop_labels.text()
+        assert "H100 has no video encoder: streaming runs on the CPU" in tab.desktop_labels.text()
+        assert not tab.desktop_install_button.isVisibleTo(tab)  # nothing to install, never on the demo
+
+        tab.geometry_combo.setCurrentText("1280x800")
+        tab.start_desktop()
+        qtbot.waitUntil(lambda: tab.desktop_session is not None, timeout=60_000)
+        session = tab.desktop_session
+        assert session.tunnel in workspace.host("demo").tunnels  # type: ignore[union-attr]  # idle guard sees it
+        assert greeting(session.local_port).startswith(b"RFB 003.00")
+        # A connected viewer is activity for the idle guard (the Workspace asks its tunnels `in_use`).
+        with socket.create_connection(("127.0.0.1", session.local_port), timeout=20) as viewer:
+            assert viewer.recv(12).startswith(b"RFB ")
+            assert session.tunnel.in_use
+        assert f"at vnc://127.0.0.1:{session.local_port}" in tab.desktop_status.text()
+        assert "No VNC viewer found" in tab.desktop_status.text()
+
+        tab.resize(900, 900)
+        tab.show()
+        qtbot.waitExposed(tab)
+        qtbot.waitUntil(lambda: tab._columns == 1, timeout=5000)
+        viewport = tab._scroll.viewport().width()
+        body = tab._scroll.widget()
+        assert body.minimumSizeHint().width() <= viewport, "the tab needs a horizontal scroll bar at 900 px"
+        access = tab._cards[1]  # the Terminal card, whole: inside the body, at least its minimum width
+        qtbot.waitUntil(lambda: access.geometry().right() < body.width() <= viewport, timeout=5000)
+        assert access.width() >= access.minimumSizeHint().width()
+        assert all(card.geometry().right() < body.width() for card in tab._cards)
+        SHOTS.mkdir(parents=True, exist_ok=True)
+        assert tab.grab().save(str(SHOTS / "session-tab-900.png"))
+
+        tab.stop_desktop()
+        qtbot.waitUntil(lambda: tab.desktop_status.text() == "Desktop stopped.", timeout=60_000)
+        assert session.tunnel not in workspace.host("demo").tunnels  # type: ignore[union-attr]
+    finally:
+        bridge.run_async(conn.close()).result(30)
+        bridge.run_async(demo.stop()).result(30)
+        kill_leftovers(data_dir() / "demo-host")

@@ -263,6 +263,9 @@ def test_the_fleet_view_fits_900_by_600(make_window: Any, qtbot: Any) -> None:
     assert "GPUs on" in text and "1 not reporting" in text and "/h" in text and "$" in text
     assert view.summary.wordWrap()
     assert view.missing_label.isVisibleTo(view) and "not reporting since" in view.missing_label.text()
+    first = view.grid.tiles()[0]  # the GPU that stopped reporting heads the tiles
+    assert (first.gpu.host, first.attention, first.note.startswith("not reporting since")) == (
+        "node-003", Attention.NOT_REPORTING, True)
     table = view.advice_table
     header = table.horizontalHeader()
     for column in (4, 5, 6):  # per hour, per month, basis

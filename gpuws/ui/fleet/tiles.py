@@ -35,6 +35,7 @@ class FleetTile:
     gpu: FleetGpu
     attention: Attention
     history: np.ndarray | None = None  # float32 utilisation %, NaN gaps
+    note: str | None = None  # replaces the status text ("not reporting since 12:03:04")
     _texts: tuple[QStaticText, QStaticText] | None = field(default=None, repr=False)
     _lines: list[QPolygonF] | None = field(default=None, repr=False)
 
@@ -143,6 +144,7 @@ class FleetTileGrid(QWidget):
                       else "throttle not exported" if g.gi is None and g.throttle_source is None else (g.model or ""))
             if g.stale and g.age_s is not None:
                 status = f"{g.age_s:.0f} s old  {status}"
+            status = tile.note or status
             line2 = (f"{'-' if util is None else f'{util:.0f}%'} util  "
                      f"{'-' if mem is None else f'{mem:.0f}%'} mem  {status}")
             # QStaticText keeps the laid-out glyphs: drawing it again costs a fraction of drawText.

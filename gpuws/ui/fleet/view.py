@@ -39,7 +39,7 @@ from PySide6.QtWidgets import (
 from gpuws.core.advice import HOURS_PER_MONTH, Advice, AdvicePolicy, GpuAdvice
 from gpuws.core.fleet.advice import FleetGpuAdvice
 from gpuws.core.fleet.alerts import FleetAlerts
-from gpuws.core.fleet.model import FleetGpu, SeriesKey, rank, summarize
+from gpuws.core.fleet.model import Attention, FleetGpu, SeriesKey, rank, summarize
 from gpuws.core.fleet.profiles import FleetProfile
 from gpuws.core.models import AlertThresholds
 from gpuws.core.money import currency_of, money, rate
@@ -314,7 +314,13 @@ class FleetView(QWidget):
         self._gpus = list(snapshot.gpus)
         missing = list(snapshot.missing)
         ranked = rank(self._gpus, self.thresholds)
-        self.grid.set_tiles([FleetTile(g, a, self._per_gpu.get(g.key)) for a, g in ranked])
+        # GPUs that stopped reporting head the tiles: nothing else about them will say so.
+        gone = [FleetTile(FleetGpu(host=m.host, gpu=m.gpu, uuid=m.uuid, model=m.model, gi=m.gi),
+                          Attention.NOT_REPORTING, None,
+                          note="exporter down" if m.exporter_up is False else "not reporting" + (
+                              "" if m.since is None else time.strftime(" since %H:%M:%S", time.localtime(m.since))))
+                for m in missing]
+        self.grid.set_tiles(gone + [FleetTile(g, a, self._per_gpu.get(g.key)) for a, g in ranked])
         price = self.profile.price_per_gpu_hour if self.profile else None
         s = summarize(self._gpus, self.thresholds, price, missing=missing)
         simulated = any(g.simulated for g in self._gpus)
@@ -356,7 +362,7 @@ class FleetView(QWidget):
         """Show a `FleetHistory`: the fleet's utilisation line and each tile's sparkline."""
         self.plot.set_data(history.times, history.util_avg_pct, history.start, history.end)
         self._per_gpu = dict(history.per_gpu_util)
-        tiles = [FleetTile(t.gpu, t.attention, self._per_gpu.get(t.gpu.key)) for t in self.grid.tiles()]
+        tiles = [FleetTile(t.gpu, t.attention, self._per_gpu.get(t.gpu.key), note=t.note) for t in self.grid.tiles()]
         self.grid.set_tiles(tiles)
         self.history_applied.emit()
 

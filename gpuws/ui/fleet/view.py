@@ -326,7 +326,11 @@ class FleetView(QWidget):
         simulated = any(g.simulated for g in self._gpus)
         self.sim_badge.setVisible(simulated)
         self.insecure_badge.setVisible(snapshot.insecure)
-        attention = ", ".join(f"{n} {k.replace('_', ' ')}" for k, n in sorted(s.attention.items())) or "nothing"
+        # Urgent kinds only; application XIDs are information, said apart.
+        attention = ", ".join(f"{n} {Attention[k.upper()].label}" for k, n in sorted(s.attention.items())
+                              if Attention[k.upper()].urgent) or "nothing"
+        if info := s.attention.get(Attention.XID_INFO.name.lower()):
+            attention += f"  ·  {info} with an application XID (information)"
         money = ("" if s.idle_cost_per_hour is None
                  else f"  ·  idle GPUs burn {rate(s.idle_cost_per_hour, currency_of(None))}")
         self.summary.setText(

@@ -132,6 +132,7 @@ def _is_timeout(exc: BaseException) -> bool:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    """Run `gpuws` with `argv`; the exit status comes from the one table (a bare `gpuws` opens the window)."""
     undecodable = undecodable_argument(sys.argv[1:] if argv is None else argv)
     if undecodable is not None:  # issue 13: refused here rather than a traceback on save or print
         return fail(undecodable, 2)

@@ -1,17 +1,19 @@
 """The GPU models the simulated host can have, with the specs their real counterparts report.
 
-Figures come from real `nvidia-smi` output (see tests/fixtures/real and its README) and NVIDIA's
-datasheets and MIG user guide; MIG profiles come from the GPU registry
-(`gpuws.core.gpus`), and a test checks each model's PCI device id against it.
+Figures the driver reports come from real `nvidia-smi` output (see tests/fixtures/real and its
+README); what the GPU registry (`gpuws.core.gpus`) knows about a product (its PCI device id, MIG
+profiles, PCIe link and ECC from the datasheet) is read from there by product name, never copied.
 A `--gpus` spec such as "h100,a100,l40s,vgpu" or "2xh100" picks them.
 """
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 
 from gpuws.core.errors import RefusedInput
-from gpuws.core.gpus.models import MIG_GPUS
+from gpuws.core.gpus.datasheets import DATASHEETS
+from gpuws.core.gpus.models import MIG_GPUS, variant_for_name
 from gpuws.core.gpus.profiles import MigProfileSpec
 
 DEFAULT_GPU_SPEC = "h100,a100,l40s,vgpu"
@@ -26,10 +28,6 @@ class SimSpecError(RefusedInput):
 
 # The simulator's MIG profiles are the registry's (`core/gpus`): the same rows `mig -lgip` prints.
 MigProfile = MigProfileSpec
-
-
-def _registry_profiles(key: str) -> tuple[MigProfile, ...]:
-    return MIG_GPUS[key].profiles
 
 
 @dataclass(frozen=True)
@@ -51,11 +49,8 @@ class GpuModel:
     idle_sm_clock_mhz: int
     idle_mem_clock_mhz: int
     max_video_clock_mhz: int
-    pcie_gen_max: int
-    pcie_width_max: int
     pcie_gen_idle: int  # data-center cards keep the link up; desktop-class ones drop to Gen1
     compute_cap: str
-    pci_device_id: str
     pci_sub_system_id: str
     vbios_version: str
     idle_temp_c: float
@@ -67,6 +62,9 @@ class GpuModel:
     has_fan: bool = False  # passively cooled data-center cards report fan speed N/A
     ecc: bool = True
     mig_profiles: tuple[MigProfile, ...] = ()
+    pci_device_id: str = ""  # as `nvidia-smi -q` prints it, without 0x
+    pcie_gen_max: int = 0
+    pcie_width_max: int = 16
     virtualization_mode: str = "None"
     vgpu_profile: str | None = None  # product name of a vGPU guest device, e.g. "GRID A100-10C"
 
@@ -82,39 +80,49 @@ class GpuModel:
         return None
 
 
+def _registered(model: GpuModel) -> GpuModel:
+    """`model` with what the registry knows about its product (by the name the driver reports):
+    PCI device id, PCIe link and ECC from the datasheet, MIG profiles."""
+    variant = variant_for_name(model.name)
+    if variant is None or variant.datasheet is None:
+        raise ValueError(f"the GPU registry has no datasheet for {model.name!r}")  # a programming error
+    sheet = DATASHEETS[variant.datasheet]
+    return dataclasses.replace(
+        model, pci_device_id=variant.pci_device_ids[0], pcie_gen_max=sheet.pcie_gen, pcie_width_max=sheet.pcie_width,
+        ecc=sheet.ecc, mig_profiles=MIG_GPUS[variant.mig].profiles if variant.mig else ())
+
+
 GPU_MODELS: dict[str, GpuModel] = {
-    "h100": GpuModel(
+    "h100": _registered(GpuModel(
         key="h100", name="NVIDIA H100 80GB HBM3", brand="NVIDIA", architecture="Hopper",
         memory_total_mib=81559, memory_reserved_mib=479, bar1_total_mib=131072,
         power_limit_w=700.0, power_min_w=200.0, power_idle_w=69.0,
         max_sm_clock_mhz=1980, max_mem_clock_mhz=2619, idle_sm_clock_mhz=345, idle_mem_clock_mhz=2619,
-        max_video_clock_mhz=1545, pcie_gen_max=5, pcie_width_max=16, pcie_gen_idle=5,
-        compute_cap="9.0", pci_device_id="233010DE", pci_sub_system_id="16C110DE",
+        max_video_clock_mhz=1545, pcie_gen_idle=5,
+        compute_cap="9.0", pci_sub_system_id="16C110DE",
         vbios_version="96.00.A5.00.01", idle_temp_c=38.0, full_load_temp_c=68.0,
         slowdown_temp_c=87, shutdown_temp_c=92, max_operating_temp_c=85, idle_pstate="P0",
-        mig_profiles=_registry_profiles("h100-80gb"),
-    ),
-    "a100": GpuModel(
+    )),
+    "a100": _registered(GpuModel(
         key="a100", name="NVIDIA A100-SXM4-80GB", brand="NVIDIA", architecture="Ampere",
         memory_total_mib=81920, memory_reserved_mib=575, bar1_total_mib=131072,
         power_limit_w=400.0, power_min_w=100.0, power_idle_w=62.0,
         max_sm_clock_mhz=1410, max_mem_clock_mhz=1593, idle_sm_clock_mhz=210, idle_mem_clock_mhz=1593,
-        max_video_clock_mhz=1290, pcie_gen_max=4, pcie_width_max=16, pcie_gen_idle=4,
-        compute_cap="8.0", pci_device_id="20B210DE", pci_sub_system_id="147F10DE",
+        max_video_clock_mhz=1290, pcie_gen_idle=4,
+        compute_cap="8.0", pci_sub_system_id="147F10DE",
         vbios_version="92.00.36.00.02", idle_temp_c=30.0, full_load_temp_c=66.0,
         slowdown_temp_c=89, shutdown_temp_c=92, max_operating_temp_c=85, idle_pstate="P0",
-        mig_profiles=_registry_profiles("a100-80gb"),
-    ),
-    "l40s": GpuModel(
+    )),
+    "l40s": _registered(GpuModel(
         key="l40s", name="NVIDIA L40S", brand="NVIDIA", architecture="Ada Lovelace",
         memory_total_mib=46068, memory_reserved_mib=583, bar1_total_mib=65536,
         power_limit_w=350.0, power_min_w=100.0, power_idle_w=34.0,
         max_sm_clock_mhz=2520, max_mem_clock_mhz=9001, idle_sm_clock_mhz=210, idle_mem_clock_mhz=405,
-        max_video_clock_mhz=1965, pcie_gen_max=4, pcie_width_max=16, pcie_gen_idle=1,
-        compute_cap="8.9", pci_device_id="26B910DE", pci_sub_system_id="185110DE",
+        max_video_clock_mhz=1965, pcie_gen_idle=1,
+        compute_cap="8.9", pci_sub_system_id="185110DE",
         vbios_version="95.02.66.00.02", idle_temp_c=32.0, full_load_temp_c=86.0,
         slowdown_temp_c=88, shutdown_temp_c=93, max_operating_temp_c=87, idle_pstate="P8",
-    ),
+    )),
     "vgpu": GpuModel(
         # A vGPU guest: the VM sees a slice of an A100 40GB as its own device.
         key="vgpu", name="GRID A100-10C", brand="NVIDIA Virtual Compute Server", architecture="Ampere",

@@ -1,6 +1,6 @@
 """Where asyncio meets Qt: the loop thread and results delivered back on the GUI thread.
 
-`AsyncBridge` owns one `gpuws.remote.loop.LoopThread`. `run_async(coro, on_success, on_failure)`
+`AsyncBridge` owns one `gpuws.app.hostio.LoopThread`. `run_async(coro, on_success, on_failure)`
 runs a coroutine there and calls one of the callbacks later *on the GUI thread* (as Anki's
 operations do). The hop back is a queued Qt signal emitted from the loop thread on a QObject that
 lives on the GUI thread, so widgets are never touched from a worker.
@@ -15,7 +15,7 @@ import logging
 import threading
 from collections.abc import Callable, Coroutine
 from dataclasses import dataclass
-from typing import Any, Protocol, TypeVar
+from typing import Protocol, TypeVar, cast
 
 import shiboken6
 from PySide6.QtCore import QObject, Qt, Signal
@@ -23,21 +23,26 @@ from PySide6.QtCore import QObject, Qt, Signal
 log = logging.getLogger(__name__)
 
 T = TypeVar("T")
-SuccessCallback = Callable[[Any], None]
+SuccessCallback = Callable[[object], None]  # the result, as it crosses the signal
 FailureCallback = Callable[[BaseException], None]
 
 
 class LoopRunner(Protocol):
-    """What the bridge needs from a loop thread (`gpuws.remote.loop.LoopThread` provides it)."""
+    """What the bridge needs from a loop thread (`gpuws.app.hostio.LoopThread` provides it)."""
 
-    def start(self) -> None: ...
-    def stop(self) -> None: ...
-    def submit(self, coro: Coroutine[Any, Any, Any]) -> concurrent.futures.Future[Any]: ...
+    def start(self) -> None:
+        """Start the loop thread."""
+
+    def stop(self) -> None:
+        """Stop the loop thread (pending work is cancelled)."""
+
+    def submit(self, coro: Coroutine[object, None, T]) -> concurrent.futures.Future[T]:
+        """Run `coro` on the loop; thread-safe."""
 
 
 @dataclass
 class _Pending:
-    future: concurrent.futures.Future[Any]
+    cancel: Callable[[], bool]  # the future's: called at shutdown
     on_success: SuccessCallback | None
     on_failure: FailureCallback | None
     owner: QObject | None = None  # callbacks are dropped once this Qt object is deleted
@@ -63,6 +68,7 @@ class AsyncBridge(QObject):
         self._posted.connect(self._run_posted, Qt.ConnectionType.QueuedConnection)
 
     def start(self) -> None:
+        """Start the loop thread (once)."""
         if not self._running:
             self._loop.start()
             self._running = True
@@ -76,21 +82,23 @@ class AsyncBridge(QObject):
             pending = list(self._pending.values())
             self._pending.clear()
         for item in pending:
-            item.future.cancel()
+            item.cancel()
         self._loop.stop()
 
     @property
     def running(self) -> bool:
+        """Whether the loop thread runs."""
         return self._running
 
     @property
     def pending_count(self) -> int:
+        """How many submitted coroutines have not reported back yet."""
         with self._lock:
             return len(self._pending)
 
     def run_async(
         self,
-        coro: Coroutine[Any, Any, T],
+        coro: Coroutine[object, None, T],
         on_success: Callable[[T], None] | None = None,
         on_failure: FailureCallback | None = None,
         *,
@@ -107,7 +115,7 @@ class AsyncBridge(QObject):
         token = next(self._ids)
         future = self._loop.submit(coro)
         with self._lock:
-            self._pending[token] = _Pending(future, on_success, on_failure, owner)
+            self._pending[token] = _Pending(future.cancel, cast(SuccessCallback | None, on_success), on_failure, owner)
         future.add_done_callback(lambda f: self._on_done(token, f))
         return future
 
@@ -133,7 +141,7 @@ class AsyncBridge(QObject):
 
     # -- internals -------------------------------------------------------------------------------
 
-    def _on_done(self, token: int, future: concurrent.futures.Future[Any]) -> None:
+    def _on_done(self, token: int, future: concurrent.futures.Future[T]) -> None:
         # Runs on the loop thread (or inline if already done): only emit, never touch widgets.
         if future.cancelled():
             with self._lock:
@@ -177,7 +185,7 @@ class AsyncBridge(QObject):
 
 
 def _default_loop_thread() -> LoopRunner:
-    from gpuws.remote.loop import LoopThread
+    from gpuws.app.hostio import LoopThread
 
     loop_thread: LoopRunner = LoopThread()
     return loop_thread
@@ -192,6 +200,7 @@ async def ask_on_gui_thread(bridge: AsyncBridge, question: Callable[[], T]) -> T
     answer: asyncio.Future[T] = loop.create_future()
 
     def on_gui() -> None:
+        """Ask on the GUI thread and hand the answer (or the failure) to the coroutine."""
         try:
             result = question()
         except BaseException as exc:  # hand any failure back to the waiting coroutine

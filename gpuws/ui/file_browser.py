@@ -9,10 +9,10 @@ from __future__ import annotations
 
 import concurrent.futures
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Coroutine
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 from PySide6.QtCore import Qt
 from PySide6.QtGui import QKeyEvent, QKeySequence, QShortcut
@@ -35,6 +35,9 @@ from gpuws.core.simulation import SIM_LABEL
 from gpuws.ui.bridge import AsyncBridge
 from gpuws.ui.widgets import Badge, muted_label
 
+if TYPE_CHECKING:
+    from gpuws.app.hostio import HostConnection
+
 
 def entries_text(count: int) -> str:
     """'1 entry', '3 entries', 'Empty folder'."""
@@ -44,6 +47,7 @@ def entries_text(count: int) -> str:
 
 
 def size_text(size: int) -> str:
+    """A file size in B, KiB, MiB or GiB."""
     value = float(size)
     for unit in ("B", "KiB", "MiB", "GiB"):
         if value < 1024 or unit == "GiB":
@@ -55,13 +59,13 @@ def size_text(size: int) -> str:
 class FileBrowser(QWidget):
     """Browse one host's files over SFTP. `connection` is a connected HostConnection."""
 
-    def __init__(self, connection: Any, bridge: AsyncBridge, parent: QWidget | None = None) -> None:
+    def __init__(self, connection: HostConnection, bridge: AsyncBridge, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.connection = connection
         self.bridge = bridge
         self.path = "~"
         self.entries: list[RemoteEntry] = []
-        self._transfer: concurrent.futures.Future[Any] | None = None
+        self._transfer: concurrent.futures.Future[TransferResult] | None = None
         self._last_progress = 0.0
         self._note = ""  # the last transfer's outcome, kept on the status line after the re-listing
         # Asked before a delete; tests replace it (a real dialog would block them).
@@ -122,6 +126,7 @@ class FileBrowser(QWidget):
         delete.activated.connect(self.ask_delete)
 
     def keyPressEvent(self, event: QKeyEvent) -> None:
+        """Qt: Escape closes the window unless a transfer runs."""
         # Escape closes the window (it is a top-level tool window), unless a transfer runs.
         if event.key() == Qt.Key.Key_Escape and self._transfer is None:
             self.close()
@@ -131,10 +136,12 @@ class FileBrowser(QWidget):
     # -- listing --------------------------------------------------------------------------------
 
     def navigate(self, path: str) -> None:
+        """List the remote folder `path` (off the GUI thread) and show it."""
         self.status.setText(f"Listing {path}…")
         self.bridge.run_async(list_dir(self.connection, path), self._on_listed, self._on_error)
 
     def go_up(self) -> None:
+        """Show the parent folder."""
         if self.path not in ("/", "~"):
             self.navigate(self.path.rstrip("/").rsplit("/", 1)[0] or "/")
 
@@ -170,15 +177,18 @@ class FileBrowser(QWidget):
     # -- new folder, delete ---------------------------------------------------------------------
 
     def ask_make_dir(self) -> None:
+        """Ask for a name and create that folder here."""
         name, ok = QInputDialog.getText(self, "New folder", f"Name of the new folder in {self.path}:")
         if ok and name.strip():
             self.make_dir(name)
 
-    def make_dir(self, name: str) -> concurrent.futures.Future[Any]:
+    def make_dir(self, name: str) -> concurrent.futures.Future[str]:
+        """Create folder `name` in the folder shown; the listing follows."""
         self.status.setText(f"Creating {name}…")
         return self.bridge.run_async(make_dir(self.connection, self.path, name), self._after_change, self._on_error)
 
     def ask_delete(self) -> None:
+        """Delete the selected file or folder, after asking."""
         entry = self._entry(self.tree.currentItem())
         if entry is None:
             self.status.setText("Select a file or folder to delete.")
@@ -187,7 +197,8 @@ class FileBrowser(QWidget):
         if self.confirm(f"Delete {what} on {self.connection.profile.name}? This cannot be undone."):
             self.delete(entry)
 
-    def delete(self, entry: RemoteEntry) -> concurrent.futures.Future[Any]:
+    def delete(self, entry: RemoteEntry) -> concurrent.futures.Future[None]:
+        """Delete `entry` on the host; the listing follows."""
         self.status.setText(f"Deleting {entry.name}…")
         return self.bridge.run_async(remove(self.connection, entry.path, is_dir=entry.is_dir),
                                      self._after_change, self._on_error)
@@ -204,6 +215,7 @@ class FileBrowser(QWidget):
     # -- transfers ------------------------------------------------------------------------------
 
     def ask_download(self) -> None:
+        """Ask where to save the selected file, then download it."""
         entry = self._entry(self.tree.currentItem())
         if entry is None or entry.is_dir:
             self.status.setText("Select a file to download.")
@@ -213,26 +225,31 @@ class FileBrowser(QWidget):
             self.start_download(entry.path, Path(target))
 
     def ask_upload(self) -> None:
+        """Ask for a local file, then upload it into the folder shown."""
         source, _ = QFileDialog.getOpenFileName(self, "Upload a file", str(Path.home()))
         if source:
             self.start_upload(Path(source))
 
-    def start_download(self, remote: str, local: Path) -> concurrent.futures.Future[Any]:
+    def start_download(self, remote: str, local: Path) -> concurrent.futures.Future[TransferResult]:
+        """Download `remote` to `local`, with progress and Cancel."""
         return self._start(download(self.connection, remote, local, progress=self._progress_from_loop),
                            f"Downloading {remote}")
 
-    def start_upload(self, local: Path) -> concurrent.futures.Future[Any]:
+    def start_upload(self, local: Path) -> concurrent.futures.Future[TransferResult]:
+        """Upload `local` into the folder shown, with progress and Cancel."""
         remote = self.path.rstrip("/") + "/"
         return self._start(upload(self.connection, local, remote, progress=self._progress_from_loop),
                            f"Uploading {local.name}")
 
     def cancel(self) -> None:
+        """Cancel the running transfer."""
         if self._transfer is not None:
             self._transfer.cancel()
             self._end_transfer()
             self.status.setText("Cancelled; the next copy of this file continues where it stopped.")
 
-    def _start(self, coro: Any, text: str) -> concurrent.futures.Future[Any]:
+    def _start(self, coro: Coroutine[object, None, TransferResult], text: str
+               ) -> concurrent.futures.Future[TransferResult]:
         self.progress.setRange(0, 1000)
         self.progress.setValue(0)
         self.progress.setVisible(True)

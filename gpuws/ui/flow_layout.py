@@ -21,6 +21,7 @@ class FlowLayout(QLayout):
         self.setContentsMargins(QMargins(0, 0, 0, 0))
 
     def addItem(self, item: QLayoutItem) -> None:
+        """Qt: append an item."""
         self._items.append(item)
 
     def add_stretch(self) -> None:
@@ -28,36 +29,46 @@ class FlowLayout(QLayout):
         self._breaks.add(len(self._items))
 
     def add_spacing(self, width: int) -> None:
+        """Append a fixed gap of `width` pixels."""
         self.addItem(QSpacerItem(width, 1, QSizePolicy.Policy.Fixed, QSizePolicy.Policy.Minimum))
 
     def count(self) -> int:
+        """Qt: the number of items."""
         return len(self._items)
 
     def itemAt(self, index: int) -> QLayoutItem | None:  # type: ignore[override]
+        """Qt: the item at `index`, or None."""
         return self._items[index] if 0 <= index < len(self._items) else None
 
     def takeAt(self, index: int) -> QLayoutItem | None:  # type: ignore[override]
+        """Qt: remove and return the item at `index`, or None."""
         return self._items.pop(index) if 0 <= index < len(self._items) else None
 
     def expandingDirections(self) -> Qt.Orientation:
+        """Qt: the layout never asks for more room than its items need."""
         return Qt.Orientation(0)
 
     def hasHeightForWidth(self) -> bool:
+        """Qt: the height depends on the width (items wrap)."""
         return True
 
     def heightForWidth(self, width: int) -> int:
+        """Qt: the height the items take when wrapped at `width`."""
         return self._do_layout(QRect(0, 0, width, 0), apply=False)
 
     def setGeometry(self, rect: QRect) -> None:
+        """Qt: place the items in `rect`, wrapping rows."""
         super().setGeometry(rect)
         self._do_layout(rect, apply=True)
 
     def sizeHint(self) -> QSize:
+        """Qt: every item on one row."""
         width = sum(i.sizeHint().width() for i in self._items) + self.spacing() * max(0, len(self._items) - 1)
         height = max((i.sizeHint().height() for i in self._items), default=0)
         return QSize(width, height)
 
     def minimumSize(self) -> QSize:
+        """Qt: room for the largest item plus the margins."""
         size = QSize()
         for item in self._items:
             size = size.expandedTo(item.minimumSize())

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 from dataclasses import replace
-from typing import Any
 
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import (
@@ -390,7 +389,7 @@ def _field_key(field: str) -> str:
             "provider.kind": "provider"}.get(field, field)
 
 
-def _on_edit(editor: QWidget, slot: Callable[[], Any]) -> None:
+def _on_edit(editor: QWidget, slot: Callable[[], object]) -> None:
     for signal in ("textChanged", "valueChanged", "currentIndexChanged"):
         if hasattr(editor, signal):
             getattr(editor, signal).connect(lambda *_: slot())

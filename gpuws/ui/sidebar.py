@@ -48,12 +48,14 @@ class _HostDelegate(QStyledItemDelegate):
     """Paints a two-line row: dot + name (+ badge) + price, then GPU summary or state."""
 
     def sizeHint(self, option: QStyleOptionViewItem, index: QModelIndex | QPersistentModelIndex) -> QSize:
+        """Qt: two text lines and the padding."""
         fm = QFontMetrics(option.font)
         return QSize(220, fm.height() * 2 + _PAD * 2 + 2)
 
     def paint(
         self, painter: QPainter, option: QStyleOptionViewItem, index: QModelIndex | QPersistentModelIndex
     ) -> None:
+        """Qt: draw a host's row (name, state dot and words, GPUs)."""
         entry = index.data(_ENTRY_ROLE)
         if not isinstance(entry, SidebarEntry):
             return super().paint(painter, option, index)
@@ -186,6 +188,7 @@ class HostSidebar(QWidget):
             self.host_selected.emit("")
 
     def set_state(self, name: str, state: str, detail: str = "") -> None:
+        """Show host `name` in connection `state`, with `detail` as its tooltip."""
         item = self._item(name)
         if item is not None:
             entry = self._entry(item)
@@ -193,6 +196,7 @@ class HostSidebar(QWidget):
             self._store(item, entry, detail)
 
     def set_inventory(self, name: str, inventory: Inventory | None) -> None:
+        """Show what GPUs host `name` has (None: not probed yet)."""
         item = self._item(name)
         if item is not None:
             entry = self._entry(item)
@@ -202,17 +206,21 @@ class HostSidebar(QWidget):
             self._store(item, entry)
 
     def entry(self, name: str) -> SidebarEntry | None:
+        """What the row of host `name` shows, if it is listed."""
         item = self._item(name)
         return None if item is None else self._entry(item)
 
     def entries(self) -> list[SidebarEntry]:
+        """What every row shows, in order."""
         return [self._entry(self._list.item(i)) for i in range(self._list.count())]
 
     def current_name(self) -> str:
+        """The selected host's name ("" when none is)."""
         item = self._list.currentItem()
         return "" if item is None else self._entry(item).name
 
     def select(self, name: str) -> bool:
+        """Select host `name`; False when it is not listed."""
         item = self._item(name)
         if item is None:
             return False
@@ -220,6 +228,7 @@ class HostSidebar(QWidget):
         return True
 
     def list_widget(self) -> QListWidget:
+        """The list of hosts itself."""
         return self._list
 
     # -- internals ------------------------------------------------------------------------------

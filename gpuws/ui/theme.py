@@ -14,12 +14,13 @@ from PySide6.QtWidgets import QApplication, QProxyStyle, QStyle, QStyleFactory, 
 
 
 class ThemeChoice(StrEnum):
+    """The window's theme: the system's, light or dark."""
     SYSTEM = "system"
     LIGHT = "light"
     DARK = "dark"
 
 
-# Status colours per connection state (values of gpuws.remote.connection.ConnectionState).
+# Status colours per connection state (the values of `ConnectionState`).
 # Each pair is (on a light base, on a dark base).
 _STATE_COLOURS: dict[str, tuple[str, str]] = {
     "connected": ("#1e8e3e", "#5bd27a"),
@@ -61,22 +62,27 @@ def _pick(pair: tuple[str, str], palette: QPalette | None) -> QColor:
 
 
 def state_colour(state: str, palette: QPalette | None = None) -> QColor:
+    """The colour of a connection state (grey for one it does not know)."""
     return _pick(_STATE_COLOURS.get(state, _STATE_COLOURS["disconnected"]), palette)
 
 
 def state_label(state: str) -> str:
+    """A connection state in words."""
     return STATE_LABELS.get(state, state.replace("_", " ").capitalize())
 
 
 def warning_colour(palette: QPalette | None = None) -> QColor:
+    """The warning colour for `palette` (light or dark)."""
     return _pick(_WARNING, palette)
 
 
 def error_colour(palette: QPalette | None = None) -> QColor:
+    """The error colour for `palette` (light or dark)."""
     return _pick(_ERROR, palette)
 
 
 def simulated_colour(palette: QPalette | None = None) -> QColor:
+    """The colour that marks simulated data for `palette`."""
     return _pick(_SIMULATED, palette)
 
 
@@ -93,6 +99,7 @@ def card_colour(palette: QPalette | None = None) -> QColor:
 
 
 def border_colour(palette: QPalette | None = None) -> QColor:
+    """A hairline border colour between the text and the window colour."""
     pal = palette or QApplication.palette()
     return blend(pal.color(QPalette.ColorRole.WindowText), pal.color(QPalette.ColorRole.Window), 0.82)
 
@@ -160,6 +167,7 @@ class VisibleIndicatorStyle(QProxyStyle):
 
     def drawPrimitive(self, element: QStyle.PrimitiveElement, option: QStyleOption, painter: QPainter,
                       widget: QWidget | None = None) -> None:
+        """Qt: Fusion's indicator, outlined so it shows on a dark palette."""
         super().drawPrimitive(element, option, painter, widget)
         boxes = (QStyle.PrimitiveElement.PE_IndicatorCheckBox, QStyle.PrimitiveElement.PE_IndicatorRadioButton)
         if element in boxes and is_dark(option.palette):  # type: ignore[attr-defined]

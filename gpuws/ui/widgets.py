@@ -30,6 +30,7 @@ class Card(QFrame):
         self.setAttribute(Qt.WidgetAttribute.WA_StyledBackground, False)
 
     def paintEvent(self, event: QPaintEvent) -> None:
+        """Qt: draw the card's rounded surface and its border."""
         painter = QPainter(self)
         painter.setRenderHint(QPainter.RenderHint.Antialiasing)
         pal = self.palette()
@@ -39,6 +40,7 @@ class Card(QFrame):
 
 
 class BannerKind(StrEnum):
+    """What a banner says, which sets its accent colour."""
     INFO = "info"
     SIMULATED = "simulated"
     WARNING = "warning"
@@ -61,16 +63,20 @@ class Banner(QFrame):
         self.setSizePolicy(QSizePolicy.Policy.Preferred, QSizePolicy.Policy.Maximum)
 
     def text(self) -> str:
+        """The banner's text."""
         return self._label.text()
 
     def set_text(self, text: str) -> None:
+        """Replace the banner's text."""
         self._label.setText(text)
 
     def set_kind(self, kind: BannerKind) -> None:
+        """Change what the banner says (its colour follows)."""
         self.kind = kind
         self.update()
 
     def accent(self) -> QColor:
+        """The colour of the banner's kind in the current palette."""
         pal = self.palette()
         if self.kind is BannerKind.SIMULATED:
             return theme.simulated_colour(pal)
@@ -81,6 +87,7 @@ class Banner(QFrame):
         return pal.color(pal.ColorRole.Highlight)
 
     def paintEvent(self, event: QPaintEvent) -> None:
+        """Qt: draw the tinted panel with the accent bar."""
         paint_accent_panel(self, self.accent(), border=1.0, tint=0.86, bar=4.0)
 
 
@@ -140,6 +147,7 @@ class TintedLabel(QLabel):
             self._applying = False
 
     def changeEvent(self, event: QEvent) -> None:
+        """Qt: re-tint after a palette or parent change."""
         super().changeEvent(event)
         changes = (QEvent.Type.PaletteChange, QEvent.Type.ApplicationPaletteChange, QEvent.Type.ParentChange)
         if event.type() in changes and not self._applying:
@@ -178,14 +186,17 @@ class KeyValueGrid(QWidget):
         return value_label
 
     def value(self, key: str) -> str | None:
+        """The text shown for `key`, or None when there is no such row."""
         label = self._values.get(key)
         return None if label is None else label.text()
 
     def keys(self) -> list[str]:
+        """The row keys, in order."""
         return list(self._values)
 
 
 def vbox(parent: QWidget, margins: int = 0, spacing: int = 8) -> QVBoxLayout:
+    """A vertical layout on `parent` with even margins and spacing."""
     layout = QVBoxLayout(parent)
     layout.setContentsMargins(margins, margins, margins, margins)
     layout.setSpacing(spacing)
@@ -207,6 +218,7 @@ class Badge(QLabel):
         self.setSizePolicy(QSizePolicy.Policy.Fixed, QSizePolicy.Policy.Fixed)
 
     def colour(self) -> QColor:
+        """The badge's colour (simulated, warning or error) in the current palette."""
         pal = self.palette()
         return {
             "warning": theme.warning_colour,
@@ -214,6 +226,7 @@ class Badge(QLabel):
         }.get(self._colour_fn, theme.simulated_colour)(pal)
 
     def paintEvent(self, event: QPaintEvent) -> None:
+        """Qt: draw the tinted rounded tag and its text."""
         colour = self.colour()
         painter = QPainter(self)
         painter.setRenderHint(QPainter.RenderHint.Antialiasing)
@@ -243,6 +256,7 @@ class StatusPill(QWidget):
         self.update()
 
     def paintEvent(self, event: QPaintEvent) -> None:
+        """Qt: draw the state's coloured dot."""
         painter = QPainter(self)
         painter.setRenderHint(QPainter.RenderHint.Antialiasing)
         painter.setPen(Qt.PenStyle.NoPen)

@@ -46,3 +46,55 @@ async def test_the_window_resize_reprices_the_profile_like_the_cli(tmp_path: Pat
 
 def test_the_tab_reads_through_the_one_service() -> None:
     assert operations.apply_provider is service.apply_provider and operations.preview_mig is service.preview_mig
+
+
+async def test_the_after_verify_step_tells_the_front_end_once_with_the_saved_profile(tmp_path: Path) -> None:
+    runner = sim_host(tmp_path)
+    with SimStateStore(tmp_path / "state").update() as state:
+        for gpu in state.gpus:
+            gpu.set_load(0.0)
+    profile = HostProfile(name="gpu1", host="127.0.0.1", user="me", price_per_hour=8.0)
+    ProfileStore().add(profile)
+    told: list[HostProfile] = []
+    _, _, plan = await service.plan_mig(runner, 0, "3g.40gb")
+    applied = await service.apply_mig(runner, profile, plan, stop_processes=False, audit=AuditLog(),
+                                      on_changed=told.append)
+    assert told == [applied.profile] == [ProfileStore().get("gpu1")]
+    # Nothing to do: nothing changed, nobody is told.
+    _, _, again = await service.plan_mig(runner, 0, "3g.40gb")
+    await service.apply_mig(runner, applied.profile, again, stop_processes=False, audit=AuditLog(),
+                            on_changed=told.append)
+    assert len(told) == 1
+
+
+@pytest.mark.keyring
+async def test_a_provider_type_change_goes_through_the_after_verify_step(tmp_path: Path) -> None:
+    from gpuws.core.models import ProviderInfo
+    from gpuws.core.resize.provider import plan_provider_resize
+
+    marks = tmp_path / "marks"
+    marks.mkdir()
+    provider = ProviderInfo(kind="custom", instance_id="i-0abc", commands={
+        action: ["touch", f"{marks}/{action}-{{instance_type}}"] for action in ("stop", "modify", "start")})
+    profile = HostProfile(name="cloud", host="10.0.0.9", price_per_hour=4.0, slice_profile="g5.xlarge",
+                          slice_prices={"g5.2xlarge": 1.25}, provider=provider)
+    ProfileStore().add(profile)
+    told: list[HostProfile] = []
+
+    async def reconnect() -> str:
+        return "1 GPU"  # the instance "came back": what the provider CLI changed is the marks
+
+    applied = await service.apply_provider(profile, plan_provider_resize(provider, "g5.2xlarge"),
+                                           reconnect=reconnect, audit=AuditLog(), on_changed=told.append)
+    assert applied.kind is ResizeOutcome.VERIFIED and (marks / "modify-g5.2xlarge").exists()
+    saved = ProfileStore().get("cloud")
+    assert (saved.slice_profile, saved.price_per_hour) == ("g5.2xlarge", 1.25)
+    assert told == [saved] and not applied.warnings
+    assert AuditLog().read("cloud")[-1].after == "g5.2xlarge"
+
+    # A type without a known price: the slice follows, the price stays, and the user is told.
+    again = await service.apply_provider(saved, plan_provider_resize(provider, "g5.4xlarge"),
+                                         reconnect=reconnect, audit=AuditLog())
+    saved = ProfileStore().get("cloud")
+    assert (saved.slice_profile, saved.price_per_hour) == ("g5.4xlarge", 1.25)
+    assert again.warnings and "no price is known for g5.4xlarge" in again.warnings[0]

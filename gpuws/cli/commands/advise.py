@@ -79,6 +79,7 @@ def register(sub: argparse._SubParsersAction[Any]) -> None:
 
 
 def run_advise(args: argparse.Namespace) -> int:
+    """`gpuws advise NAME`: watch a host (or a fleet's Prometheus window) and print right-size advice per GPU."""
     fleet = _fleet_named(args.name)
     try:
         window_s = parse_duration(args.window)
@@ -153,14 +154,14 @@ async def _advise_fleet(args: argparse.Namespace, fleet: FleetProfile, window_s:
 async def _advise(
     args: argparse.Namespace, window_s: float, policy: AdvicePolicy
 ) -> tuple[dict[str, Any], list[GpuAdvice], bool]:
+    from gpuws.app.hostio import TelemetryStream
+    from gpuws.app.resize import read_gpus
     from gpuws.app.targets import open_target
     from gpuws.core.advice import advise_host, host_report, series_from_samples
-    from gpuws.remote.resize import MigResizer
-    from gpuws.remote.telemetry import TelemetryStream
 
     async with open_target(args.name, accept_new=args.accept_new, **tty_prompts()) as connection:
         profile = connection.profile
-        states = await MigResizer(connection.runner).read_gpus()
+        states = await read_gpus(connection.runner)
         if not args.json:
             print(f"{sim_banner(profile.simulated)}observing {args.name} for {args.observe:g} s...",
                   file=sys.stderr, flush=True)

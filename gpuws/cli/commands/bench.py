@@ -99,6 +99,7 @@ class _Progress:
 
 
 def run_bench(args: argparse.Namespace) -> int:
+    """`gpuws bench NAME`: run the benchmark suite on a host, show each check and save the run."""
 
     if args.timeout is not None and args.timeout <= 0:
         return fail("--timeout must be positive", 2)

@@ -30,6 +30,7 @@ def register(sub: argparse._SubParsersAction[Any]) -> None:
 
 
 def run_demo_host(args: argparse.Namespace) -> int:
+    """`gpuws demo-host`: serve the simulated GPU host on loopback until interrupted."""
     import asyncio
 
     from gpuws.sim.models import DEFAULT_GPU_SPEC

@@ -52,6 +52,7 @@ def register(sub: argparse._SubParsersAction[Any]) -> None:
 
 
 def run_desktop(args: argparse.Namespace) -> int:
+    """`gpuws desktop NAME`: check, install, start or reuse, view or stop the host's remote desktop."""
     from gpuws.core.desktop import check_display, parse_geometry
 
     args.geometry = parse_geometry(args.geometry)
@@ -147,6 +148,7 @@ async def _hold(conn: Any, args: argparse.Namespace, banner: str) -> int:
         loop.add_signal_handler(sig, stop.set)
 
     def on_tunnel(_t: object, state: object, detail: str) -> None:
+        """Say on stderr why the tunnel failed or waits."""
         if detail and str(state) in ("failed", "waiting"):
             _say(f"gpuws: tunnel: {detail}")
 

@@ -96,6 +96,7 @@ def _read_secret(what: str) -> str:
 
 
 def cmd_add(args: argparse.Namespace) -> int:
+    """`gpuws fleet add`: save a fleet (its Prometheus URL, auth and host match) and its secret."""
     from gpuws.core.errors import ValidationError
     from gpuws.core.fleet.profiles import (
         SECRET_SERVICE,
@@ -154,6 +155,7 @@ def connection_words(profile: Any) -> str:
 
 
 def cmd_list(args: argparse.Namespace) -> int:
+    """`gpuws fleet list`: the saved fleets."""
     from gpuws.core.fleet.profiles import FleetStore
 
     store = FleetStore()
@@ -174,6 +176,7 @@ def cmd_list(args: argparse.Namespace) -> int:
 
 
 def cmd_remove(args: argparse.Namespace) -> int:
+    """`gpuws fleet remove`: drop a fleet and its secret from the keyring."""
     from gpuws.core.fleet.profiles import SECRET_SERVICE, FleetAuth, FleetStore
     from gpuws.core.secrets import SecretStore
 
@@ -190,6 +193,7 @@ def cmd_remove(args: argparse.Namespace) -> int:
 
 
 def cmd_repair(args: argparse.Namespace) -> int:
+    """`gpuws fleet repair`: move a damaged fleets file aside, keeping its valid fleets."""
     from gpuws.cli.commands.hosts import run_repair
     from gpuws.core.fleet.profiles import FleetStore
 
@@ -203,12 +207,14 @@ def _recovery_note(store: Any) -> None:
 
 
 def cmd_snapshot(args: argparse.Namespace) -> int:
+    """`gpuws fleet snapshot`: one reading of every GPU of the fleet."""
     import asyncio
 
     return asyncio.run(_stream(args, count=1, interval=0.0, out=sys.stdout, document=True))
 
 
 def cmd_watch(args: argparse.Namespace) -> int:
+    """`gpuws fleet watch`: read the fleet every --interval seconds (--count times, or until Ctrl-C)."""
     if not MIN_INTERVAL_S <= args.interval <= MAX_INTERVAL_S:
         return fail(f"--interval must be between {MIN_INTERVAL_S:g} and {MAX_INTERVAL_S:g} seconds", 2)
     if args.count is not None and args.count < 1:
@@ -260,6 +266,7 @@ def format_snapshot(snap: Any) -> str:
     from gpuws.core.telemetry.sample import iso8601
 
     def v(value: float | None, unit: str = "") -> str:
+        """A figure with its unit, or "-" when there is none."""
         return "-" if value is None else f"{value:.0f}{unit}"
 
     s = summarize(snap.gpus, price_per_gpu_hour=None, missing=snap.missing)
@@ -286,6 +293,7 @@ def format_snapshot(snap: Any) -> str:
 
 
 def run_demo_fleet(args: argparse.Namespace) -> int:
+    """`gpuws demo-fleet`: serve simulated dcgm-exporters and a Prometheus that scrapes them."""
     import signal
     import threading
 

@@ -35,6 +35,7 @@ def guarded(handler: Handler) -> Handler:
 
     @functools.wraps(handler)
     def run(args: argparse.Namespace) -> int:
+        """Run the hosts command; its errors go up unchanged."""
         return handler(args)
 
     return run
@@ -166,6 +167,7 @@ def _cleared(value: str | None) -> str | None:
 
 
 def cmd_add(args: argparse.Namespace) -> int:
+    """`gpuws hosts add`: validate and save a host profile (its secret goes to the keyring)."""
     key_path = _key_path(args.key)
     auth = AuthMethod(args.auth) if args.auth else (AuthMethod.KEY if key_path else AuthMethod.AGENT)
     profile = HostProfile(
@@ -203,6 +205,7 @@ _SETTINGS = ("host", "port", "user", "key", "jump", "price_per_hour", "auth", "t
 
 
 def cmd_edit(args: argparse.Namespace) -> int:
+    """`gpuws hosts edit NAME`: change the settings given and keep the rest (or edit in $EDITOR)."""
     given = [name for name in _SETTINGS if getattr(args, name) is not None] + (["slice_price"] if args.slice_price
                                                                                 else [])
     if args.editor:
@@ -274,6 +277,7 @@ def _changed_fields(old: HostProfile, new: HostProfile) -> list[str]:
 
 
 def cmd_repair(args: argparse.Namespace) -> int:
+    """`gpuws hosts repair`: move a damaged profiles file aside, keeping its valid profiles."""
     return run_repair(ProfileStore(), as_json=args.json)
 
 
@@ -289,6 +293,7 @@ def run_repair(store: NamedRecordStore[Any], *, as_json: bool) -> int:
 
 
 def cmd_list(args: argparse.Namespace) -> int:
+    """`gpuws hosts list`: every saved profile, and the broken ones with their error."""
     with profile_store(broken_too=False) as store:
         profiles = store.load()
         state = store.state
@@ -324,6 +329,7 @@ def cmd_list(args: argparse.Namespace) -> int:
 
 
 def cmd_show(args: argparse.Namespace) -> int:
+    """`gpuws hosts show NAME`: one profile, every field."""
     with profile_store() as store:
         profile = store.get(args.name)
     if args.json:
@@ -355,6 +361,7 @@ def cmd_show(args: argparse.Namespace) -> int:
 
 
 def cmd_remove(args: argparse.Namespace) -> int:
+    """`gpuws hosts remove NAME`: the profile and its secrets in the keyring."""
     with profile_store() as store:
         store.remove(args.name)
     cleared = _clear_secrets(args.name)
@@ -381,6 +388,7 @@ def _clear_secrets(name: str) -> list[SecretKind]:
 
 
 def cmd_import(args: argparse.Namespace) -> int:
+    """`gpuws hosts import-ssh-config`: profiles from the Host entries of an ssh_config file."""
     from gpuws.core.sshconfig import import_ssh_config  # paramiko's parser: only for this command
 
     found = import_ssh_config(args.path)

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -92,11 +91,11 @@ def _export(args: argparse.Namespace) -> int:
 
 
 async def _export_async(args: argparse.Namespace) -> int:
+    from gpuws.app.resize import read_gpus
     from gpuws.app.targets import open_target
-    from gpuws.remote.resize import MigResizer
 
     async with open_target(args.name, accept_new=args.accept_new, **tty_prompts()) as conn:
-        gpus = await MigResizer(conn.runner).read_gpus()
+        gpus = await read_gpus(conn.runner)
     chosen = [g for g in gpus if g.mig_capable and (args.gpu is None or g.index == args.gpu)]
     if args.gpu is not None and not chosen:
         return fail(f"{args.name} has no MIG-capable GPU {args.gpu}", _REFUSED)
@@ -110,7 +109,7 @@ def _apply(args: argparse.Namespace) -> int:
     except (LayoutError, ParseError) as exc:
         return fail(str(exc), _REFUSED)
     except GpuwsError as exc:
-        from gpuws.remote.resize import ResizeRefused
+        from gpuws.app.resize import ResizeRefused
 
         if isinstance(exc, ResizeRefused):
             return fail(str(exc), _REFUSED)
@@ -118,18 +117,16 @@ def _apply(args: argparse.Namespace) -> int:
 
 
 async def _apply_async(args: argparse.Namespace) -> int:
+    from gpuws.app.resize import apply_mig_config, config_result_json, plan_mig, read_host_gpus
     from gpuws.app.targets import open_target
-    from gpuws.cli.commands.resize import _confirm
-    from gpuws.remote.mig_parted import apply_config, read_host_gpus
-    from gpuws.remote.resize import MigResizer, Progress
+    from gpuws.cli.commands.resize import _confirm, progress_printer
 
     entries = load_config(args.file, args.config)  # a bad file is refused before connecting
     async with open_target(args.name, accept_new=args.accept_new, **tty_prompts()) as conn:
         profile = conn.profile
-        resizer = MigResizer(conn.runner)
-        targets = config_targets(args.config, entries, await read_host_gpus(resizer))
+        targets = config_targets(args.config, entries, await read_host_gpus(conn.runner))
         banner = sim_banner(profile.simulated)
-        plans = {t.gpu.index: (await resizer.plan(t.gpu.index, t.target))[2]
+        plans = {t.gpu.index: (await plan_mig(conn.runner, t.gpu.index, t.target))[2]
                  for t in targets if t.action is GpuAction.CHANGE and t.target is not None}
         doc: dict[str, Any] = {"host": args.name, "simulated": profile.simulated, "file": str(args.file),
                                "config": args.config, "gpus": [t.to_dict() for t in targets],
@@ -155,21 +152,24 @@ async def _apply_async(args: argparse.Namespace) -> int:
         if not _confirm(args, f"applying {args.config!r} to GPU(s) {', '.join(map(str, plans))} of {args.name}"):
             return _REFUSED
 
-        def progress(p: Progress) -> None:
-            if not args.json:
-                count = f"[{p.done}/{p.total}] " if p.total else ""
-                print(f"  {p.phase}: {count}{p.message}", file=sys.stderr, flush=True)
-
-        result = await apply_config(resizer, profile.name, args.config, targets, stop_processes=args.stop_processes,
-                                    simulated=profile.simulated, progress=progress)
-    doc.update(result.to_dict())
+        # Each GPU: plan, preflight, apply, verify (or roll back), then the after-verify step
+        # (journal, audit, the profile's slice and price), exactly as `gpuws resize` does.
+        run = await apply_mig_config(conn.runner, profile, args.config, targets, stop_processes=args.stop_processes,
+                                     progress=progress_printer(args.json))
+    doc.update(config_result_json(args.config, targets, run))
+    if run.warnings:
+        doc["warnings"] = run.warnings
     if args.json:
         print_json(doc)
     else:
-        for index, res in result.results.items():
+        for warning in run.warnings:
+            print(f"warning: {warning}")
+        for index, res in run.results.items():
             print(f"{banner}GPU {index}: {res.outcome}; now {res.after.describe() if res.after else 'unknown'}"
                   + (f"\n  error: {res.error}" if res.error else ""))
-    return RESIZE_EXIT_STATUS[result.outcome]
+        if run.remaining:
+            print("not done (an earlier GPU failed): " + ", ".join(f"GPU {p.gpu} -> {p.target}" for p in run.remaining))
+    return RESIZE_EXIT_STATUS[run.kind]
 
 
 def _assert(args: argparse.Namespace) -> int:
@@ -180,14 +180,13 @@ def _assert(args: argparse.Namespace) -> int:
 
 
 async def _assert_async(args: argparse.Namespace) -> int:
+    from gpuws.app.resize import read_host_gpus
     from gpuws.app.targets import open_target
-    from gpuws.remote.mig_parted import read_host_gpus
-    from gpuws.remote.resize import MigResizer
 
     entries = load_config(args.file, args.config)
     async with open_target(args.name, accept_new=args.accept_new, **tty_prompts()) as conn:
         profile = conn.profile
-        targets = config_targets(args.config, entries, await read_host_gpus(MigResizer(conn.runner)))
+        targets = config_targets(args.config, entries, await read_host_gpus(conn.runner))
     differences = assert_differences(targets)
     if args.json:
         print_json({"host": args.name, "simulated": profile.simulated, "config": args.config,

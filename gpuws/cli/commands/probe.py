@@ -33,6 +33,7 @@ def register(sub: argparse._SubParsersAction[Any]) -> None:
 
 
 def run_probe(args: argparse.Namespace) -> int:
+    """`gpuws probe NAME`: connect, read the host's GPUs and driver, print them."""
     inventory = asyncio.run(_probe(args.name, args.accept_new, args.timeout))
     from gpuws.core.resize.journal import ResizeJournal, interrupted_resize_json
 
@@ -47,8 +48,8 @@ def run_probe(args: argparse.Namespace) -> int:
 
 
 async def _probe(name: str, accept_new: bool, timeout: float) -> Inventory:
+    from gpuws.app.hostio import probe
     from gpuws.app.targets import open_target
-    from gpuws.remote.probe import probe
 
     async with open_target(name, accept_new=accept_new, **tty_prompts()) as connection:
         return await probe(connection.runner, timeout=timeout, require_driver=True, host_label=name)

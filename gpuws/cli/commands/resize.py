@@ -15,20 +15,22 @@ from __future__ import annotations
 import argparse
 import asyncio
 import sys
-from typing import Any
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
 from gpuws.cli.connecting import ExitStatus, resize_exit_status, tty_prompts
 from gpuws.cli.output import fail, print_json, sim_banner
-from gpuws.core.models import HostProfile
-from gpuws.core.resize.audit import AuditLog, AuditRecord, now_iso
+from gpuws.core.resize.audit import AuditLog
 from gpuws.core.resize.journal import ResizeJournal, interrupted_resize_json
-from gpuws.core.resize.layout import Layout
 from gpuws.core.resize.outcome import ResizeOutcome
 from gpuws.core.resize.plan import Plan
 from gpuws.core.resize.pricing import PriceBook, price_book
 from gpuws.core.resize.provider import plan_provider_resize
 from gpuws.core.resize.state import GpuMigState
 from gpuws.core.resize.targets import target_options
+
+if TYPE_CHECKING:
+    from gpuws.app.resize import Progress
 
 EXIT_OK, EXIT_REFUSED = ExitStatus.OK, ExitStatus.USAGE
 # The one table's statuses for typed outcomes (used by --recover and `mig-parted apply`).
@@ -93,11 +95,11 @@ def slice_rows(state: GpuMigState, prices: PriceBook) -> list[dict[str, Any]]:
 
 
 async def _slices_async(args: argparse.Namespace) -> int:
+    from gpuws.app.resize import read_gpus
     from gpuws.app.targets import open_target
-    from gpuws.remote.resize import MigResizer
 
     async with open_target(args.name, accept_new=args.accept_new, **tty_prompts()) as conn:
-        gpus = await MigResizer(conn.runner).read_gpus()
+        gpus = await read_gpus(conn.runner)
         profile = conn.profile
     interrupted = ResizeJournal().interrupted(args.name)
     doc: list[dict[str, Any]] = []
@@ -175,15 +177,13 @@ def _print_plan(banner: str, header: str, prices: tuple[float | None, float | No
 
 
 async def _mig_resize(args: argparse.Namespace) -> int:
-    from gpuws.app.resize import apply_mig
+    from gpuws.app.resize import apply_mig, plan_mig, read_gpus
     from gpuws.app.targets import open_target
-    from gpuws.remote.resize import MigResizer, Progress
 
     async with open_target(args.name, accept_new=args.accept_new, **tty_prompts()) as conn:
         profile = conn.profile
-        resizer = MigResizer(conn.runner)
-        gpus = await resizer.read_gpus()
-        state, model, plan = await resizer.plan(args.gpu, args.target)
+        gpus = await read_gpus(conn.runner)
+        state, model, plan = await plan_mig(conn.runner, args.gpu, args.target)
         prices = price_book(profile, model, len(gpus))
         price_pair = (prices.layout_price(plan.before, model), prices.layout_price(plan.after, model))
         banner = sim_banner(profile.simulated)
@@ -196,22 +196,17 @@ async def _mig_resize(args: argparse.Namespace) -> int:
         if args.dry_run or plan.empty:
             doc["outcome"] = "dry run: nothing changed" if args.dry_run and not plan.empty else "already at target"
             _emit(args, doc, lambda: _print_plan(banner, header, price_pair, plan))
-            if plan.empty and not args.dry_run:
-                _audit(profile, state, plan, args.target, doc["outcome"], True, [])
+            if plan.empty and not args.dry_run:  # audited like every resize, by the one service (nothing runs)
+                await apply_mig(conn.runner, profile, plan, stop_processes=False, target_text=args.target)
             return EXIT_OK
         if not args.json:
             _print_plan(banner, header, price_pair, plan)
         if plan.destructive and not _confirm(args, f"resizing GPU {state.index} of {args.name}"):
             return EXIT_REFUSED
 
-        def progress(p: Progress) -> None:
-            if not args.json:
-                count = f"[{p.done}/{p.total}] " if p.total else ""
-                print(f"  {p.phase}: {count}{p.message}", file=sys.stderr, flush=True)
-
         # Re-plan check, run, verify or roll back, audit, profile slice and price: one service.
         applied = await apply_mig(conn.runner, profile, plan, stop_processes=args.stop_processes,
-                                  progress=progress, target_text=args.target)
+                                  progress=progress_printer(args.json), target_text=args.target)
     result = applied.result
     doc.update(result.to_dict())
     doc["after"] = result.after.describe() if result.after else None
@@ -237,25 +232,6 @@ def _emit(args: argparse.Namespace, doc: dict[str, Any], human: Any) -> None:
         human()
 
 
-def _audit(
-    profile: HostProfile, state: GpuMigState, plan: Plan, target: str, outcome: str, ok: bool,
-    log: list[str], started: str | None = None, after: Layout | None = None,
-) -> None:
-    AuditLog().append(_record(profile, state, plan, target, outcome, ok, log, started, after))
-
-
-def _record(
-    profile: HostProfile, state: GpuMigState, plan: Plan, target: str, outcome: str, ok: bool,
-    log: list[str], started: str | None = None, after: Layout | None = None,
-) -> AuditRecord:
-    return AuditRecord(
-        host=profile.name, gpu=state.index, backend="mig", target=target,
-        before=plan.before.describe(), after=(after or plan.before).describe() if after or plan.empty else None,
-        outcome=outcome, ok=ok, plan=[s.to_dict() for s in plan.steps], log=log,
-        started_at=started or now_iso(), simulated=profile.simulated,
-    )
-
-
 # -- recover ------------------------------------------------------------------------------------
 
 
@@ -265,10 +241,8 @@ def _recover(args: argparse.Namespace) -> int:
 
 
 async def _recover_async(args: argparse.Namespace) -> ResizeOutcome:
-    from gpuws.app.resize import journal_hook
+    from gpuws.app.resize import ResizeRefused, recover_mig
     from gpuws.app.targets import open_target
-    from gpuws.core.resize.layout import LayoutError, parse_target
-    from gpuws.remote.resize import MigResizer, Progress, ResizeRefused
 
     journal = ResizeJournal()
     entry = journal.read(args.name)
@@ -284,41 +258,52 @@ async def _recover_async(args: argparse.Namespace) -> ResizeOutcome:
                             f"with `gpuws slices {args.name}` and remove that file")
     async with open_target(args.name, accept_new=args.accept_new, **tty_prompts()) as conn:
         profile = conn.profile
-        resizer = MigResizer(conn.runner)
-        state = await resizer.read_state(entry.gpu)
-        model = state.model
-        if model is None or not state.mig_capable:
-            raise ResizeRefused(f"GPU {entry.gpu} ({state.name}) is not MIG-capable; nothing to recover")
-        try:
-            target, previous = parse_target(entry.target, model), parse_target(entry.before, model)
-        except LayoutError as exc:  # a journal this GPU cannot take: refused, nothing changed
-            raise ResizeRefused(f"the interrupted resize cannot be recovered: {exc}") from None
         banner = sim_banner(profile.simulated)
         if not args.json:
-            print(f"{banner}{args.name} GPU {entry.gpu}: interrupted {entry.before} -> {entry.target} "
-                  f"(started {entry.started_at}); the GPU now has {state.layout.describe()}")
-            print(f"recover: complete {target.describe()}, or restore {previous.describe()} if that fails")
-        if state.layout != target and not _confirm(args, f"recovering GPU {entry.gpu} of {args.name}"):
+            then = "".join(f", then GPU {p['gpu']} -> {p['target']}" for p in entry.pending if isinstance(p, dict))
+            print(f"{banner}{args.name} GPU {entry.gpu}: interrupted {entry.before} -> {entry.target}{then} "
+                  f"(started {entry.started_at})")
+            print(f"recover: complete {entry.target}, or restore {entry.before} if that fails")
+        if not _confirm(args, f"recovering GPU {entry.gpu} of {args.name}"):
             raise ResizeRefused("recovery not confirmed; nothing changed")
-
-        def progress(p: Progress) -> None:
-            if not args.json:
-                count = f"[{p.done}/{p.total}] " if p.total else ""
-                print(f"  {p.phase}: {count}{p.message}", file=sys.stderr, flush=True)
-
-        started = now_iso()
-        result = await resizer.resize(entry.gpu, target, stop_processes=args.stop_processes, progress=progress,
-                                      restore=previous,
-                                      on_begin=journal_hook(journal, profile, state, "recover", previous))
-        record = _record(profile, state, result.plan, entry.target, f"recover: {result.outcome}", result.ok,
-                         result.log, started, after=result.after)
-        record.before = entry.before
-        journal.finish(profile.name, record, keep=result.kind is ResizeOutcome.ROLLBACK_FAILED)
+        # Complete or restore, verify, then the after-verify step (journal, audit, profile): the
+        # one implementation the window's Recover button runs too (gpuws.app.resize).
+        run = await recover_mig(conn.runner, profile, entry, progress=progress_printer(args.json), audit=AuditLog(),
+                                stop_processes=args.stop_processes)
+    first = run.results[entry.gpu]
     doc: dict[str, Any] = {"host": args.name, "gpu": entry.gpu, "simulated": profile.simulated, "backend": "mig",
-                           "recovered": interrupted_resize_json(entry), **result.to_dict()}
+                           "recovered": interrupted_resize_json(entry), **first.to_dict()}
     doc["before"] = entry.before
-    _emit(args, doc, lambda: _print_outcome(banner, doc))
-    return result.kind
+    doc["outcome_kind"] = str(run.kind)
+    doc["gpus"] = [{"gpu": index, **result.to_dict()} for index, result in run.results.items()]
+    doc["remaining"] = [p.to_dict() for p in run.remaining]
+    if run.warnings:
+        doc["warnings"] = [*doc.get("warnings", []), *run.warnings]
+
+    def human() -> None:
+        """The recovery's outcome in lines of text."""
+        _print_outcome(banner, doc)
+        for index, result in list(run.results.items())[1:]:
+            now = result.after.describe() if result.after else "unknown"
+            print(f"{banner}GPU {index}: {result.outcome}; now {now}")
+        if run.remaining:
+            left = ", ".join(f"GPU {p.gpu} -> {p.target}" for p in run.remaining)
+            print(f"not done (an earlier GPU failed): {left}")
+
+    _emit(args, doc, human)
+    return run.kind
+
+
+def progress_printer(quiet: bool) -> Callable[[Progress], None]:
+    """The progress lines of a resize on stderr (none with --json)."""
+
+    def progress(p: Progress) -> None:
+        """Print one progress report."""
+        if not quiet:
+            count = f"[{p.done}/{p.total}] " if p.total else ""
+            print(f"  {p.phase}: {count}{p.message}", file=sys.stderr, flush=True)
+
+    return progress
 
 
 # -- provider -----------------------------------------------------------------------------------
@@ -337,6 +322,7 @@ async def _provider_resize(args: argparse.Namespace) -> int:
                            "price_per_hour": {"before": profile.price_per_hour, "after": None}}
 
     def show() -> None:
+        """Print the provider plan, step by step."""
         print(f"{args.name}: change the instance type to {plan.instance_type} via {plan.kind}")
         for number, step in enumerate(plan.to_dict()["steps"], start=1):
             print(f"  {number}. {step['action']}\n     $ {step['command']}")
@@ -354,9 +340,21 @@ async def _provider_resize(args: argparse.Namespace) -> int:
               file=sys.stderr)
 
     async def reconnect() -> str:
+        """Wait for the restarted instance's SSH and probe it again."""
         return await reconnect_and_probe(args.name, accept_new=args.accept_new, **tty_prompts())
 
-    result = await apply_provider(profile, plan, reconnect=reconnect, target_text=args.target)
+    applied = await apply_provider(profile, plan, reconnect=reconnect, target_text=args.target)
+    result = applied.result
     doc.update(result.to_dict())
-    _emit(args, doc, lambda: print(f"outcome: {result.outcome}" + (f"\nerror: {result.error}" if result.error else "")))
+    doc["price_per_hour"]["after"] = applied.profile.price_per_hour if result.ok else None
+    if applied.warnings:
+        doc["warnings"] = applied.warnings
+
+    def human() -> None:
+        """The provider resize's outcome in lines of text."""
+        for warning in applied.warnings:
+            print(f"warning: {warning}")
+        print(f"outcome: {result.outcome}" + (f"\nerror: {result.error}" if result.error else ""))
+
+    _emit(args, doc, human)
     return resize_exit_status(result.kind)

@@ -55,6 +55,7 @@ def _read_secret(name: str, kind: SecretKind) -> str:
 
 
 def cmd_set(args: argparse.Namespace) -> int:
+    """`gpuws secret set NAME`: read a password or passphrase from the terminal or stdin into the keyring."""
     if args.stray:
         raise RefusedInput(
             "secret: refusing a secret given on the command line (shell history and `ps` would keep it); "
@@ -74,6 +75,7 @@ def cmd_set(args: argparse.Namespace) -> int:
 
 
 def cmd_clear(args: argparse.Namespace) -> int:
+    """`gpuws secret clear NAME`: remove a profile's secret from the keyring."""
     # The profile may already be gone: clearing an orphaned secret is still allowed.
     name = validate_name(args.name)
     kind = SecretKind(args.kind)

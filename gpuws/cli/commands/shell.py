@@ -42,6 +42,7 @@ def register(sub: argparse._SubParsersAction[Any]) -> None:
 
 
 def run_shell(args: argparse.Namespace) -> int:
+    """`gpuws shell NAME [-- CMD]`: a tmux terminal on the host (or, with --list, its tmux windows)."""
     command = args.command
     if args.list and command:
         return fail("give --list or a command, not both", 2)
@@ -98,6 +99,7 @@ async def _keyboard(fd: int) -> AsyncIterator[bytes]:
     queue: asyncio.Queue[bytes] = asyncio.Queue()
 
     def readable() -> None:
+        """Queue what the terminal typed (an empty read: it closed)."""
         try:
             data = os.read(fd, 4096)
         except OSError:
@@ -120,10 +122,12 @@ async def _interactive(conn: Any) -> int:
     out = sys.stdout.buffer
 
     def output(data: bytes) -> None:
+        """Write the host's output to the terminal."""
         out.write(data)
         out.flush()
 
     def notice(text: str) -> None:
+        """Show a gpuws notice on its own line."""
         out.write(f"\r\n[gpuws] {text}\r\n".encode())
         out.flush()
 

@@ -46,6 +46,7 @@ def register(sub: argparse._SubParsersAction[Any]) -> None:
 
 
 def run_watch(args: argparse.Namespace) -> int:
+    """`gpuws watch NAME`: stream the host's GPU telemetry, following reconnects, as a table or JSON lines."""
     if not MIN_INTERVAL_S <= args.interval <= MAX_INTERVAL_S:
         return fail(f"--interval must be between {MIN_INTERVAL_S:g} and {MAX_INTERVAL_S:g} seconds", 2)
     if args.count is not None and args.count < 1:

@@ -8,7 +8,9 @@ record; `finish` appends the final audit record and only then removes the journa
 whose writing process is gone is an interrupted resize: `gpuws slices`/`probe` report it and
 `gpuws resize NAME --recover` completes the target or restores the previous layout.
 
-One journal per host: resizes of one host run one GPU at a time.
+One journal per host: resizes of one host run one GPU at a time. A run that changes several GPUs
+(`gpuws mig-parted apply`) lists the GPUs still to do in `pending`, and hands the journal over to
+the next GPU when one finishes, so `--recover` finishes the whole run, not only the GPU it met.
 """
 
 from __future__ import annotations
@@ -46,14 +48,18 @@ class JournalEntry:
     pid: int = field(default_factory=os.getpid)
     simulated: bool = False
     via: str = "resize"  # "resize", "mig-parted", "recover", "window"
+    # The GPUs this run still changes after this one, in order: {"gpu", "gpu_name", "target"}.
+    pending: list[dict[str, Any]] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
 
     def summary(self) -> str:
         """One line for `slices`/`probe` output and the window banner."""
+        rest = [str(p.get("gpu")) for p in self.pending if isinstance(p, dict)]
+        then = f" (and GPU {', '.join(rest)} after it)" if rest else ""
         return (f"an interrupted resize of GPU {self.gpu} ({self.before} -> {self.target}, started "
-                f"{self.started_at}) did not finish; the GPU may be half-resized")
+                f"{self.started_at}){then} did not finish; the GPU may be half-resized")
 
 
 def _process_alive(pid: int) -> bool:
@@ -93,6 +99,11 @@ class ResizeJournal:
             after=None, outcome=STARTED, ok=False, plan=entry.plan, log=[f"journal: {path.name} ({entry.via})"],
             started_at=entry.started_at, simulated=entry.simulated, phase=STARTED,
         ))
+        self._write(entry)
+
+    def _write(self, entry: JournalEntry) -> None:
+        self.root.mkdir(parents=True, exist_ok=True)
+        path = self.path_for(entry.host)
         tmp = path.with_suffix(".tmp")
         with FileLock(str(path) + ".lock"):
             with tmp.open("w", encoding="utf-8") as f:
@@ -101,15 +112,21 @@ class ResizeJournal:
                 os.fsync(f.fileno())
             os.replace(tmp, path)
 
-    def finish(self, host: str, record: AuditRecord, *, keep: bool = False) -> None:
+    def finish(self, host: str, record: AuditRecord, *, keep: bool = False, then: JournalEntry | None = None) -> None:
         """Record the outcome in the audit log, then drop the journal (in that order: a crash
         between the two leaves the journal, never a resize without a record).
 
         `keep`: the rollback failed too, so the GPU is in no known layout; the journal stays and
-        the next connect reports it, with `--recover` to finish the job.
+        the next connect reports it, with `--recover` to finish the job. `then`: the run goes on
+        with another GPU; the journal becomes that GPU's (its own `begin` adds the plan), so a
+        run killed between two GPUs is still found and finished.
         """
         self.audit.append(record)
-        if not keep:
+        if keep:
+            return
+        if then is not None:
+            self._write(then)
+        else:
             self.clear(host)
 
     def clear(self, host: str) -> None:
@@ -146,4 +163,5 @@ def interrupted_resize_json(entry: JournalEntry | None) -> dict[str, Any] | None
         "gpu": entry.gpu, "gpu_name": entry.gpu_name, "before": entry.before, "target": entry.target,
         "started_at": entry.started_at, "via": entry.via, "message": entry.summary(),
         "recover": f"gpuws resize {entry.host} --recover",
+        "pending": [{"gpu": p.get("gpu"), "target": p.get("target")} for p in entry.pending if isinstance(p, dict)],
     }

@@ -167,21 +167,26 @@ class DatasheetChart(QWidget):
 
     @property
     def gpu(self) -> int | None:
+        """The GPU whose figures are shown, if any."""
         data = self.gpu_box.currentData()
         return data if isinstance(data, int) else None
 
     def set_gpu(self, gpu: int) -> None:
+        """Show GPU `gpu`'s figures (when the run has that GPU)."""
         index = self.gpu_box.findData(gpu)
         if index >= 0:
             self.gpu_box.setCurrentIndex(index)
 
     def showing_plot(self) -> bool:
+        """Whether the chart is shown (not the "nothing to chart" text)."""
         return self.pages.currentIndex() == PAGE_PLOT
 
     def empty_text(self) -> str:
+        """Why there is nothing to chart."""
         return self.empty_label.text()
 
     def redraw(self) -> None:
+        """Draw the chosen GPU's measured figures against the datasheet again."""
         gpu = self.gpu
         self.bars = chart_bars(self.outcomes, gpu) if gpu is not None else []
         prefix = f"{self.tag} \u2014 " if self.tag else ""
@@ -249,6 +254,7 @@ class DatasheetChart(QWidget):
         item.setPen(pg.mkPen(colour, width=2.5))
 
     def changeEvent(self, event: QEvent) -> None:
+        """Qt: a palette change redraws the bars in the new colours."""
         super().changeEvent(event)
         changes = (QEvent.Type.PaletteChange, QEvent.Type.ApplicationPaletteChange)
         if event.type() in changes and not self._redrawing and self.bars:

@@ -16,7 +16,6 @@ import logging
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from PySide6.QtCore import QObject, Signal
 
@@ -52,7 +51,7 @@ class BenchJob(QObject):
     event_received = Signal(object)  # one runner event (a dict), on the GUI thread
 
     def __init__(self, host: str, mode: str, runner: CommandRunner, store: ResultStore, *,
-                 expected: Mapping[str, Any] | None = None, timeout: float | None = None,
+                 expected: Mapping[str, object] | None = None, timeout: float | None = None,
                  python: str = "python3", parent: QObject | None = None) -> None:
         super().__init__(parent)
         self.host = host
@@ -63,7 +62,7 @@ class BenchJob(QObject):
         self._timeout = timeout
         self._python = python
         self._loop: asyncio.AbstractEventLoop | None = None
-        self._task: asyncio.Task[Any] | None = None
+        self._task: asyncio.Task[object] | None = None
         self._cancel_requested = False
         self.future: concurrent.futures.Future[JobResult] | None = None
 
@@ -128,7 +127,7 @@ class BenchJob(QObject):
             result.save_error = f"cannot write the check report: {kept.report_error.strerror or kept.report_error}"
         return result
 
-    def _forward(self, event: dict[str, Any]) -> None:
+    def _forward(self, event: Mapping[str, object]) -> None:
         # Called on the loop thread: emit only (the connection is queued to the GUI thread).
         with contextlib.suppress(RuntimeError):  # the tab (and this QObject) is gone: run on unseen
             self.event_received.emit(dict(event))

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from enum import IntEnum
-from typing import Any
 
 from PySide6.QtCore import (
     QAbstractTableModel,
@@ -22,7 +21,7 @@ from PySide6.QtCore import (
     QSortFilterProxyModel,
     Qt,
 )
-from PySide6.QtGui import QFont, QFontMetrics, QPainter, QPalette, QPen
+from PySide6.QtGui import QFont, QFontMetrics, QPainter, QPaintEvent, QPalette, QPen
 from PySide6.QtWidgets import (
     QAbstractItemView,
     QHeaderView,
@@ -54,6 +53,7 @@ AnyIndex = QModelIndex | QPersistentModelIndex
 
 
 class Column(IntEnum):
+    """The table's columns, in order."""
     CHECK = 0
     GPU = 1
     MEASURED = 2
@@ -84,25 +84,30 @@ class ResultsModel(QAbstractTableModel):
         self.gpu_names: dict[int, str] = {}
 
     def set_outcomes(self, outcomes: Sequence[Outcome], gpu_names: Mapping[int, str] | None = None) -> None:
+        """Show `outcomes`; `gpu_names` names the GPU column by index."""
         self.beginResetModel()
         self.outcomes = list(outcomes)
         self.gpu_names = dict(gpu_names or {})
         self.endResetModel()
 
     def rowCount(self, parent: AnyIndex = QModelIndex()) -> int:  # noqa: B008 - Qt's signature
+        """Qt: one row per outcome."""
         return 0 if parent.isValid() else len(self.outcomes)
 
     def columnCount(self, parent: AnyIndex = QModelIndex()) -> int:  # noqa: B008 - Qt's signature
+        """Qt: one column per `Column`."""
         return 0 if parent.isValid() else len(Column)
 
-    def headerData(self, section: int, orientation: Qt.Orientation, role: int = Qt.ItemDataRole.DisplayRole) -> Any:
+    def headerData(self, section: int, orientation: Qt.Orientation, role: int = Qt.ItemDataRole.DisplayRole) -> object:
+        """Qt: the column titles and their alignment."""
         if orientation == Qt.Orientation.Horizontal and role == Qt.ItemDataRole.DisplayRole:
             return HEADERS[Column(section)]
         if orientation == Qt.Orientation.Horizontal and role == Qt.ItemDataRole.TextAlignmentRole:
             return _alignment(Column(section))
         return None
 
-    def data(self, index: AnyIndex, role: int = Qt.ItemDataRole.DisplayRole) -> Any:
+    def data(self, index: AnyIndex, role: int = Qt.ItemDataRole.DisplayRole) -> object:
+        """Qt: a cell's text, tooltip, alignment, sort key or verdict."""
         if not index.isValid():
             return None
         o = self.outcomes[index.row()]
@@ -119,7 +124,7 @@ class ResultsModel(QAbstractTableModel):
             return self.sort_key(index.row(), column)
         return None
 
-    def sort_key(self, row: int, column: Column) -> Any:
+    def sort_key(self, row: int, column: Column) -> float | str:
         """What a column sorts by: numbers as numbers, verdicts worst first, ties in run order."""
         o = self.outcomes[row]
         if column is Column.VERDICT:
@@ -181,6 +186,7 @@ class VerdictBadgeDelegate(QStyledItemDelegate):
     """Paints the verdict as a rounded badge: tinted fill, coloured edge and text."""
 
     def paint(self, painter: QPainter, option: QStyleOptionViewItem, index: AnyIndex) -> None:
+        """Qt: draw the verdict as a coloured badge."""
         try:
             verdict = Verdict(index.data(VERDICT_ROLE))
         except ValueError:
@@ -213,11 +219,13 @@ class VerdictBadgeDelegate(QStyledItemDelegate):
         painter.restore()
 
     def sizeHint(self, option: QStyleOptionViewItem, index: AnyIndex) -> QSize:
+        """Qt: room for the widest verdict badge."""
         metrics = QFontMetrics(badge_font(option.font))
         return QSize(metrics.horizontalAdvance(verdict_text(Verdict.INCONCLUSIVE)) + 28, metrics.height() + 10)
 
 
 def badge_font(base: QFont) -> QFont:
+    """The bold, slightly smaller font verdict badges use, from `base`."""
     font = QFont(base)
     font.setBold(True)
     font.setPointSizeF(max(base.pointSizeF() * 0.85, 7.0))
@@ -255,6 +263,7 @@ class ResultsTable(QTableView):
         self.sortByColumn(Column.VERDICT, Qt.SortOrder.AscendingOrder)  # failures first
 
     def set_outcomes(self, outcomes: Sequence[Outcome], gpu_names: Mapping[int, str] | None = None) -> None:
+        """Show `outcomes` (the filter and sort order stay)."""
         self.results_model.set_outcomes(outcomes, gpu_names)
 
     def set_verdict_filter(self, verdict: Verdict | None) -> None:
@@ -262,6 +271,7 @@ class ResultsTable(QTableView):
         self.proxy.set_verdict(verdict)
 
     def shown_rows(self) -> int:
+        """How many rows the verdict filter lets through."""
         return self.proxy.rowCount()
 
     def shown_cell(self, row: int, column: Column) -> str:
@@ -270,9 +280,11 @@ class ResultsTable(QTableView):
         return self.cell(source, column)
 
     def cell(self, row: int, column: Column) -> str:
+        """The text of one cell of the model (not the sorted view)."""
         return self.results_model.text(self.results_model.outcomes[row], column)
 
     def tooltip(self, row: int, column: Column) -> str | None:
+        """The tooltip of one cell of the model, if any."""
         value = self.results_model.data(self.results_model.index(row, column), Qt.ItemDataRole.ToolTipRole)
         return None if value is None else str(value)
 
@@ -281,6 +293,7 @@ class _VerdictFilter(QSortFilterProxyModel):
     verdict: Verdict | None = None
 
     def set_verdict(self, verdict: Verdict | None) -> None:
+        """Show only the rows with `verdict` (all rows for None)."""
         if hasattr(self, "beginFilterChange"):  # Qt 6.9+: invalidateFilter() is deprecated there
             self.beginFilterChange()
             self.verdict = verdict
@@ -290,6 +303,7 @@ class _VerdictFilter(QSortFilterProxyModel):
             self.invalidateFilter()
 
     def filterAcceptsRow(self, source_row: int, source_parent: AnyIndex) -> bool:
+        """Qt: whether a row has the verdict filtered for."""
         if self.verdict is None:
             return True
         model = self.sourceModel()
@@ -305,6 +319,7 @@ class VerdictBadge(QWidget):
         self.setVisible(False)
 
     def set_verdict(self, verdict: Verdict | None, tooltip: str = "") -> None:
+        """Show `verdict` (hidden for None), with `tooltip`."""
         self.verdict = verdict
         self.setToolTip(tooltip)
         self.setVisible(verdict is not None)
@@ -312,13 +327,16 @@ class VerdictBadge(QWidget):
         self.update()
 
     def text(self) -> str:
+        """The badge's text ("" when there is no verdict)."""
         return "" if self.verdict is None else verdict_text(self.verdict)
 
     def sizeHint(self) -> QSize:
+        """Qt: room for the text in the badge font."""
         metrics = QFontMetrics(badge_font(self.font()))
         return QSize(metrics.horizontalAdvance(self.text() or "X") + 22, metrics.height() + 8)
 
-    def paintEvent(self, event: Any) -> None:
+    def paintEvent(self, event: QPaintEvent) -> None:
+        """Qt: draw the badge in the verdict's colour."""
         if self.verdict is None:
             return
         colour = verdict_colour(self.verdict, self.palette())

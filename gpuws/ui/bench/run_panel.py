@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Mapping
 
 from PySide6.QtCore import Signal
 from PySide6.QtGui import QFontDatabase
@@ -25,7 +25,7 @@ MODES = (("quick", "Quick", "About a minute on a modern GPU"),
 MAX_LOG_LINES = 5000
 
 
-def describe_event(event: dict[str, Any]) -> str | None:
+def describe_event(event: Mapping[str, object]) -> str | None:
     """One runner event as a line of the live log (None for events not worth a line)."""
     kind = event.get("type")
     if kind == "progress":
@@ -146,7 +146,7 @@ class RunPanel(QWidget):
         self.append_line(f"{mode} benchmark on {host}")
         self._sync_buttons()
 
-    def add_event(self, event: dict[str, Any]) -> None:
+    def add_event(self, event: Mapping[str, object]) -> None:
         """Show one runner event: progress steps move the bar, everything else goes to the log."""
         if event.get("type") == "progress":
             total, step = _int(event.get("total")), _int(event.get("step"))
@@ -193,10 +193,10 @@ class RunPanel(QWidget):
             button.setEnabled(not self.running)
 
 
-def _int(value: Any) -> int | None:
-    if isinstance(value, bool):
+def _int(value: object) -> int | None:
+    if isinstance(value, bool) or not isinstance(value, int | float | str):
         return None
     try:
-        return None if value is None else int(value)
+        return int(value)
     except (TypeError, ValueError):
         return None

@@ -7,9 +7,13 @@ into widgets on the GUI thread. Nothing here is implemented twice: the CLI calls
 from __future__ import annotations
 
 from gpuws.app.resize import (
+    LayoutHook,
+    LayoutRun,
     MigApplied,
     MigPreview,
     PlanChanged,
+    ProgressCallback,
+    ProviderApplied,
     apply_provider,
     interrupted_resize,
     mig_parted_config_names,
@@ -24,9 +28,9 @@ from gpuws.core.models import HostProfile
 from gpuws.core.resize.audit import AuditLog
 from gpuws.core.resize.plan import Plan
 from gpuws.core.runner import CommandRunner
-from gpuws.remote.resize import ProgressCallback
 
-__all__ = ["MigApplied", "MigPreview", "PlanChanged", "apply_mig", "apply_provider", "interrupted_resize",
+__all__ = ["LayoutRun", "MigApplied", "MigPreview", "PlanChanged", "ProviderApplied", "apply_mig", "apply_provider",
+           "interrupted_resize",
            "mig_parted_config_names", "mig_parted_target", "preview_mig", "read_audit", "read_gpus",
            "reconnect_and_probe", "recover_mig"]
 
@@ -39,10 +43,11 @@ async def apply_mig(
     stop_processes: bool,
     progress: ProgressCallback,
     audit: AuditLog,
+    on_changed: LayoutHook | None = None,
 ) -> MigApplied:
     """Apply the confirmed plan through the shared service (re-plan check, audit, profile update)."""
     applied = await _apply_mig(runner, profile, shown, stop_processes=stop_processes, progress=progress, audit=audit,
-                               via="window")
+                               via="window", on_changed=on_changed)
     applied.result.warnings.extend(applied.warnings)
     return applied
 

@@ -53,24 +53,29 @@ class PlanView(Section):
         self.destructive = False
 
     def show_mig_plan(self, plan: Plan) -> None:
+        """Show the commands of a MIG plan and how many are destructive."""
         destructive_steps = sum(1 for s in plan.steps if s.destructive)
         summary = "nothing to do" if plan.empty else (
             f"{len(plan.steps)} commands" + (f", {destructive_steps} destructive" if destructive_steps else ""))
         self._show(mig_plan_script(plan), summary, plan.destructive)
 
     def show_provider_plan(self, plan: ProviderPlan) -> None:
+        """Show the provider commands (the instance stops)."""
         self._show(provider_plan_script(plan), f"{len(plan.commands)} provider commands; the instance stops", True)
 
     def clear(self) -> None:
+        """Show no plan."""
         self.destructive = False
         self.commands.clear()
         self.summary.setText("")
         self.destructive_badge.hide()
 
     def text(self) -> str:
+        """The commands shown, as text."""
         return self.commands.toPlainText()
 
     def copy(self) -> None:
+        """Copy the commands to the clipboard."""
         clipboard = QGuiApplication.clipboard()
         if clipboard is not None:
             clipboard.setText(self.text())

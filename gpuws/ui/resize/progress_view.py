@@ -12,7 +12,7 @@ from PySide6.QtCore import QObject, Qt, Signal
 from PySide6.QtGui import QColor, QPaintEvent
 from PySide6.QtWidgets import QFrame, QLabel, QPlainTextEdit, QProgressBar, QVBoxLayout, QWidget
 
-from gpuws.remote.resize import Progress, ResizeOutcome
+from gpuws.app.resize import Progress, ResizeOutcome
 from gpuws.ui import theme
 from gpuws.ui.resize.common import Section, monospace_font, success_colour
 from gpuws.ui.widgets import heading, paint_accent_panel
@@ -36,6 +36,8 @@ class ProgressRelay(QObject):
 
 
 class OutcomeKind(StrEnum):
+    """How an outcome reads (its colour): success, information, warning or error."""
+
     SUCCESS = "success"
     INFO = "info"
     WARNING = "warning"
@@ -61,6 +63,7 @@ class OutcomeBanner(QFrame):
         layout.addWidget(self.detail)
 
     def show_outcome(self, kind: OutcomeKind, title: str, detail: str = "") -> None:
+        """Show the outcome's title and detail in its kind's colour."""
         self.kind = kind
         self.title.setText(title)
         self.detail.setText(detail)
@@ -69,6 +72,7 @@ class OutcomeBanner(QFrame):
         self.update()
 
     def accent(self) -> QColor:
+        """The colour of the outcome's kind in the current palette."""
         pal = self.palette()
         return {
             OutcomeKind.SUCCESS: success_colour,
@@ -77,6 +81,7 @@ class OutcomeBanner(QFrame):
         }.get(self.kind, lambda p: p.color(p.ColorRole.Highlight))(pal)
 
     def paintEvent(self, event: QPaintEvent) -> None:
+        """Qt: draw the tinted panel with the accent bar."""
         paint_accent_panel(self, self.accent(), border=1.5, tint=0.84, bar=6.0)
 
 
@@ -111,6 +116,7 @@ class ProgressView(Section):
         self.finished = False
 
     def start(self, total: int, first_line: str) -> None:
+        """Start a new progress log of `total` steps with `first_line`."""
         self.finished = False
         self.outcome.hide()
         self.log.clear()
@@ -132,6 +138,7 @@ class ProgressView(Section):
         self.append(f"{progress.phase:<9} {count}{progress.message}")
 
     def append(self, line: str) -> None:
+        """Add a line to the log."""
         self.log.appendPlainText(line)
 
     def finish(self, kind: OutcomeKind, title: str, detail: str = "") -> None:

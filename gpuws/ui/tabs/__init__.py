@@ -2,7 +2,7 @@
 
 Tabs receive a `HostContext` when the selected host changes (None when no host is selected).
 A tab that needs the host's connection reads `context.session.connection` (a connected
-`gpuws.remote.connection.HostConnection`, or None) and runs remote work through
+`gpuws.app.hostio.HostConnection`, or None) and runs remote work through
 `context.bridge.run_async(coro, on_success, on_failure)`, never on the GUI thread.
 """
 

@@ -12,7 +12,7 @@ import contextlib
 import logging
 from collections import Counter
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import (
@@ -47,6 +47,9 @@ from gpuws.ui.tabs import HostContext
 from gpuws.ui.theme import state_label
 from gpuws.ui.widgets import Badge, Banner, BannerKind, muted_label
 
+if TYPE_CHECKING:
+    from gpuws.ui.session_controller import HostSession
+
 log = logging.getLogger(__name__)
 
 PAGE_RESULTS, PAGE_LOG, PAGE_HISTORY = 0, 1, 2
@@ -69,7 +72,7 @@ class BenchmarksTab(QWidget):
         self.history: HostHistory | None = None
         self.shown_run: BenchRun | None = None
         self.last_result: JobResult | None = None
-        self._tracked_session: Any = None
+        self._tracked_session: HostSession | None = None
 
         # Toolbar: pages | overall verdict, SIMULATED | export.
         self.page_group = QButtonGroup(self)
@@ -166,13 +169,16 @@ class BenchmarksTab(QWidget):
 
     @property
     def host(self) -> str | None:
+        """The shown host's name, if any."""
         return self.context.profile.name if self.context is not None else None
 
     @property
     def running(self) -> bool:
+        """Whether a benchmark runs."""
         return self.job is not None
 
     def set_host(self, context: HostContext | None) -> None:
+        """Show `context`'s host (None: no host) with its history."""
         if self._tracked_session is not None:
             with contextlib.suppress(RuntimeError, TypeError):  # the session is already gone
                 self._tracked_session.state_changed.disconnect(self._on_session_state)
@@ -332,6 +338,7 @@ class BenchmarksTab(QWidget):
         self.table.set_verdict_filter(Verdict(value) if value else None)
 
     def show_page(self, page: int) -> None:
+        """Show page `page` of the tab."""
         self.page_group.button(page).setChecked(True)
         self.body.setCurrentIndex(page)
 

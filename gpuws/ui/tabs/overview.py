@@ -128,6 +128,7 @@ class OverviewTab(QWidget):
         self._rebuild()
 
     def set_host(self, context: HostContext | None) -> None:
+        """Show `context`'s host (None: no host)."""
         if self.context is not None:
             self.context.session.inventory_changed.disconnect(self.show_inventory)
             self.context.session.state_changed.disconnect(self._on_state)
@@ -138,6 +139,7 @@ class OverviewTab(QWidget):
         self.show_inventory(None if context is None else context.session.inventory)
 
     def show_inventory(self, inventory: Inventory | None) -> None:
+        """Show the host's GPUs and facts (None: not probed yet)."""
         self.inventory = inventory
         self._rebuild()
 
@@ -204,6 +206,7 @@ class OverviewTab(QWidget):
             self._grid.setColumnStretch(col, 1 if col < columns else 0)
 
     def resizeEvent(self, event: QResizeEvent) -> None:
+        """Qt: place the cards for the new width."""
         super().resizeEvent(event)
         self._place_cards()
 

@@ -11,8 +11,8 @@ target chosen meanwhile) are recognised by a generation number and dropped.
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Any
+from collections.abc import Callable, Coroutine
+from typing import TYPE_CHECKING, TypeVar
 
 import shiboken6
 from PySide6.QtCore import QEvent, Qt, Signal
@@ -26,6 +26,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from gpuws.app.resize import ProviderResult, ResizeOutcome, ResizeRefused, ResizeResult
 from gpuws.core.errors import GpuwsError
 from gpuws.core.models import HostProfile
 from gpuws.core.resize.audit import AuditLog
@@ -35,12 +36,11 @@ from gpuws.core.resize.pricing import PriceBook, price_book
 from gpuws.core.resize.provider import ProviderPlan, plan_provider_resize
 from gpuws.core.resize.state import GpuMigState
 from gpuws.core.simulation import SIM_LABEL
-from gpuws.remote.resize import ProviderResult, ResizeOutcome, ResizeRefused, ResizeResult
 from gpuws.ui.resize import operations
 from gpuws.ui.resize.audit_view import AuditView
 from gpuws.ui.resize.comparison import ComparisonCard
 from gpuws.ui.resize.confirm import TypedConfirmation
-from gpuws.ui.resize.operations import MigApplied, MigPreview, PlanChanged
+from gpuws.ui.resize.operations import LayoutRun, MigApplied, MigPreview, PlanChanged, ProviderApplied
 from gpuws.ui.resize.options import layout_figures
 from gpuws.ui.resize.plan_view import PlanView
 from gpuws.ui.resize.processes_view import ProcessesView
@@ -49,6 +49,10 @@ from gpuws.ui.resize.target_picker import TargetPicker
 from gpuws.ui.tabs import HostContext
 from gpuws.ui.widgets import Badge, Banner, BannerKind, heading, muted_label
 
+if TYPE_CHECKING:
+    from gpuws.core.runner import CommandRunner
+
+T = TypeVar("T")
 PICKER_WIDTH = 380
 
 
@@ -57,6 +61,7 @@ class _Column(QWidget):
     the column asks its layout how tall it must be at its current width and keeps that minimum."""
 
     def event(self, event: QEvent) -> bool:
+        """Qt: keep the minimum height the wrapped column needs at its width."""
         if event.type() in (QEvent.Type.LayoutRequest, QEvent.Type.Resize):
             layout = self.layout()
             if layout is not None and layout.hasHeightForWidth():
@@ -185,6 +190,7 @@ class ResizeTab(QWidget):
     # -- host -------------------------------------------------------------------------------------
 
     def set_host(self, context: HostContext | None) -> None:
+        """Show `context`'s host (None: no host selected) and read its GPUs."""
         if self.context is not None:
             self.context.session.state_changed.disconnect(self._on_session_state)
         self.context = context
@@ -204,10 +210,11 @@ class ResizeTab(QWidget):
 
     @property
     def audit_log(self) -> AuditLog:
+        """The resize history to read and append to."""
         # Made on use: its default path follows GPUWS_CONFIG_DIR at the time of use.
         return self._audit_log or AuditLog()
 
-    def _runner(self) -> Any:
+    def _runner(self) -> CommandRunner | None:
         connection = self.context.session.connection if self.context else None
         return None if connection is None else connection.runner
 
@@ -228,6 +235,7 @@ class ResizeTab(QWidget):
         self.reload_audit()
 
     def reload_audit(self) -> None:
+        """Read the host's resize history again."""
         if self.context is not None:
             self._run(operations.read_audit(self.audit_log, self.context.profile.name),
                       self.audit_view.show_records, lambda exc: None, keep_generation=True)
@@ -261,7 +269,7 @@ class ResizeTab(QWidget):
         self.progress_view.show()
         self.progress_view.start(0, f"recovering GPU {entry.gpu}: {entry.before} -> {entry.target}")
         self._run(operations.recover_mig(runner, self.context.profile, entry, progress=self.relay.report,
-                                         audit=self.audit_log),
+                                         audit=self.audit_log, on_changed=self._layout_hook()),
                   self._on_applied, self._on_apply_failed, keep_generation=True)
 
     def open_mig_parted_file(self) -> None:
@@ -288,6 +296,7 @@ class ResizeTab(QWidget):
             return
 
         def planned(layout: Layout | None) -> None:
+            """Plan the layout the config gives this GPU, or say that it gives none."""
             if layout is None:
                 self._show_error(GpuwsError(f"no entry of {config!r} selects GPU {state.index}; it stays as it is"))
             else:
@@ -332,6 +341,7 @@ class ResizeTab(QWidget):
         self._show_error(exc)
 
     def selected_state(self) -> GpuMigState | None:
+        """The GPU chosen in the picker, as last read."""
         index = self.picker.current_gpu()
         return next((s for s in self.gpus if s.index == index), None)
 
@@ -437,16 +447,16 @@ class ResizeTab(QWidget):
                 self._show_error(GpuwsError("not connected to the host"))
                 return
             plan = self.preview.plan
-            coro: Any = operations.apply_mig(
+            coro: Coroutine[object, None, MigApplied | ProviderApplied] = operations.apply_mig(
                 runner, profile, plan, stop_processes=self.processes_view.stop_requested,
-                progress=self.relay.report, audit=self.audit_log,
+                progress=self.relay.report, audit=self.audit_log, on_changed=self._layout_hook(),
             )
             total, first = len(plan.steps), f"resizing GPU {plan.gpu_index}: {plan.summary()}"
         elif self.provider_plan is not None:
             provider_plan = self.provider_plan
             coro = operations.apply_provider(
                 profile, provider_plan, reconnect=lambda: operations.reconnect_and_probe(profile.name),
-                progress=self.relay.report, audit=self.audit_log,
+                progress=self.relay.report, audit=self.audit_log, on_changed=self._layout_hook(),
             )
             total, first = len(provider_plan.commands), f"changing the instance type to {provider_plan.instance_type}"
         else:
@@ -475,25 +485,43 @@ class ResizeTab(QWidget):
         self.reload()
         return True
 
-    def _on_applied(self, done: MigApplied | ProviderResult) -> None:
+    def _on_applied(self, done: MigApplied | LayoutRun | ProviderApplied) -> None:
+        # The profile, the price and the inventory already followed, through `_layout_hook`.
         if self._finished_elsewhere():
             return
         self._set_applying(False)
         if isinstance(done, MigApplied):
-            result = done.result
-            kind = outcome_kind(result.kind)
-            title, detail = mig_outcome_text(result)
-            if result.kind is ResizeOutcome.VERIFIED:
-                self._follow_new_price(done.profile)
-            if self.context is not None and result.kind is not ResizeOutcome.ALREADY_AT_TARGET:
-                self.context.session.reprobe()  # Overview and Telemetry show the verified layout now
+            kind = outcome_kind(done.result.kind)
+            title, detail = mig_outcome_text(done.result)
+        elif isinstance(done, LayoutRun):
+            kind = outcome_kind(done.kind)
+            title, detail = recover_outcome_text(done)
         else:
             kind = outcome_kind(done.kind)
-            title, detail = provider_outcome_text(done)
+            title, detail = provider_outcome_text(done.result)
             if self.context is not None and kind is not OutcomeKind.ERROR:
                 self.context.session.connect_host()  # the instance restarted: connect afresh
         self.progress_view.finish(kind, title, detail)
         self._after_apply()
+
+    def _layout_hook(self) -> Callable[[HostProfile], None]:
+        """The after-verify step's hook (called on the loop thread): on the GUI thread, the host's
+        price and slice follow the saved profile, and a re-probe refreshes the inventory, which
+        restarts the telemetry stream on the new devices (the Workspace does that)."""
+        assert self.context is not None
+        context = self.context
+
+        def changed(after: HostProfile) -> None:
+            """Follow the new profile on the GUI thread (called on the loop thread)."""
+            def follow() -> None:
+                """Price, slice and inventory follow the verified layout."""
+                if self.context is context:
+                    self._follow_new_price(after)
+                context.session.reprobe()  # Overview and Telemetry show the verified layout now
+
+            context.bridge.post(follow, owner=self)
+
+        return changed
 
     def _follow_new_price(self, after: HostProfile) -> None:
         """The host's price and slice are what the resize service computed (and saved): the
@@ -532,8 +560,8 @@ class ResizeTab(QWidget):
 
     def _run(
         self,
-        coro: Any,
-        on_success: Callable[[Any], None],
+        coro: Coroutine[object, None, T],
+        on_success: Callable[[T], None],
         on_failure: Callable[[BaseException], None],
         *,
         keep_generation: bool = False,
@@ -543,6 +571,7 @@ class ResizeTab(QWidget):
         generation = self._generation
 
         def current() -> bool:
+            """Whether the result is still wanted (same request, tab alive)."""
             # The tab may be gone by the time a slow read returns (window closed): then drop it.
             return shiboken6.isValid(self) and (keep_generation or generation == self._generation)
 
@@ -576,6 +605,16 @@ def mig_outcome_text(result: ResizeResult) -> tuple[str, str]:
                 "\n".join([error, *notes]).strip())
     return (f"Rollback failed: GPU {gpu} is now {after}",
             "\n".join([error, "Check the GPU (nvidia-smi mig -lgi) before using it.", *notes]).strip())
+
+
+def recover_outcome_text(run: LayoutRun) -> tuple[str, str]:
+    """Title and detail of a finished recovery: its first GPU's text, then the others and what is left."""
+    results = list(run.results.values())
+    title, detail = mig_outcome_text(results[0])
+    others = [f"GPU {index}: {r.outcome}" for index, r in list(run.results.items())[1:]]
+    left = [f"GPU {p.gpu} \u2192 {p.target}" for p in run.remaining]
+    extra = "; ".join(others) + (f"; not done: {', '.join(left)}" if left else "")
+    return title, f"{detail}\n{extra}".strip() if extra else detail
 
 
 def provider_outcome_text(result: ProviderResult) -> tuple[str, str]:

@@ -8,8 +8,9 @@ are run by the app's `TelemetryHub` (one per bridge) for every session the tab h
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import (
@@ -38,6 +39,9 @@ from gpuws.ui.telemetry.metric_plot import DetailPlot
 from gpuws.ui.telemetry.overview_grid import OverviewGrid
 from gpuws.ui.telemetry.process_table import ProcessTable
 from gpuws.ui.widgets import Badge, Banner, BannerKind, muted_label
+
+if TYPE_CHECKING:
+    from gpuws.core.inventory import Inventory
 
 WINDOWS: tuple[tuple[str, float], ...] = (("1 min", 60.0), ("10 min", 600.0), ("1 h", 3600.0), ("24 h", 86400.0))
 PAGE_HOST, PAGE_OVERVIEW, PAGE_ALERTS, PAGE_PROCESSES = 0, 1, 2, 3
@@ -74,7 +78,7 @@ class TelemetryTab(QWidget):
         self.window_s = 600.0
         self.paused = False
         self.reads = 0  # frames that read the store
-        self._drawn: tuple[Any, ...] | None = None
+        self._drawn: tuple[object, ...] | None = None
         self._names: dict[str, str] = {}
 
         # Toolbar: view | time window, pause | source, SIMULATED | export.
@@ -166,6 +170,7 @@ class TelemetryTab(QWidget):
         self._refresh_alerts()
 
     def set_host(self, context: HostContext | None) -> None:
+        """Show `context`'s host (None: no host) and stream it through the hub."""
         if self.context is not None:
             self.context.session.inventory_changed.disconnect(self._on_inventory)
         self.context = context
@@ -186,7 +191,7 @@ class TelemetryTab(QWidget):
         self._drawn = None
         self._on_frame()
 
-    def _on_inventory(self, inventory: Any) -> None:
+    def _on_inventory(self, inventory: Inventory | None) -> None:
         gpus = getattr(inventory, "gpus", None) or []
         self._names = {str(g.index): g.name for g in gpus}
         for g in gpus:  # a MIG card names its profile and GPU instance: "MIG 1g.10gb · GI 3"
@@ -198,6 +203,7 @@ class TelemetryTab(QWidget):
     # --- controls ---------------------------------------------------------------------------
 
     def show_page(self, page: int) -> None:
+        """Show page `page` (host, overview, alerts or processes)."""
         self.page_group.button(page).setChecked(True)
         self.body.setCurrentIndex(page)
         self.csv_button.setEnabled(page == PAGE_HOST)
@@ -205,6 +211,7 @@ class TelemetryTab(QWidget):
         self._on_frame()
 
     def set_window(self, seconds: float) -> None:
+        """Show the last `seconds` of every graph."""
         self.window_s = seconds
         for button in self.window_group.buttons():
             button.setChecked(button.property("window_s") == seconds)
@@ -212,6 +219,7 @@ class TelemetryTab(QWidget):
         self._on_frame(force=True)
 
     def set_paused(self, paused: bool) -> None:
+        """Freeze the graphs (samples are still recorded), or go on."""
         self.paused = paused
         self.pause_button.setChecked(paused)
         self.pause_button.setText("Resume" if paused else "Pause")
@@ -222,6 +230,7 @@ class TelemetryTab(QWidget):
             self._on_frame()
 
     def open_detail(self, key: str, metric: str) -> None:
+        """Open the large graph of `metric` for GPU `key`."""
         if self.host is None:
             return
         if self.context is not None:
@@ -235,6 +244,7 @@ class TelemetryTab(QWidget):
         self._on_frame(force=True)
 
     def close_detail(self) -> None:
+        """Close the large graph."""
         self.detail.hide()
         self.detail.host = self.detail.key = None
 
@@ -358,7 +368,7 @@ class TelemetryTab(QWidget):
         if path:
             self._report(lambda: self.export_png_to(Path(path), widget))
 
-    def _report(self, action: Any) -> None:
+    def _report(self, action: Callable[[], object]) -> None:
         try:
             action()
         except GpuwsError as exc:

@@ -14,7 +14,7 @@ import asyncio
 import concurrent.futures
 import time
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING
 
 from PySide6.QtCore import Qt, QTimer, Signal
 from PySide6.QtWidgets import (
@@ -33,6 +33,9 @@ from gpuws.core.resize.state import GpuMigState
 from gpuws.ui.tabs import HostContext
 from gpuws.ui.telemetry.hub import TelemetryHub
 from gpuws.ui.widgets import muted_label
+
+if TYPE_CHECKING:
+    from gpuws.core.runner import CommandRunner
 
 DEFAULT_INTERVAL_MS = 15_000
 LAYOUT_MAX_AGE_S = 60.0  # re-read the MIG layouts at most this often (a resize changes them)
@@ -103,7 +106,7 @@ class AdviceStrip(QWidget):
         self._dismissed: dict[str | None, dict[int, tuple[str, str | None]]] = {}
         self._states: list[GpuMigState] = []
         self._states_at = 0.0
-        self._pending: concurrent.futures.Future[Any] | None = None
+        self._pending: concurrent.futures.Future[tuple[list[GpuMigState], list[GpuAdvice], bool]] | None = None
         self._generation = 0
 
         self.title = QLabel("Advice", self)
@@ -184,7 +187,7 @@ class AdviceStrip(QWidget):
         )
 
     async def _compute(
-        self, hub: TelemetryHub, context: HostContext, runner: Any, states: list[GpuMigState]
+        self, hub: TelemetryHub, context: HostContext, runner: CommandRunner | None, states: list[GpuMigState]
     ) -> tuple[list[GpuMigState], list[GpuAdvice], bool]:
         if runner is not None:
             from gpuws.ui.resize.operations import read_gpus

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import time
 from collections.abc import Sequence
-from typing import Any
 
 from PySide6.QtCore import QAbstractTableModel, QModelIndex, QPersistentModelIndex, Qt, Signal
 from PySide6.QtWidgets import (
@@ -53,6 +52,7 @@ def clock_text(t: float) -> str:
 
 
 def kind_label(kind: str) -> str:
+    """An alert kind in words."""
     return KIND_LABELS.get(kind, kind.replace("_", " "))
 
 
@@ -103,21 +103,26 @@ class AlertTableModel(QAbstractTableModel):
         self.endInsertRows()
 
     def alert_at(self, row: int) -> Alert | None:
+        """The alert shown in `row` (newest first), or None."""
         n = len(self._oldest_first)
         return self._oldest_first[n - 1 - row] if 0 <= row < n else None
 
     def rowCount(self, parent: Index = QModelIndex()) -> int:  # noqa: B008 (Qt's signature)
+        """Qt: one row per alert."""
         return 0 if parent.isValid() else len(self._oldest_first)
 
     def columnCount(self, parent: Index = QModelIndex()) -> int:  # noqa: B008
+        """Qt: one column per heading."""
         return 0 if parent.isValid() else len(COLUMNS)
 
-    def headerData(self, section: int, orientation: Qt.Orientation, role: int = Qt.ItemDataRole.DisplayRole) -> Any:
+    def headerData(self, section: int, orientation: Qt.Orientation, role: int = Qt.ItemDataRole.DisplayRole) -> object:
+        """Qt: the column headings."""
         if orientation == Qt.Orientation.Horizontal and role == Qt.ItemDataRole.DisplayRole:
             return COLUMNS[section]
         return None
 
-    def data(self, index: Index, role: int = Qt.ItemDataRole.DisplayRole) -> Any:
+    def data(self, index: Index, role: int = Qt.ItemDataRole.DisplayRole) -> object:
+        """Qt: a cell's text, tooltip or colour."""
         alert = self.alert_at(index.row()) if index.isValid() else None
         if alert is None:
             return None
@@ -136,6 +141,7 @@ class AlertTableModel(QAbstractTableModel):
 
     @staticmethod
     def text(alert: Alert, column: int) -> str:
+        """The text of `alert` in `column`."""
         if column == 0:
             return clock_text(alert.started_at)
         if column == COL_SEVERITY:
@@ -222,6 +228,7 @@ class AlertLogView(QWidget):
         self._update_buttons()
 
     def set_alerts(self, alerts: Sequence[Alert]) -> None:
+        """Show `alerts`."""
         self.model.set_alerts(alerts)
 
     def apply(self, event: AlertEvent) -> None:
@@ -233,10 +240,12 @@ class AlertLogView(QWidget):
         self._update_buttons()
 
     def selected(self) -> Alert | None:
+        """The selected alert, if any."""
         rows = self.table.selectionModel().selectedRows()
         return self.model.alert_at(rows[0].row()) if rows else None
 
     def acknowledge_selected(self) -> None:
+        """Acknowledge the selected alert."""
         alert = self.selected()
         if alert is None:
             return
@@ -247,6 +256,7 @@ class AlertLogView(QWidget):
         self._update_buttons()
 
     def toggle_mute_selected(self) -> None:
+        """Mute the selected alert's kind on its host, or unmute it."""
         alert = self.selected()
         if alert is None or self._log is None:
             return

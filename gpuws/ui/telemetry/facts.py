@@ -36,9 +36,11 @@ class FactsBlock(QWidget):
         self.setSizePolicy(policy)
 
     def text(self, key: str) -> str:
+        """The value shown for `key`."""
         return self._texts[key]
 
     def set_text(self, key: str, text: str) -> None:
+        """Show `text` for `key` (repaints only when it changed)."""
         if self._texts[key] == text:
             return  # unchanged: no relayout, no repaint
         old_height = self._row_height(key)
@@ -76,25 +78,31 @@ class FactsBlock(QWidget):
         return max(line, round(self._value_text(key, value_width).size().height()))
 
     def heightForWidth(self, width: int) -> int:
+        """Qt: the height of every row wrapped at `width`."""
         rows = [self._row_height(k, width) for k in self._keys]
         return sum(rows) + ROW_GAP * (len(rows) - 1)
 
     def hasHeightForWidth(self) -> bool:
+        """Qt: values wrap, so the height depends on the width."""
         return True
 
     def sizeHint(self) -> QSize:
+        """Qt: the wrapped height at the current width (300 px at least)."""
         width = max(self.width(), 300)
         return QSize(width, self.heightForWidth(width))
 
     def minimumSizeHint(self) -> QSize:
+        """Qt: the key column and a narrow value column."""
         return QSize(self._key_width() + 60, self.heightForWidth(self._key_width() + 60))
 
     def resizeEvent(self, event: QResizeEvent) -> None:
+        """Qt: a new width re-wraps the values, so the height is asked again."""
         super().resizeEvent(event)
         if event.size().width() != event.oldSize().width():
             self.updateGeometry()  # wrapping, hence height, depends on the width
 
     def event(self, event: QEvent) -> bool:
+        """Qt: a font or palette change drops the cached texts and widths."""
         if event.type() in (QEvent.Type.FontChange, QEvent.Type.PaletteChange):
             self._key_texts, self._key_column = None, None
             self._values.clear()
@@ -104,6 +112,7 @@ class FactsBlock(QWidget):
     # --- painting ---------------------------------------------------------------------------
 
     def paintEvent(self, event: QPaintEvent) -> None:
+        """Qt: draw the keys and their values."""
         font = self.font()
         if self._key_texts is None:
             self._key_texts = []

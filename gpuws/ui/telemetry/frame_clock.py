@@ -31,13 +31,16 @@ class FrameClock(QObject):
 
     @property
     def fps(self) -> float:
+        """Frames per second."""
         return 1000.0 / self._timer.interval()
 
     @property
     def running(self) -> bool:
+        """Whether frames tick (the widget is shown)."""
         return self._timer.isActive()
 
     def eventFilter(self, watched: QObject, event: QEvent) -> bool:
+        """Qt: the widget shown or hidden starts or stops the clock."""
         if watched is self._widget and event.type() in (QEvent.Type.Show, QEvent.Type.Hide):
             self._sync()
         return False

@@ -66,6 +66,7 @@ class HostCards(QAbstractScrollArea):
 
     @property
     def columns(self) -> int:
+        """How many cards a row holds at the current width."""
         return self._columns
 
     def _pitch(self) -> int:
@@ -89,6 +90,7 @@ class HostCards(QAbstractScrollArea):
     # --- public API --------------------------------------------------------------------------
 
     def clear(self) -> None:
+        """Remove every card (they are kept for reuse)."""
         for card in self.cards.values():
             self._release(card)
         self.cards = {}
@@ -136,6 +138,7 @@ class HostCards(QAbstractScrollArea):
         self._update_cards(shown)
 
     def set_names(self, names: Mapping[str, str]) -> None:
+        """Name the cards by key (GPU or MIG device)."""
         self._names = dict(names)
         for key, card in self.cards.items():
             card.set_name(names.get(key))
@@ -270,11 +273,13 @@ class HostCards(QAbstractScrollArea):
     # --- Qt events ---------------------------------------------------------------------------
 
     def scrollContentsBy(self, dx: int, dy: int) -> None:
+        """Qt: place the cards for the new scroll position and fill the ones now shown."""
         self._place()
         self._fill_fresh()
         self.scrolled.emit()
 
     def resizeEvent(self, event: QResizeEvent) -> None:
+        """Qt: re-flow the cards, keeping the top card in view."""
         keep = self._top_key()  # from the geometry before the resize
         super().resizeEvent(event)
         if event.size().width() != event.oldSize().width():

@@ -9,7 +9,6 @@ mean so short peaks stay visible at 24 h.
 from __future__ import annotations
 
 import time
-from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -42,14 +41,14 @@ _COLOUR_OF = {
 }
 
 
-def owned_plot_widget(parent: QWidget, **kwargs: Any) -> pg.PlotWidget:
+def owned_plot_widget(parent: QWidget, axis_items: dict[str, pg.AxisItem] | None = None) -> pg.PlotWidget:
     """A `pg.PlotWidget` child of `parent` whose context menus are deleted with it.
 
     pyqtgraph builds its menus (Plot Options and submenus, the ViewBox menu) without a parent, so
     they outlive the plot as hidden top-level windows; here they are reparented to `parent`.
     """
     before = {id(w) for w in QApplication.topLevelWidgets()}
-    widget = pg.PlotWidget(**kwargs)
+    widget = pg.PlotWidget(axisItems=axis_items)
     widget.setParent(parent)
     for menu in QApplication.topLevelWidgets():
         if id(menu) not in before and isinstance(menu, QMenu) and menu.parent() is None:
@@ -99,7 +98,7 @@ class DetailPlot(QWidget):
         self.close_button = QPushButton("Close", self)
         self.close_button.clicked.connect(self.close_requested)
 
-        self.plot_widget = owned_plot_widget(self, axisItems={"bottom": pg.DateAxisItem(orientation="bottom")})
+        self.plot_widget = owned_plot_widget(self, {"bottom": pg.DateAxisItem(orientation="bottom")})
         self.plot_widget.setAntialiasing(False)
         self.plot_widget.setMinimumHeight(180)
         self.plot: pg.PlotItem = self.plot_widget.getPlotItem()
@@ -202,9 +201,11 @@ class DetailPlot(QWidget):
         self.threshold_line.setVisible(True)
 
     def threshold_text(self) -> str:
+        """The threshold line's label ("" when it is hidden)."""
         return str(self.threshold_line.label.format) if self.threshold_line.isVisible() else ""
 
     def legend_names(self) -> list[str]:
+        """The names in the legend, in order."""
         return [label.text for _sample, label in self.legend.items]
 
     def set_paused(self, paused: bool) -> None:
@@ -212,6 +213,7 @@ class DetailPlot(QWidget):
         self.paused_badge.setVisible(paused)
 
     def readout_text(self) -> str:
+        """The hover readout ("" when the mouse is not over the plot)."""
         return str(self.hover_label.textItem.toPlainText()) if self.hover_label.isVisible() else ""
 
     def leave_plot(self) -> None:
@@ -220,6 +222,7 @@ class DetailPlot(QWidget):
             item.setVisible(False)
 
     def changeEvent(self, event: QEvent) -> None:
+        """Qt: a theme switch recolours the plot (it is not a styled widget)."""
         # A theme switch: the plot is not a styled widget, so recolour it by hand (it stayed white).
         super().changeEvent(event)
         if event.type() in (QEvent.Type.PaletteChange, QEvent.Type.ApplicationPaletteChange) and not self._recolouring:
@@ -230,6 +233,7 @@ class DetailPlot(QWidget):
                 self._recolouring = False
 
     def eventFilter(self, watched: QObject, event: QEvent) -> bool:
+        """Qt: the mouse leaving the plot hides the readout."""
         if event.type() == QEvent.Type.Leave:
             self.leave_plot()
         return super().eventFilter(watched, event)

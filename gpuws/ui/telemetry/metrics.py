@@ -31,6 +31,7 @@ _COLOURS: dict[str, tuple[str, str]] = {
 
 
 def series_colour(name: str, palette: QPalette | None = None) -> QColor:
+    """The colour of series `name` for a light or dark `palette`."""
     pair = _COLOURS.get(name, _COLOURS["util"])
     return QColor(pair[1] if theme.is_dark(palette) else pair[0])
 
@@ -40,6 +41,7 @@ def _num(value: float | None, digits: int = 0) -> str:
 
 
 def gib(mib: float) -> str:
+    """MiB as GiB with one decimal."""
     return f"{mib / 1024:.1f}"
 
 
@@ -166,6 +168,7 @@ def throttle_text(s: GpuSample) -> str:
 
 
 def ecc_text(s: GpuSample) -> str:
+    """Corrected and uncorrected ECC errors, or "not supported"."""
     if s.ecc_errors_corrected is None and s.ecc_errors_uncorrected is None:
         return NOT_SUPPORTED
     return f"{_num_or_ns(s.ecc_errors_corrected)} corrected, {_num_or_ns(s.ecc_errors_uncorrected)} uncorrected"
@@ -176,6 +179,7 @@ def _num_or_ns(value: float | None, suffix: str = "") -> str:
 
 
 def codec_text(s: GpuSample) -> str:
+    """Encoder and decoder utilisation, or "not supported"."""
     if s.enc_util_pct is None and s.dec_util_pct is None:
         return NOT_SUPPORTED
     enc = NOT_SUPPORTED if s.enc_util_pct is None else percent_text(s.enc_util_pct)
@@ -184,10 +188,12 @@ def codec_text(s: GpuSample) -> str:
 
 
 def fan_text(s: GpuSample) -> str:
+    """Fan speed, or "not supported" (passively cooled cards)."""
     return NOT_SUPPORTED if s.fan_pct is None else percent_text(s.fan_pct)
 
 
 def link_text(s: GpuSample) -> str:
+    """The PCIe link now and its maximum ("Gen4 x16 (max Gen5 x16)"), or "not supported"."""
     if s.pcie_gen_current is None and s.pcie_width_current is None:
         return NOT_SUPPORTED
     now = f"Gen{_num(s.pcie_gen_current)} x{_num(s.pcie_width_current)}"

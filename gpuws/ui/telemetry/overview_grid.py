@@ -80,10 +80,12 @@ class Tile:
 
     @property
     def caption(self) -> str:
+        """"host · GPU 0" (or "GPU 0 MIG 1")."""
         return f"{self.host} · GPU {self.key.replace('/mig', ' MIG ')}"
 
     @property
     def values(self) -> str:
+        """Utilisation and memory now, or "offline"."""
         util = "util n/s" if self.util_now is None else percent_text(self.util_now)
         mem = "mem n/s" if self.mem_now is None else f"mem {percent_text(self.mem_now)}"
         return f"{util} · {mem}" if self.online else "offline"
@@ -229,6 +231,7 @@ class OverviewCanvas(QWidget):
     # --- layout -----------------------------------------------------------------------------
 
     def columns(self, width: int | None = None) -> int:
+        """How many tiles fit side by side in `width` (the widget's by default)."""
         return max(1, ((width if width is not None else self.width()) + GAP) // (TILE_W + GAP))
 
     def _resize_for(self, width: int) -> None:
@@ -236,18 +239,22 @@ class OverviewCanvas(QWidget):
         self.setFixedHeight(max(TILE_H, rows * (TILE_H + GAP)))
 
     def tile_rect(self, index: int) -> QRect:
+        """Where tile `index` is drawn."""
         cols = self.columns()
         width = (self.width() - (cols - 1) * GAP) // cols
         row, col = divmod(index, cols)
         return QRect(col * (width + GAP), row * (TILE_H + GAP), width, TILE_H)
 
     def sizeHint(self) -> QSize:
+        """Qt: three tiles wide."""
         return QSize(3 * (TILE_W + GAP), self.height())
 
     def resizeEvent(self, event: object) -> None:
+        """Qt: a new width re-flows the tiles (and the height follows)."""
         self._resize_for(self.width())
 
     def mousePressEvent(self, event: QMouseEvent) -> None:
+        """Qt: a click on a tile opens that GPU."""
         pos = event.position().toPoint()
         for i, tile in enumerate(self.tiles):
             if self.tile_rect(i).contains(pos):
@@ -293,6 +300,7 @@ class OverviewCanvas(QWidget):
         return pixmap
 
     def paintEvent(self, event: QPaintEvent) -> None:
+        """Qt: draw every tile."""
         style = self._paint_style()
         painter = QPainter(self)
         painter.setFont(style.font)

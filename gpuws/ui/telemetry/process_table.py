@@ -1,16 +1,16 @@
 """The process table of one host: pid, user, command, GPU, GPU memory and SM %, sortable, with
 "Stop process…" (SIGTERM, then SIGKILL only after a second confirmation) and the host's CPU, load
-and memory. Reads run on the loop thread (gpuws.remote.processes); commands are remote text,
+and memory. Reads run on the loop thread (gpuws.app.hostio); commands are remote text,
 shown as plain text.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING
 
 from PySide6.QtCore import QSortFilterProxyModel, Qt, QTimer
-from PySide6.QtGui import QStandardItem, QStandardItemModel
+from PySide6.QtGui import QHideEvent, QShowEvent, QStandardItem, QStandardItemModel
 from PySide6.QtWidgets import (
     QAbstractItemView,
     QHBoxLayout,
@@ -25,6 +25,10 @@ from PySide6.QtWidgets import (
 from gpuws.core.processes import GpuProcess, HostLoad
 from gpuws.ui.widgets import muted_label
 
+if TYPE_CHECKING:
+    from gpuws.core.runner import CommandRunner
+    from gpuws.ui.bridge import AsyncBridge
+
 COLUMNS = ("PID", "User", "Command", "GPU", "GPU memory", "SM")
 SORT_ROLE = Qt.ItemDataRole.UserRole + 1
 REFRESH_MS = 5000
@@ -37,8 +41,8 @@ class ProcessTable(QWidget):
         super().__init__(parent)
         self.processes: list[GpuProcess] = []
         self.load: HostLoad | None = None
-        self._bridge: Any = None
-        self._runner_of: Callable[[], Any] | None = None
+        self._bridge: AsyncBridge | None = None
+        self._runner_of: Callable[[], CommandRunner | None] | None = None
         self._reading = False
         # Asked before each signal; tests replace it (a real dialog would block them).
         self.confirm: Callable[[str, str], bool] = self._confirm_dialog
@@ -85,7 +89,7 @@ class ProcessTable(QWidget):
         self.timer.timeout.connect(self.refresh)
         self._update_buttons()
 
-    def set_source(self, bridge: Any, runner_of: Callable[[], Any] | None) -> None:
+    def set_source(self, bridge: AsyncBridge | None, runner_of: Callable[[], CommandRunner | None] | None) -> None:
         """Where to read from: `runner_of()` gives the connected host's runner, or None."""
         self._bridge, self._runner_of = bridge, runner_of
         self.model.setRowCount(0)
@@ -95,23 +99,26 @@ class ProcessTable(QWidget):
         if self.isVisible():
             self.refresh()
 
-    def showEvent(self, event: Any) -> None:
+    def showEvent(self, event: QShowEvent) -> None:
+        """Qt: refresh now and every few seconds while shown."""
         super().showEvent(event)
         self.timer.start()
         self.refresh()
 
-    def hideEvent(self, event: Any) -> None:
+    def hideEvent(self, event: QHideEvent) -> None:
+        """Qt: no refreshes while hidden."""
         super().hideEvent(event)
         self.timer.stop()
 
     def refresh(self) -> None:
+        """Read the host's GPU processes again (off the GUI thread)."""
         runner = self._runner_of() if self._runner_of is not None else None
         if runner is None or self._bridge is None:
             self.status.setText("Connect to the host to see its processes.")
             return
         if self._reading:
             return
-        from gpuws.remote.processes import read_processes
+        from gpuws.app.hostio import read_processes
 
         self._reading = True
         self._bridge.run_async(read_processes(runner), self._on_read, self._on_failed, owner=self)
@@ -125,6 +132,7 @@ class ProcessTable(QWidget):
         self.status.setText(str(exc))
 
     def show_processes(self, processes: list[GpuProcess], load: HostLoad) -> None:
+        """Show `processes` and the host's load, keeping the selection."""
         selected = self.selected()
         self.processes, self.load = list(processes), load
         self.load_label.setText(load.text())
@@ -160,12 +168,14 @@ class ProcessTable(QWidget):
         return [[str(self.proxy.index(r, c).data()) for c in range(len(COLUMNS))] for r in range(self.proxy.rowCount())]
 
     def select_pid(self, pid: int) -> None:
+        """Select the row of process `pid`."""
         for r in range(self.proxy.rowCount()):
             if self.proxy.index(r, 0).data(Qt.ItemDataRole.UserRole) == pid:
                 self.table.selectRow(r)
                 return
 
     def selected(self) -> GpuProcess | None:
+        """The selected process, if any."""
         rows = self.table.selectionModel().selectedRows() if self.table.selectionModel() else []
         if not rows:
             return None
@@ -176,6 +186,7 @@ class ProcessTable(QWidget):
         self.stop_button.setEnabled(self.selected() is not None)
 
     def stop_selected(self) -> None:
+        """Ask, then send the selected process SIGTERM."""
         process = self.selected()
         runner = self._runner_of() if self._runner_of is not None else None
         if process is None or runner is None or self._bridge is None:
@@ -185,13 +196,17 @@ class ProcessTable(QWidget):
             return
         self._signal(runner, process, "TERM")
 
-    def _signal(self, runner: Any, process: GpuProcess, signal_name: str) -> None:
-        from gpuws.remote.processes import stop_process
+    def _signal(self, runner: CommandRunner, process: GpuProcess, signal_name: str) -> None:
+        from gpuws.app.hostio import stop_process
 
+        bridge = self._bridge
+        if bridge is None:  # the host went away meanwhile
+            return
         self.status.setText(f"Sending SIG{signal_name} to pid {process.pid}…")
         self.stop_button.setEnabled(False)
 
         def done(gone: bool) -> None:
+            """Say whether the process is gone."""
             self._update_buttons()
             if gone:
                 self.status.setText(f"pid {process.pid} stopped (SIG{signal_name}).")
@@ -204,10 +219,11 @@ class ProcessTable(QWidget):
                 self.status.setText(f"pid {process.pid} is still running.")
 
         def failed(exc: BaseException) -> None:
+            """Say why it could not be stopped."""
             self._update_buttons()
             self.status.setText(str(exc))
 
-        self._bridge.run_async(stop_process(runner, process, signal_name), done, failed, owner=self)
+        bridge.run_async(stop_process(runner, process, signal_name), done, failed, owner=self)
 
     def _confirm_dialog(self, title: str, question: str) -> bool:
         box = QMessageBox(QMessageBox.Icon.Warning, title, question,

@@ -109,6 +109,7 @@ class PolylineBuffer:
         self._points: F64 = np.empty((0, 2))
 
     def fill(self, x: F64, y: F64) -> QPolygonF:
+        """The polygon of the points (x, y), refilled in place."""
         n = x.shape[0]
         if self._points.shape[0] != n:
             self.poly.resize(n)
@@ -141,6 +142,7 @@ def line_drawables(x: F64, y: F64, *, all_finite: bool | None = None) -> list[Dr
 
 
 def draw_lines(painter: QPainter, drawables: Sequence[Drawable]) -> None:
+    """Draw each polygon as a polyline, and each path as a path."""
     for item in drawables:
         if isinstance(item, QPolygonF):
             painter.drawPolyline(item)
@@ -249,9 +251,11 @@ class SparklineRows(QWidget):
         self.setCursor(Qt.CursorShape.PointingHandCursor)
 
     def sizeHint(self) -> QSize:
+        """Qt: label, value and a 160 px line."""
         return QSize(LABEL_WIDTH + VALUE_WIDTH + 160, self.height())
 
     def minimumSizeHint(self) -> QSize:
+        """Qt: label, value and a 60 px line."""
         return QSize(LABEL_WIDTH + VALUE_WIDTH + 60, self.height())
 
     def set_data(self, t: F64, columns: F64 | None, t_from: float, t_to: float) -> None:
@@ -271,6 +275,7 @@ class SparklineRows(QWidget):
     # --- geometry and events ----------------------------------------------------------------
 
     def row_at(self, y: float) -> MetricRow | None:
+        """The row at height `y`, if any."""
         index = int(y // (ROW_HEIGHT + ROW_SPACING))
         return self.rows[index] if 0 <= index < len(self.rows) else None
 
@@ -278,12 +283,14 @@ class SparklineRows(QWidget):
         return max(10.0, self.width() - LABEL_WIDTH - VALUE_WIDTH - 8)
 
     def mousePressEvent(self, event: QMouseEvent) -> None:
+        """Qt: a click on a row selects its metric (`clicked`)."""
         row = self.row_at(event.position().y())
         if event.button() == Qt.MouseButton.LeftButton and row is not None:
             self.clicked.emit(row.key)
         super().mousePressEvent(event)
 
     def event(self, event: QEvent) -> bool:
+        """Qt: the tooltip of the row under the mouse."""
         if event.type() == QEvent.Type.ToolTip:
             row = self.row_at(event.pos().y())  # type: ignore[attr-defined]
             if row is None:
@@ -301,6 +308,7 @@ class SparklineRows(QWidget):
         self.update()
 
     def resizeEvent(self, event: QResizeEvent) -> None:
+        """Qt: a new size rebuilds the lines and elides the labels again."""
         self._lines = None
         self._labels = None  # elided to the label column again
         super().resizeEvent(event)
@@ -373,6 +381,7 @@ class SparklineRows(QWidget):
         return self._labels
 
     def paintEvent(self, event: QPaintEvent) -> None:
+        """Qt: draw every row's label, line and value."""
         style = self._prepared_style()
         labels = self._label_texts()
         lines = self._built_lines()

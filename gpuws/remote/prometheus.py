@@ -23,10 +23,10 @@ import re
 import ssl
 import time
 import urllib.parse
-from collections.abc import Coroutine, Iterator, Sequence
+from collections.abc import Awaitable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import numpy as np
 
@@ -47,6 +47,7 @@ from gpuws.core.fleet.model import (
     FleetGpu,
     MissingGpu,
     SeriesKey,
+    Vector,
     number_of,
     promql_duration,
     range_step,
@@ -62,6 +63,7 @@ from gpuws.remote.http import httpx
 if TYPE_CHECKING:
     from gpuws.core.fleet.advice import FleetUsageWindow
 
+T = TypeVar("T")
 DEFAULT_TIMEOUT_S = 15.0
 #: The resolution of "not reporting since T" (a subquery step over the last hour, evaluated only
 #: for the exporters of the missing devices: 3,600 points per series, within both stores' limits).
@@ -317,14 +319,17 @@ def _matrix_series(text: str) -> Iterator[dict[str, Any]] | None:
     return each(head + len(_MATRIX_HEAD))
 
 
-async def all_or_none(*calls: Coroutine[Any, Any, Any]) -> list[Any]:
+async def all_or_none(*calls: Awaitable[T]) -> list[T]:
     """`asyncio.gather`, but every query ends (each has its own timeout) before the first failure
     is raised: a query left running, or cancelled in its TLS handshake, leaks its connection."""
     results = await asyncio.gather(*calls, return_exceptions=True)
+    done: list[T] = []
     for result in results:
         if isinstance(result, BaseException):
             raise result
-    return list(results)
+        done.append(result)
+    return done
+
 
 
 def util_query(by: str, whole: str, rng: str) -> str:
@@ -361,12 +366,10 @@ class Snapshot:
 
     def to_dict(self) -> dict[str, Any]:
         """`gpuws fleet snapshot --json`."""
-        out: dict[str, Any] = {"fleet": self.fleet, "t": iso8601(self.t),
-                               "gpus": [g.to_dict(self.t) for g in self.gpus],
-                               "not_reporting": [m.to_dict() for m in self.missing]}
-        out["empty"] = None if self.empty is None else {"reason": self.empty.value, "message": self.empty_message}
-        out["insecure"] = self.insecure
-        return out
+        return {"fleet": self.fleet, "t": iso8601(self.t), "gpus": [g.to_dict(self.t) for g in self.gpus],
+                "not_reporting": [m.to_dict() for m in self.missing],
+                "empty": None if self.empty is None else {"reason": self.empty.value, "message": self.empty_message},
+                "insecure": self.insecure}
 
 
 @dataclass
@@ -431,7 +434,7 @@ class FleetSource:
                 vector = await self.client.query(promql, t)
             assembler.add(name, vector)  # taken in (and dropped) as soon as it arrives
 
-        remembered: list[dict[str, Any]] = []
+        remembered: list[Mapping[str, object]] = []
 
         async def seen() -> None:
             # Every device of the last hour, with what names it (for one that is gone now).
@@ -448,7 +451,7 @@ class FleetSource:
             snap.empty, snap.empty_message = await self._why_empty(sel, t)
         return snap
 
-    async def _missing(self, gpus: Sequence[FleetGpu], remembered: Sequence[dict[str, Any]],
+    async def _missing(self, gpus: Sequence[FleetGpu], remembered: Vector,
                        t: float) -> list[MissingGpu]:
         """The devices of `remembered` that are not in `gpus`, each with its exporter's `up` and newest sample."""
         present = {g.key for g in gpus}
@@ -533,8 +536,10 @@ class FleetSource:
             return out
 
         times = np.arange(start, stop + step / 2, step, dtype=np.float64)
-        *results, per = await all_or_none(*(self.client.query_range(q, start, stop, step) for q in queries),
-                                          per_gpu_series())
+        # gather (not all_or_none) here: its tasks exist at once, so a history cancelled before it
+        # starts leaves no query coroutine never awaited.
+        results, per = await asyncio.gather(
+            asyncio.gather(*(self.client.query_range(q, start, stop, step) for q in queries)), per_gpu_series())
         totals = [series_values(r[0] if r else None, times) for r in results]
         return FleetHistory(start, stop, step, times, totals[0], totals[1], totals[2], per)
 

@@ -5,11 +5,14 @@ from __future__ import annotations
 import argparse
 import getpass
 import sys
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
 from gpuws.cli.commands.hosts import json_flag, profile_store
 from gpuws.cli.output import fail, print_json
 from gpuws.core.errors import GpuwsError
+
+if TYPE_CHECKING:
+    from gpuws.core.fleet.profiles import FleetProfile
 
 MIN_INTERVAL_S = 1.0
 MAX_INTERVAL_S = 3600.0
@@ -146,7 +149,7 @@ def _abspath(path: str | None) -> str | None:
     return None if path is None else os.path.abspath(os.path.expanduser(path))
 
 
-def connection_words(profile: Any) -> str:
+def connection_words(profile: FleetProfile) -> str:
     """How a fleet connects, in words: " INSECURE (TLS not verified)", tenant, CA (empty: defaults)."""
     return "".join([" INSECURE (TLS not verified)" if profile.insecure else "",
                     f" tenant {profile.tenant}" if profile.tenant else "",

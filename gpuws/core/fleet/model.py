@@ -443,7 +443,7 @@ class MissingGpu:
         what = "exporter down" if self.exporter_up is False else "not reporting"
         return what if self.since is None else f"{what} since {iso8601(self.since)}"
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, object]:
         """The JSON object in `not_reporting` of `gpuws fleet snapshot --json`."""
         return {"host": self.host, "gpu": self.gpu, "mig": None if self.gi is None else {"gi": self.gi},
                 "uuid": self.uuid, "model": self.model, "instance": self.instance,

@@ -371,6 +371,7 @@ class FleetView(QWidget):
         self.history_applied.emit()
 
     def resizeEvent(self, event: QResizeEvent) -> None:
+        """Advice beside the tiles, or under them when the window is narrow."""
         super().resizeEvent(event)
         # Narrow windows (900 px screens): the advice goes under the tiles at full width, so its
         # money columns stay in view; side by side again when there is room.

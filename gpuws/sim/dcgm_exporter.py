@@ -166,7 +166,8 @@ class SimDcgmGpu:
             "DCGM_FI_DEV_FB_FREE": free,
             "DCGM_FI_DEV_FB_USED": self.fb_used_mib,
             "DCGM_FI_DEV_FB_RESERVED": self.fb_reserved_mib,
-            "DCGM_FI_DEV_NVLINK_BANDWIDTH_TOTAL": 1_000_000 + self.util_pct * 12_000 + self.index,
+            # DCGM field 449 reads as MB/s across all links now (dcgm-exporter types it a counter).
+            "DCGM_FI_DEV_NVLINK_BANDWIDTH_TOTAL": self.util_pct * 3_000 + self.index,
             "DCGM_FI_DEV_UNCORRECTABLE_REMAPPED_ROWS": 0,
             "DCGM_FI_DEV_CORRECTABLE_REMAPPED_ROWS": 0,
             "DCGM_FI_DEV_ROW_REMAP_FAILURE": 0,

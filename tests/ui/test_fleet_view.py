@@ -272,3 +272,21 @@ def test_the_fleet_view_fits_900_by_600(make_window: Any, qtbot: Any) -> None:
         right = header.sectionViewportPosition(column) + header.sectionSize(column)
         assert right <= table.viewport().width(), (column, right, table.viewport().width())
     assert table.item(0, 5).text() == "-$901,185.00" and table.item(0, 6).text() == "medium"
+
+
+def test_nvlink_in_the_summary_and_not_exported_on_a_tile(qtbot: Any) -> None:
+    view = FleetView(None)
+    qtbot.addWidget(view)
+    view.resize(1000, 700)
+    view.show()
+    qtbot.waitExposed(view)
+    snap = _fleet(2)
+    for g in snap.gpus:
+        g.values["util_gpu_pct"] = 80.0
+        g.values["nvlink_bandwidth_total"] = 120_000.0  # MB/s, as DCGM field 449 reads
+    snap.gpus[0].throttle_source = "DCGM_FI_DEV_CLOCKS_EVENT_REASONS"
+    view.apply_snapshot(snap)
+    _frame(qtbot, view.grid)
+    assert "NVLink 240 GB/s" in view.summary.text()
+    texts = {t.gpu.gpu: t._texts[1].text() for t in view.grid.tiles() if t._texts is not None}
+    assert "thrott" in texts[1] and "thrott" not in texts[0], texts

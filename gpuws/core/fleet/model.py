@@ -49,7 +49,8 @@ FIELD_METRICS: Final[dict[str, tuple[str, float]]] = {
     "gr_engine_active_pct": ("DCGM_FI_PROF_GR_ENGINE_ACTIVE", 100.0),
     "tensor_active_pct": ("DCGM_FI_PROF_PIPE_TENSOR_ACTIVE", 100.0),
     "xid_errors": ("DCGM_FI_DEV_XID_ERRORS", 1.0),
-    "nvlink_bandwidth_total": ("DCGM_FI_DEV_NVLINK_BANDWIDTH_TOTAL", 1.0),  # DCGM's counter, as exported
+    # DCGM field 449 as exported: MB/s over all links (dcgm-exporter's CSV types it a counter).
+    "nvlink_bandwidth_total": ("DCGM_FI_DEV_NVLINK_BANDWIDTH_TOTAL", 1.0),
 }
 FB_FREE: Final = "DCGM_FI_DEV_FB_FREE"
 FB_RESERVED: Final = "DCGM_FI_DEV_FB_RESERVED"
@@ -477,6 +478,7 @@ class FleetSummary:
     mig_instances: int = 0
     not_reporting: int = 0
     currency: str | None = None
+    nvlink_mb_s: float | None = None  # DCGM_FI_DEV_NVLINK_BANDWIDTH_TOTAL summed over whole GPUs
 
     def to_dict(self) -> dict[str, Any]:
         """The `summary` object of the JSON outputs."""
@@ -484,7 +486,7 @@ class FleetSummary:
                 "hosts": self.hosts, "util_avg_pct": self.util_avg_pct,
                 "mem_used_mib": self.mem_used_mib, "mem_total_mib": self.mem_total_mib, "power_w": self.power_w,
                 "attention": dict(self.attention), "idle_cost_per_hour": self.idle_cost_per_hour,
-                "currency": self.currency}
+                "currency": self.currency, "nvlink_mb_s": self.nvlink_mb_s}
 
     def counted(self) -> str:
         """"16 GPUs (4 MIG instances) on 4 hosts": the same words in the CLI and the window."""
@@ -525,6 +527,7 @@ def summarize(gpus: Sequence[FleetGpu], thresholds: AlertThresholds | None = Non
         mem_used_mib=_total(g.values.get("mem_used_mib") for g in whole),
         mem_total_mib=_total(g.values.get("mem_total_mib") for g in whole),
         power_w=_total(g.values.get("power_w") for g in whole),
+        nvlink_mb_s=_total(g.values.get("nvlink_bandwidth_total") for g in whole),
         attention=counts,
         idle_cost_per_hour=None if price_per_gpu_hour is None else idle_whole * price_per_gpu_hour,
     )

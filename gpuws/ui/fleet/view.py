@@ -336,7 +336,9 @@ class FleetView(QWidget):
         self.summary.setText(
             f"{s.counted()}  ·  util {_num(s.util_avg_pct, ' %')}  ·  memory "
             f"{_num(s.mem_used_mib, ' GiB', 1 / 1024)} of {_num(s.mem_total_mib, ' GiB', 1 / 1024)}  ·  power "
-            f"{_num(s.power_w, ' kW', 1 / 1000, 1)}  ·  needs attention: {attention}{money}")
+            f"{_num(s.power_w, ' kW', 1 / 1000, 1)}"
+            + ("" if s.nvlink_mb_s is None else f"  ·  NVLink {_num(s.nvlink_mb_s, ' GB/s', 1 / 1000)}")
+            + f"  ·  needs attention: {attention}{money}")
         self.missing_label.setText("\n".join(f"{m.host} GPU {m.device_key}: {m.describe()}" for m in missing[:5])
                                    + (f"\n… and {len(missing) - 5} more" if len(missing) > 5 else ""))
         self.missing_label.setVisible(bool(missing))

@@ -1,16 +1,20 @@
 // gpuws benchmark kernels for hosts with the CUDA toolkit (nvcc) but neither PyTorch nor CuPy.
 //
-// Built by bench_runner.py:  nvcc -O3 -std=c++17 -o gpuws_bench_kernels bench_kernels.cu -lcublas
+// Built by bench_runner.py:  nvcc -O3 -std=c++17 -gencode arch=compute_XY,code=[sm_XY,compute_XY]
+//                              -o gpuws_bench_kernels bench_kernels.cu -lcublas
 // Usage: gpuws_bench_kernels WHAT DEVICE SIZE REPEATS [WINDOW_MS [EXTRA]]
 //   WHAT: gemm_fp32 | gemm_tf32 | gemm_fp16 | gemm_bf16 (SIZE = n; REPEATS timed windows of about
-//         WINDOW_MS each), mem_copy | mem_triad | h2d | d2h (SIZE = bytes per buffer),
+//         WINDOW_MS each; EXTRA = the answer tolerance), mem_copy | mem_triad | h2d | d2h (SIZE = bytes per buffer),
 //         p2p (SIZE = bytes, EXTRA = destination device), stress (SIZE = n, REPEATS = seconds,
 //         EXTRA = fp32 | fp16 | bf16).
 // Prints one JSON line: {"seconds": [...], "per_window": k} with the time of each timed window
 // (CUDA events, after warmup). Copies add "verify": {"checked_bytes", "bad_bytes"} (the
 // destination compared with what was sent); stress adds "iterations", "mismatches" (elements
 // differing bit for bit from the first product, plus every non-finite element) and
-// "tflops_windows". Errors: a message on stderr, {"error": "..."} on stdout, exit status 1.
+// "tflops_windows". GEMMs and the stress reference add "answers": the product against float64 on a
+// grid of sampled rows and columns over every output tile (bench_runner.answer_check's fields).
+// `devices` prints {"devices": [{"ordinal", "uuid", "pci_bus_id"}]}: CUDA's numbering, matched to
+// nvidia-smi's by UUID. Errors: a message on stderr, {"error": "..."} on stdout, exit status 1.
 // Every kernel launch and every CUDA and cuBLAS call is checked: an error is never a figure.
 // Medians and figures are computed by the Python harness, the same way for every backend.
 
@@ -19,6 +23,7 @@
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdint>
@@ -129,6 +134,125 @@ __global__ void count_nonfinite(const W* c, size_t n, W exp_mask, unsigned long 
   if (mine) atomicAdd(bad, mine);
 }
 
+// The rows (or columns) checked: 2 in every 128-wide band, as bench_runner.gemm_samples picks them.
+static std::vector<int> samples(int n) {
+  std::vector<int> picks;
+  const int tile = 128, per = 2;
+  for (int start = 0; start < n; start += tile) {
+    int width = std::min(tile, n - start);
+    for (int k = 0; k < per; ++k) {
+      int v = start + (start / tile * 37 + k * (width / per + 13)) % width;
+      if (std::find(picks.begin(), picks.end(), v) == picks.end()) picks.push_back(v);
+    }
+  }
+  return picks;
+}
+
+__device__ inline double wide(float x) { return x; }
+__device__ inline double wide(__half x) { return __half2float(x); }
+__device__ inline double wide(__nv_bfloat16 x) { return __bfloat162float(x); }
+
+// Column-major n x n (cuBLAS): element (i, j) at i + j * n. One thread per sampled element.
+template <typename T>
+__global__ void sampled_product(const T* a, const T* b, const T* c, int n, const int* rows, const int* cols,
+                                int nr, int nc, double* ref, double* got) {
+  int idx = blockIdx.x * blockDim.x + threadIdx.x;
+  if (idx >= nr * nc) return;
+  int i = rows[idx / nc], j = cols[idx % nc];
+  double s = 0.0;
+  for (int k = 0; k < n; ++k) s += wide(a[i + (size_t)k * n]) * wide(b[k + (size_t)j * n]);
+  ref[idx] = s;
+  got[idx] = wide(c[i + (size_t)j * n]);
+}
+
+// ", \"answers\": {...}": c = a * b checked on the sampled grid; an element is wrong when it is off by
+// more than `tol` times the largest reference element of its row, or not finite.
+template <typename T>
+static std::string answers_json(const void* a, const void* b, const void* c, int n, double tol) {
+  std::vector<int> rows = samples(n), cols = samples(n);
+  int nr = (int)rows.size(), nc = (int)cols.size();
+  int *drows = nullptr, *dcols = nullptr;
+  double *dref = nullptr, *dgot = nullptr;
+  CUDA_OK(cudaMalloc(&drows, nr * sizeof(int)));
+  CUDA_OK(cudaMalloc(&dcols, nc * sizeof(int)));
+  CUDA_OK(cudaMalloc(&dref, (size_t)nr * nc * sizeof(double)));
+  CUDA_OK(cudaMalloc(&dgot, (size_t)nr * nc * sizeof(double)));
+  CUDA_OK(cudaMemcpy(drows, rows.data(), nr * sizeof(int), cudaMemcpyHostToDevice));
+  CUDA_OK(cudaMemcpy(dcols, cols.data(), nc * sizeof(int), cudaMemcpyHostToDevice));
+  sampled_product<T><<<(nr * nc + 255) / 256, 256>>>((const T*)a, (const T*)b, (const T*)c, n, drows, dcols, nr, nc,
+                                                     dref, dgot);
+  KERNEL_OK("sampled_product");
+  std::vector<double> ref((size_t)nr * nc), got((size_t)nr * nc);
+  CUDA_OK(cudaMemcpy(ref.data(), dref, ref.size() * sizeof(double), cudaMemcpyDeviceToHost));
+  CUDA_OK(cudaMemcpy(got.data(), dgot, got.size() * sizeof(double), cudaMemcpyDeviceToHost));
+  CUDA_OK(cudaFree(drows));
+  CUDA_OK(cudaFree(dcols));
+  CUDA_OK(cudaFree(dref));
+  CUDA_OK(cudaFree(dgot));
+  long wrong = 0, nonfinite = 0;
+  double worst = 0.0;
+  int first_r = -1, first_c = -1;
+  for (int r = 0; r < nr; ++r) {
+    double scale = 0.0;
+    for (int k = 0; k < nc; ++k) scale = std::max(scale, std::fabs(ref[(size_t)r * nc + k]));
+    if (scale == 0.0) scale = 1.0;
+    for (int k = 0; k < nc; ++k) {
+      double have = got[(size_t)r * nc + k], rel;
+      bool bad;
+      if (!std::isfinite(have)) {
+        ++nonfinite;
+        bad = true;
+        rel = 1e308;
+      } else {
+        rel = std::fabs(have - ref[(size_t)r * nc + k]) / scale;
+        bad = !(rel <= tol);
+      }
+      worst = std::max(worst, rel);
+      if (bad) {
+        ++wrong;
+        if (first_r < 0) first_r = rows[r], first_c = cols[k];
+      }
+    }
+  }
+  char buf[512];
+  std::snprintf(buf, sizeof(buf), ", \"answers\": {\"checked\": %ld, \"wrong\": %ld, \"nonfinite\": %ld, "
+                "\"max_rel_error\": %.6g, \"tolerance\": %.6g, \"rows\": %d, \"cols\": %d, \"first_wrong\": ",
+                (long)nr * nc, wrong, nonfinite, worst, tol, nr, nc);
+  std::string out = buf;
+  if (first_r < 0) {
+    out += "null}";
+  } else {
+    std::snprintf(buf, sizeof(buf), "[%d, %d]}", first_r, first_c);
+    out += buf;
+  }
+  return out;
+}
+
+static void devices() {
+  int count = 0;
+  cudaError_t found = cudaGetDeviceCount(&count);
+  if (found == cudaErrorNoDevice) {
+    count = 0;  // CUDA sees none of the GPUs nvidia-smi lists: an empty list, not an error
+    (void)cudaGetLastError();
+  } else {
+    CUDA_OK(found);
+  }
+  std::string out = "{\"seconds\": [0], \"devices\": [";
+  for (int d = 0; d < count; ++d) {
+    cudaDeviceProp p;
+    CUDA_OK(cudaGetDeviceProperties(&p, d));
+    char uuid[40], bus[32];
+    const unsigned char* u = (const unsigned char*)p.uuid.bytes;
+    std::snprintf(uuid, sizeof(uuid), "%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x", u[0],
+                  u[1], u[2], u[3], u[4], u[5], u[6], u[7], u[8], u[9], u[10], u[11], u[12], u[13], u[14], u[15]);
+    std::snprintf(bus, sizeof(bus), "%08x:%02x:%02x.0", p.pciDomainID, p.pciBusID, p.pciDeviceID);
+    out += std::string(d ? ", " : "") + "{\"ordinal\": " + std::to_string(d) + ", \"uuid\": \"" + uuid +
+           "\", \"pci_bus_id\": \"" + bus + "\", \"compute_capability\": \"" + std::to_string(p.major) + "." +
+           std::to_string(p.minor) + "\"}";
+  }
+  std::printf("%s]}\n", out.c_str());
+}
+
 struct Timer {
   cudaEvent_t start, stop;
   Timer() { CUDA_OK(cudaEventCreate(&start)); CUDA_OK(cudaEventCreate(&stop)); }
@@ -137,22 +261,28 @@ struct Timer {
 
 static int g_per_window = 1;
 
-// `repeats` timed windows of `per` calls each; `per` sized from one timed call so that a window
-// lasts about `window_ms` (one call per window when window_ms is 0).
+// Warm-up of at least `warmup` calls and 200 ms, then `repeats` timed windows of `per` calls each;
+// `per` sized from one timed call so that a window lasts about `window_ms`, at least 10 ms
+// (bench_runner's MIN_WARMUP_S and MIN_WINDOW_S).
 template <typename F>
 static std::vector<double> time_windows(F&& op, int warmup, int repeats, int window_ms) {
-  for (int i = 0; i < warmup; ++i) op();
-  CUDA_OK(cudaDeviceSynchronize());
+  auto t0 = std::chrono::steady_clock::now();
+  for (int i = 0; i < warmup || std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() < 0.2;
+       ++i) {
+    op();
+    CUDA_OK(cudaDeviceSynchronize());
+  }
+  if (window_ms < 10) window_ms = 10;
   Timer t;
   int per = 1;
-  if (window_ms > 0) {
+  {
     CUDA_OK(cudaEventRecord(t.start));
     op();
     CUDA_OK(cudaEventRecord(t.stop));
     CUDA_OK(cudaEventSynchronize(t.stop));
     float ms = 0;
     CUDA_OK(cudaEventElapsedTime(&ms, t.start, t.stop));
-    per = ms > 0 ? (int)std::lround(window_ms / ms) : 1;
+    per = ms > 0 ? (int)std::ceil(window_ms / ms) : 1;
     per = per < 1 ? 1 : per > 1000 ? 1000 : per;
   }
   g_per_window = per;
@@ -232,9 +362,11 @@ static cudaDataType_t matrices(const std::string& dtype, size_t count, void** a,
   return dtype == "fp16" ? CUDA_R_16F : CUDA_R_16BF;
 }
 
-static void gemm(const std::string& what, int n, int repeats, int window_ms) {
+static void gemm(const std::string& what, int n, int repeats, int window_ms, double tol) {
   cublasHandle_t h;
   CUBLAS_OK(cublasCreate(&h));
+  // FP32 stays FP32: no TF32 or reduced-precision shortcuts behind the fp32 figure.
+  if (what == "gemm_fp32") CUBLAS_OK(cublasSetMathMode(h, CUBLAS_PEDANTIC_MATH));
   size_t count = (size_t)n * n;
   std::string dtype = what == "gemm_fp16" ? "fp16" : what == "gemm_bf16" ? "bf16" : "fp32";
   void *a = nullptr, *b = nullptr, *c = nullptr;
@@ -247,8 +379,12 @@ static void gemm(const std::string& what, int n, int repeats, int window_ms) {
                            compute, CUBLAS_GEMM_DEFAULT));
   };
   auto seconds = time_windows(op, 3, repeats, window_ms);
+  CUDA_OK(cudaDeviceSynchronize());
+  std::string answers = dtype == "fp32"   ? answers_json<float>(a, b, c, n, tol)
+                        : dtype == "fp16" ? answers_json<__half>(a, b, c, n, tol)
+                                          : answers_json<__nv_bfloat16>(a, b, c, n, tol);
   CUBLAS_OK(cublasDestroy(h));
-  print_seconds(seconds);
+  print_seconds(seconds, answers);
 }
 
 static void memory(const std::string& what, size_t bytes, int repeats) {
@@ -343,7 +479,7 @@ static void p2p(int src, int dst, size_t bytes, int repeats) {
   print_seconds(seconds, verify_json(bytes, wrong) + (can ? ", \"peer_access\": true" : ", \"peer_access\": false"));
 }
 
-template <typename W>
+template <typename W, typename T>
 static void stress_typed(cublasHandle_t h, const std::string& dtype, int n, double seconds_wanted, W exp_mask) {
   size_t count = (size_t)n * n;
   void *a = nullptr, *b = nullptr;
@@ -364,6 +500,8 @@ static void stress_typed(cublasHandle_t h, const std::string& dtype, int n, doub
   count_nonfinite<W><<<1024, 256>>>(ref, count, exp_mask, bad);
   KERNEL_OK("count_nonfinite");
   CUDA_OK(cudaDeviceSynchronize());
+  // The first product against float64: a unit wrong the same way every time matches itself below.
+  std::string answers = answers_json<T>(a, b, ref, n, dtype == "fp32" ? 2e-5 : 1e-2);  // STRESS_TOLERANCE
   Timer t;
   auto t0 = std::chrono::steady_clock::now();
   long iterations = 0;
@@ -397,7 +535,7 @@ static void stress_typed(cublasHandle_t h, const std::string& dtype, int n, doub
     std::snprintf(num, sizeof(num), "%s%.6g", i ? ", " : "", tflops[i]);
     extra += num;
   }
-  extra += "]";
+  extra += "]" + answers;
   print_seconds({elapsed}, extra);
 }
 
@@ -406,11 +544,11 @@ static void stress(int n, double seconds_wanted, const std::string& dtype) {
   CUBLAS_OK(cublasCreate(&h));
   if (dtype == "fp32") {
     CUBLAS_OK(cublasSetMathMode(h, CUBLAS_PEDANTIC_MATH));  // FP32 stays FP32 (no TF32)
-    stress_typed<uint32_t>(h, dtype, n, seconds_wanted, 0x7f800000u);
+    stress_typed<uint32_t, float>(h, dtype, n, seconds_wanted, 0x7f800000u);
   } else if (dtype == "fp16") {
-    stress_typed<uint16_t>(h, dtype, n, seconds_wanted, (uint16_t)0x7c00);
+    stress_typed<uint16_t, __half>(h, dtype, n, seconds_wanted, (uint16_t)0x7c00);
   } else if (dtype == "bf16") {
-    stress_typed<uint16_t>(h, dtype, n, seconds_wanted, (uint16_t)0x7f80);
+    stress_typed<uint16_t, __nv_bfloat16>(h, dtype, n, seconds_wanted, (uint16_t)0x7f80);
   } else {
     fail("unknown stress type " + dtype);
   }
@@ -418,6 +556,10 @@ static void stress(int n, double seconds_wanted, const std::string& dtype) {
 }
 
 int main(int argc, char** argv) {
+  if (argc == 2 && std::string(argv[1]) == "devices") {
+    devices();
+    return 0;
+  }
   if (argc < 5 || argc > 7) fail("usage: gpuws_bench_kernels WHAT DEVICE SIZE REPEATS [WINDOW_MS [EXTRA]]");
   std::string what = argv[1];
   int device = std::atoi(argv[2]);
@@ -427,7 +569,8 @@ int main(int argc, char** argv) {
   std::string extra = argc > 6 ? argv[6] : "";
   if (size <= 0 || repeats <= 0 || window_ms < 0) fail("SIZE and REPEATS must be positive");
   CUDA_OK(cudaSetDevice(device));
-  if (what.rfind("gemm_", 0) == 0) gemm(what, (int)size, repeats, window_ms);
+  if (what.rfind("gemm_", 0) == 0)
+    gemm(what, (int)size, repeats, window_ms, extra.empty() ? 1e-2 : std::atof(extra.c_str()));
   else if (what == "mem_copy" || what == "mem_triad" || what == "h2d" || what == "d2h")
     memory(what, (size_t)size, repeats);
   else if (what == "p2p") {

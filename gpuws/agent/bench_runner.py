@@ -18,12 +18,16 @@ Output is one JSON object per line on stdout:
 It reports raw figures and facts; gpuws scores them against the card's datasheet. Anything that
 could not run is reported "inconclusive" with the reason, never left out (no silent pass).
 
-No false pass, by construction: a non-finite GEMM element is a mismatch; the stress GEMM is
-compared bit for bit with its first iteration (the same product on the same card is
+No false pass, by construction: every GEMM's answers are checked against a float64 product on
+sampled rows and columns over every output tile (per-format tolerances; a non-finite element is
+wrong), on every backend; the stress GEMM's first product gets the same known-answer check and
+every later one is compared bit for bit with it (the same product on the same card is
 deterministic); every measured copy is checked byte for byte afterwards; a timed check that ran
-less than 90% of its asked duration, or (on a GPU) recorded no telemetry, is inconclusive.
-Throughput figures are the median of repeated timed windows, with the sustained (10th
-percentile) and peak windows beside it. A GPU already running compute processes is measured only
+less than 90% of its asked duration, or (on a GPU) recorded no telemetry, is inconclusive. CUDA
+devices are matched to nvidia-smi's GPUs by UUID; a GPU CUDA cannot see is inconclusive with the
+reason. Throughput figures are the median of repeated timed windows (each at least 10 ms, after a
+warm-up of at least 200 ms), with the sustained (10th percentile) and peak windows beside it.
+A GPU already running compute processes is measured only
 with --allow-busy. Non-finite numbers are sent as strings with a reason: the output is always JSON.
 
 Backends, in order: PyTorch+CUDA, CuPy, CUDA C via nvcc+cuBLAS (bench_kernels.cu beside this
@@ -60,7 +64,8 @@ CPU_LABEL = "CPU harness check \u2014 not a GPU measurement"
 SIM_MARKER = "gpuws-simulated-gpu-host"
 SIM_FAULTS_ENV = "GPUWS_SIM_FAULTS"  # faults the gpuws simulated host plays (see gpuws/sim/faults.py)
 SIM_JOBS_PAUSED_ENV = "GPUWS_SIM_JOBS_PAUSED"
-SIM_FAULT_KINDS = ("bench-nan", "copy-corrupt", "busy", "throttle", "slow-link")
+SIM_FAULT_KINDS = ("bench-nan", "copy-corrupt", "busy", "throttle", "slow-link", "gemm-wrong", "cuda-invisible",
+                   "fabric-down")
 # A timed check that ran less than this share of the time it asked for proves nothing.
 MIN_RUN_SHARE = 0.9
 # A GPU at or above this utilisation before the run is in use, processes listed or not (containers
@@ -104,6 +109,19 @@ SIZES: dict[str, dict[str, dict[str, Any]]] = {
     },
 }
 OVERALL_TIMEOUT = {"quick": 90.0, "full": 330.0}
+# Every GEMM answer is checked against a float64 product on a grid of sampled rows and columns,
+# GEMM_SAMPLES_PER_TILE of each in every GEMM_TILE-wide band, so every output tile holds checked
+# elements. An element is wrong when it is off by more than the tolerance times the largest
+# reference element of its sampled row; a non-finite element is always wrong.
+MIN_WARMUP_S = 0.2  # issue 25: 2-3 warm-up calls left clocks and caches cold
+MIN_WINDOW_S = 0.01  # a timed window shorter than this is mostly launch and event overhead
+GEMM_TILE = 128
+GEMM_SAMPLES_PER_TILE = 2
+# Measured on a healthy H200 (gpuws device check, 2026-12-04, n = 8192): fp32 4.5e-6 (PEDANTIC /
+# no TF32), tf32 4.7e-4 through PyTorch but 3.3e-3 through cuBLAS CUBLAS_COMPUTE_32F_FAST_TF32,
+# fp16 4.5e-4, bf16 3.6e-3, fp8 (fast accumulation, bf16 out) 7.0e-3. A wrong tile is off by O(1).
+GEMM_TOLERANCE = {"gemm_fp32": 2e-5, "gemm_tf32": 1e-2, "gemm_fp16": 1e-2, "gemm_bf16": 1e-2, "gemm_fp8": 5e-2}
+STRESS_TOLERANCE = {"fp32": 2e-5, "fp16": 1e-2, "bf16": 1e-2}
 
 
 class CheckError(Exception):
@@ -452,6 +470,7 @@ class Backend:
 
     name = "none"
     harness = "gpu"
+    last_gemm: Any = None  # (a, b, {"c": product}) of the last make_gemm, for check_gemm
 
     def device_ids(self) -> list[int]:
         raise NotImplementedError
@@ -459,12 +478,36 @@ class Backend:
     def runtime_version(self) -> str | None:
         return None
 
+    def device_identity(self, dev: int) -> tuple[str | None, str | None]:
+        """(UUID, PCI bus id) of CUDA device `dev` as CUDA sees it; None where unknown."""
+        return None, None
+
     def gemm_support(self, dev: int) -> dict[str, tuple[str, str] | None]:
         """For each GEMM check: None when it can run, else (status, reason)."""
         raise NotImplementedError
 
     def make_gemm(self, dev: int, check: str, n: int) -> Callable[[], Any]:
+        """The timed GEMM; it keeps its operands in `last_gemm` = (a, b, holder) for `check_gemm`,
+        holder["c"] being the last product."""
         raise NotImplementedError
+
+    def grid(self, dev: int, a: Any, b: Any, c: Any, rows: list[int], cols: list[int]) -> tuple[list[Any], list[Any]]:
+        """The float64 reference and the answers on a grid of sampled rows and columns."""
+        raise NotImplementedError
+
+    def check_gemm(self, dev: int, check: str) -> dict[str, Any] | None:
+        """The last timed GEMM's answers against float64 on sampled rows and columns over every
+        output tile (None when this backend keeps no product to check)."""
+        last = getattr(self, "last_gemm", None)
+        if last is None:
+            return None
+        a, b, holder = last
+        c = holder.get("c")
+        if c is None:
+            raise CheckError("the GEMM left no product to check")
+        rows, cols = gemm_samples(int(a.shape[0])), gemm_samples(int(b.shape[1]))
+        ref, got = self.grid(dev, a, b, c, rows, cols)
+        return answer_check(ref, got, GEMM_TOLERANCE[check], rows, cols)
 
     def make_copy(self, dev: int, nbytes: int) -> tuple[Callable[[], Any], Verify]:
         raise NotImplementedError
@@ -522,9 +565,9 @@ class StressState:
     dtype = "fp32"
     flops_per_step = 0.0
 
-    def verify_reference(self) -> float:
-        """Largest relative error of a few rows of the first product against a float64 product;
-        inf when the first product holds a non-finite value."""
+    def verify_reference(self) -> dict[str, Any]:
+        """The first product against float64 on sampled rows and columns over every output tile
+        (a unit that is wrong the same way every time matches itself in the later comparisons)."""
         raise NotImplementedError
 
     def step(self) -> None:
@@ -535,11 +578,68 @@ class StressState:
         raise NotImplementedError
 
 
-def finite_rel_error(err: float, scale: float) -> float:
-    """err / scale, but inf for a non-finite or zero scale (a NaN must never look small)."""
-    if not (math.isfinite(err) and math.isfinite(scale)) or scale == 0:
-        return math.inf
-    return err / scale
+def gemm_samples(n: int, per_tile: int = GEMM_SAMPLES_PER_TILE, tile: int = GEMM_TILE) -> list[int]:
+    """Row (or column) indices to check: `per_tile` in every `tile`-wide band of 0..n-1, at
+    offsets that differ from band to band (a fault at a fixed offset in every tile is still hit)."""
+    picks: list[int] = []
+    for start in range(0, n, tile):
+        width = min(tile, n - start)
+        for k in range(per_tile):
+            offset = (start // tile * 37 + k * (width // per_tile + 13)) % width
+            if start + offset not in picks:
+                picks.append(start + offset)
+    return picks
+
+
+def answer_check(ref: list[list[float]], got: list[list[float]], tolerance: float,
+                 rows: list[int] | None = None, cols: list[int] | None = None) -> dict[str, Any]:
+    """Compare a sampled grid of a product (`got`) with its float64 reference (`ref`): per row,
+    the error relative to the row's largest reference element. Non-finite answers are wrong."""
+    wrong = nonfinite = checked = 0
+    worst = 0.0
+    first: list[int] | None = None
+    if len(ref) != len(got) or any(len(a) != len(b) for a, b in zip(ref, got)):  # noqa: B905 - lengths checked here
+        raise CheckError("the answer check got grids of different shapes")
+    for i, (ref_row, got_row) in enumerate(zip(ref, got)):  # noqa: B905 - equal lengths, checked above
+        scale = max((abs(x) for x in ref_row if math.isfinite(x)), default=0.0) or 1.0
+        for j, (want, have) in enumerate(zip(ref_row, got_row)):  # noqa: B905
+            checked += 1
+            if not math.isfinite(have):
+                nonfinite += 1
+                bad, rel = True, math.inf
+            else:
+                rel = abs(have - want) / scale
+                bad = not rel <= tolerance
+            worst = max(worst, rel)
+            if bad:
+                wrong += 1
+                if first is None:
+                    first = [rows[i] if rows else i, cols[j] if cols else j]
+    return {"checked": checked, "wrong": wrong, "nonfinite": nonfinite, "max_rel_error": worst,
+            "tolerance": tolerance, "first_wrong": first, "rows": len(ref), "cols": len(ref[0]) if ref else 0}
+
+
+def torch_grid(t: Any, a: Any, b: Any, c: Any, rows: list[int], cols: list[int]) -> tuple[list[Any], list[Any]]:
+    """The float64 product of rows x cols of a @ b, and the same elements of c (PyTorch)."""
+    r = t.tensor(rows, device=a.device)
+    k = t.tensor(cols, device=b.device)
+
+    def wide(x: Any) -> Any:  # FP8 converts to float64 only through float32
+        return x.to(t.float32).to(t.float64)
+
+    ref = wide(a.index_select(0, r)) @ wide(b.index_select(1, k))
+    got = wide(c.index_select(0, r).index_select(1, k))
+    return ref.cpu().tolist(), got.cpu().tolist()
+
+
+def array_grid(xp: Any, a: Any, b: Any, c: Any, rows: list[int], cols: list[int]) -> tuple[list[Any], list[Any]]:
+    """The same for NumPy or CuPy arrays (`xp` is the module)."""
+    r, k = xp.asarray(rows), xp.asarray(cols)
+    ref = a[r].astype(xp.float64) @ b[:, k].astype(xp.float64)
+    got = c[r][:, k].astype(xp.float64)
+    if hasattr(ref, "get"):
+        ref, got = ref.get(), got.get()
+    return ref.tolist(), got.tolist()
 
 
 class TorchBackend(Backend):
@@ -559,6 +659,17 @@ class TorchBackend(Backend):
 
     def runtime_version(self) -> str | None:
         return str(self.t.version.cuda) if self.cuda else None
+
+    def device_identity(self, dev: int) -> tuple[str | None, str | None]:
+        if not self.cuda:
+            return None, None
+        props = self.t.cuda.get_device_properties(dev)
+        uuid = getattr(props, "uuid", None)
+        bus = None
+        if getattr(props, "pci_bus_id", None) is not None:
+            bus = f"{int(getattr(props, 'pci_domain_id', 0)):08x}:{int(props.pci_bus_id):02x}:" \
+                  f"{int(getattr(props, 'pci_device_id', 0)):02x}.0"
+        return (str(uuid) if uuid is not None else None), bus
 
     def gemm_support(self, dev: int) -> dict[str, tuple[str, str] | None]:
         t = self.t
@@ -587,11 +698,14 @@ class TorchBackend(Backend):
             # _scaled_mm wants its second operand column-major.
             b = self._randn((n, n), t.bfloat16, dev).to(t.float8_e4m3fn).t().contiguous().t()
             one = t.ones((), dtype=t.float32, device=self._dev(dev))
+            holder: dict[str, Any] = {}
+            self.last_gemm = (a, b, holder)
 
             def fp8() -> None:
                 # The datasheet's dense FP8 peak is with fast accumulation; without it a healthy
                 # Hopper card measures well below and would warn.
-                t._scaled_mm(a, b, scale_a=one, scale_b=one, out_dtype=t.bfloat16, use_fast_accum=True)
+                holder["c"] = t._scaled_mm(a, b, scale_a=one, scale_b=one, out_dtype=t.bfloat16,
+                                           use_fast_accum=True)
 
             return fp8
         dtype = {"gemm_fp32": t.float32, "gemm_tf32": t.float32, "gemm_fp16": t.float16,
@@ -599,6 +713,7 @@ class TorchBackend(Backend):
         a, b = self._randn((n, n), dtype, dev), self._randn((n, n), dtype, dev)
         c = t.empty((n, n), dtype=dtype, device=self._dev(dev))
         tf32 = check == "gemm_tf32"
+        self.last_gemm = (a, b, {"c": c})
 
         def gemm() -> None:
             if self.cuda:
@@ -609,10 +724,17 @@ class TorchBackend(Backend):
 
         return gemm
 
+    def grid(self, dev: int, a: Any, b: Any, c: Any, rows: list[int], cols: list[int]) -> tuple[list[Any], list[Any]]:
+        self.sync(dev)
+        return torch_grid(self.t, a, b, c, rows, cols)
+
     def _pattern(self, nbytes: int, dev: int | None) -> Any:
         """A byte pattern no stale buffer holds by chance (0..250 repeating)."""
         device = self.t.device("cpu") if dev is None else self._dev(dev)
-        return (self.t.arange(nbytes, dtype=self.t.int32, device=device) % 251).to(self.t.uint8)
+        # Built from one 251-byte period: no int32 temporaries four times the buffer (full mode's
+        # 2 GiB pattern once took 16 GiB and put 16 GB cards out of memory).
+        period = self.t.arange(251, dtype=self.t.uint8, device=device)
+        return period.repeat(-(-nbytes // 251))[:nbytes]
 
     def _verify(self, got: Any, want: Any) -> Verify:
         return lambda: (int(want.numel()), int((got != want).sum()))
@@ -724,9 +846,10 @@ class TorchStress(StressState):
         self.bad = (~t.isfinite(self.ref)).sum().to(t.int64)
         self.flops_per_step = 2.0 * n**3
 
-    def verify_reference(self) -> float:
-        rows = self.a[:4].double() @ self.b.double()
-        return finite_rel_error(float((self.ref[:4].double() - rows).abs().max()), float(rows.abs().max()))
+    def verify_reference(self) -> dict[str, Any]:
+        rows, cols = gemm_samples(int(self.a.shape[0])), gemm_samples(int(self.b.shape[1]))
+        ref, got = torch_grid(self.t, self.a, self.b, self.ref, rows, cols)
+        return answer_check(ref, got, STRESS_TOLERANCE[self.dtype], rows, cols)
 
     def step(self) -> None:
         t = self.t
@@ -766,10 +889,14 @@ class NumpyBackend(Backend):
         b = self.rng.standard_normal((n, n)).astype(dtype)
         c = np.empty((n, n), dtype=dtype)
         self.last_gemm_n = n
+        self.last_gemm = (a, b, {"c": c})
         return lambda: np.matmul(a, b, out=c)
 
+    def grid(self, dev: int, a: Any, b: Any, c: Any, rows: list[int], cols: list[int]) -> tuple[list[Any], list[Any]]:
+        return array_grid(self.np, a, b, c, rows, cols)
+
     def _pattern(self, nbytes: int) -> Any:
-        return (self.np.arange(nbytes, dtype=self.np.int64) % 251).astype(self.np.uint8)
+        return self.np.tile(self.np.arange(251, dtype=self.np.uint8), -(-nbytes // 251))[:nbytes]
 
     def make_copy(self, dev: int, nbytes: int) -> tuple[Callable[[], Any], Verify]:
         src = self._pattern(nbytes)
@@ -803,10 +930,10 @@ class NumpyStress(StressState):
         self.bad = int(np.count_nonzero(~np.isfinite(self.ref)))
         self.flops_per_step = 2.0 * n**3
 
-    def verify_reference(self) -> float:
-        np = self.np
-        rows = self.a[:4].astype(np.float64) @ self.b.astype(np.float64)
-        return finite_rel_error(float(np.abs(self.ref[:4] - rows).max()), float(np.abs(rows).max()))
+    def verify_reference(self) -> dict[str, Any]:
+        rows, cols = gemm_samples(int(self.a.shape[0])), gemm_samples(int(self.b.shape[1]))
+        ref, got = array_grid(self.np, self.a, self.b, self.ref, rows, cols)
+        return answer_check(ref, got, STRESS_TOLERANCE["fp32"], rows, cols)
 
     def step(self) -> None:
         np = self.np
@@ -836,6 +963,19 @@ class CupyBackend(Backend):
         v = int(self.cp.cuda.runtime.runtimeGetVersion())
         return f"{v // 1000}.{(v % 1000) // 10}"
 
+    def device_identity(self, dev: int) -> tuple[str | None, str | None]:
+        props = self.cp.cuda.runtime.getDeviceProperties(dev)
+        raw = props.get("uuid")
+        uuid = None
+        if isinstance(raw, (bytes, bytearray)) and len(raw) == 16:
+            h = raw.hex()
+            uuid = f"{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:]}"
+        bus = None
+        if props.get("pciBusID") is not None:
+            bus = (f"{int(props.get('pciDomainID', 0)):08x}:{int(props['pciBusID']):02x}:"
+                   f"{int(props.get('pciDeviceID', 0)):02x}.0")
+        return uuid, bus
+
     def gemm_support(self, dev: int) -> dict[str, tuple[str, str] | None]:
         why = "not measured with the CuPy backend (install PyTorch with CUDA for it)"
         return {"gemm_fp32": None, "gemm_fp16": None, "gemm_tf32": ("inconclusive", "TF32 " + why),
@@ -848,6 +988,7 @@ class CupyBackend(Backend):
             a = cp.random.standard_normal((n, n), dtype=cp.float32).astype(dtype)
             b = cp.random.standard_normal((n, n), dtype=cp.float32).astype(dtype)
             c = cp.empty((n, n), dtype=dtype)
+        self.last_gemm = (a, b, {"c": c})
 
         def gemm() -> None:
             with cp.cuda.Device(dev):
@@ -855,10 +996,14 @@ class CupyBackend(Backend):
 
         return gemm
 
+    def grid(self, dev: int, a: Any, b: Any, c: Any, rows: list[int], cols: list[int]) -> tuple[list[Any], list[Any]]:
+        with self.cp.cuda.Device(dev):
+            return array_grid(self.cp, a, b, c, rows, cols)
+
     def _pattern(self, nbytes: int, dev: int) -> Any:
         cp = self.cp
         with cp.cuda.Device(dev):
-            return (cp.arange(nbytes, dtype=cp.int32) % 251).astype(cp.uint8)
+            return cp.tile(cp.arange(251, dtype=cp.uint8), -(-nbytes // 251))[:nbytes]
 
     def _count_wrong(self, got: Any, want: Any, dev: int) -> tuple[int, int]:
         with self.cp.cuda.Device(dev):
@@ -895,7 +1040,7 @@ class CupyBackend(Backend):
         import numpy as np
 
         host = self._pinned(nbytes)
-        host[:] = (np.arange(nbytes, dtype=np.int64) % 251).astype(np.uint8)
+        host[:] = np.tile(np.arange(251, dtype=np.uint8), -(-nbytes // 251))[:nbytes]
         with self.cp.cuda.Device(dev):
             devbuf = self.cp.zeros(nbytes, dtype=self.cp.uint8)
         return (lambda: devbuf.set(host)), (lambda: self._count_wrong(devbuf, self._pattern(nbytes, dev), dev))
@@ -906,7 +1051,7 @@ class CupyBackend(Backend):
         host = self._pinned(nbytes)
         host[:] = 0
         devbuf = self._pattern(nbytes, dev)
-        want = (np.arange(nbytes, dtype=np.int64) % 251).astype(np.uint8)
+        want = np.tile(np.arange(251, dtype=np.uint8), -(-nbytes // 251))[:nbytes]
 
         def verify() -> tuple[int, int]:
             self.sync(dev)
@@ -976,10 +1121,11 @@ class CupyStress(StressState):
             self.bad = cp.count_nonzero(~cp.isfinite(self.ref)).astype(cp.int64)
         self.flops_per_step = 2.0 * n**3
 
-    def verify_reference(self) -> float:
+    def verify_reference(self) -> dict[str, Any]:
+        rows, cols = gemm_samples(int(self.a.shape[0])), gemm_samples(int(self.b.shape[1]))
         with self.cp.cuda.Device(self.dev):
-            rows = self.a[:4].astype(self.cp.float64) @ self.b.astype(self.cp.float64)
-            return finite_rel_error(float(self.cp.abs(self.ref[:4] - rows).max()), float(self.cp.abs(rows).max()))
+            ref, got = array_grid(self.cp, self.a, self.b, self.ref, rows, cols)
+        return answer_check(ref, got, STRESS_TOLERANCE[self.dtype], rows, cols)
 
     def step(self) -> None:
         cp = self.cp
@@ -990,6 +1136,22 @@ class CupyStress(StressState):
 
     def mismatches(self) -> int:
         return int(self.bad)
+
+
+def find_nvcc() -> str | None:
+    """nvcc on PATH, else the newest /usr/local/cuda*/bin/nvcc (a non-interactive SSH shell often
+    lacks /usr/local/cuda/bin on its PATH)."""
+    found = shutil.which("nvcc")
+    if found:
+        return found
+    import glob
+
+    def version(path: str) -> tuple[int, ...]:
+        tail = path.split("/usr/local/cuda", 1)[1].split("/")[0].lstrip("-")
+        return tuple(int(p) for p in tail.split(".") if p.isdigit()) or (999,)  # /usr/local/cuda: the default
+
+    candidates = [p for p in glob.glob("/usr/local/cuda*/bin/nvcc") if os.access(p, os.X_OK)]
+    return max(candidates, key=version) if candidates else None
 
 
 def build_timeout(left_s: float) -> float:
@@ -1020,6 +1182,19 @@ class NvccBackend(Backend):
         self.binary = binary
         self.gpus = gpus
         self.extra: dict[str, Any] = {}
+        # CUDA's own numbering and identities (`devices`), matched to nvidia-smi's by UUID.
+        self.cuda_devices: list[dict[str, Any]] = [
+            {"ordinal": g["index"], "uuid": None, "pci_bus_id": None,
+             "compute_capability": g.get("compute_capability")} for g in gpus]
+        with contextlib.suppress(Exception):
+            proc = subprocess.run([binary, "devices"], capture_output=True, text=True, timeout=30, check=False)
+            answer = json.loads(proc.stdout.strip().splitlines()[-1])
+            found = answer.get("devices") if proc.returncode == 0 else None
+            if isinstance(found, list) and all(isinstance(d, dict) and isinstance(d.get("ordinal"), int)
+                                               for d in found):
+                self.cuda_devices = found
+            elif "no CUDA-capable device" in str(answer.get("error")):
+                self.cuda_devices = []  # CUDA sees none of the GPUs nvidia-smi lists
 
     @classmethod
     def build(cls, workdir: str, gpus: list[dict[str, Any]], emitter: Emitter, timeout: float = 240.0,
@@ -1030,8 +1205,16 @@ class NvccBackend(Backend):
         if timeout <= 0:
             raise CheckError("no time left to build the CUDA C benchmark")
         binary = os.path.join(workdir, "gpuws_bench_kernels")
-        emitter.log(f"building the CUDA C benchmark with nvcc (at most {timeout:g} s)")
-        argv = ["nvcc", "-O3", "-std=c++17", "-o", binary, source, "-lcublas"]
+        nvcc = find_nvcc()
+        if nvcc is None:
+            raise CheckError("nvcc not found on PATH or under /usr/local/cuda*/bin")
+        # Real code for each card's compute capability (plus its PTX): no JIT at the first kernel,
+        # and a toolkit that cannot target the card fails here, not in the middle of a check.
+        arch = sorted({str(g.get("compute_capability") or "").replace(".", "") for g in gpus} - {""})
+        gencode = [f"-gencode=arch=compute_{a},code=[sm_{a},compute_{a}]" for a in arch if a.isdigit()]
+        emitter.log(f"building the CUDA C benchmark with {nvcc} for sm_{', sm_'.join(arch) or '?'} "
+                    f"(at most {timeout:g} s)")
+        argv = [nvcc, "-O3", "-std=c++17", *gencode, "-o", binary, source, "-lcublas"]
         try:
             proc = subprocess.run(argv, capture_output=True, text=True, timeout=timeout, check=False)
         except subprocess.TimeoutExpired:
@@ -1041,10 +1224,18 @@ class NvccBackend(Backend):
         return cls(binary, gpus)
 
     def device_ids(self) -> list[int]:
-        return [g["index"] for g in self.gpus]
+        return [int(d["ordinal"]) for d in self.cuda_devices]
+
+    def device_identity(self, dev: int) -> tuple[str | None, str | None]:
+        found = next((d for d in self.cuda_devices if d.get("ordinal") == dev), {})
+        return found.get("uuid"), found.get("pci_bus_id")
+
+    def _cc(self, dev: int) -> float:
+        found = next((d for d in self.cuda_devices if d.get("ordinal") == dev), {})
+        return to_float(found.get("compute_capability")) or 0.0
 
     def gemm_support(self, dev: int) -> dict[str, tuple[str, str] | None]:
-        cc = to_float(next((g.get("compute_capability") for g in self.gpus if g["index"] == dev), None)) or 0.0
+        cc = self._cc(dev)
         support: dict[str, tuple[str, str] | None] = dict.fromkeys(GEMM_CHECKS)
         support["gemm_fp8"] = ("inconclusive", "FP8 GEMM is measured with the PyTorch backend only")
         if cc and cc < 8.0:
@@ -1053,15 +1244,17 @@ class NvccBackend(Backend):
         return support
 
     def stress_dtype(self, dev: int) -> str:
-        cc = to_float(next((g.get("compute_capability") for g in self.gpus if g["index"] == dev), None)) or 0.0
+        cc = self._cc(dev)
         return "bf16" if cc >= 8.0 else "fp16" if cc >= 7.0 else "fp32"
 
     def measured(self, what: str, dev: int, size: int, repeats: int, per_window: int = 0,
-                 peer: int | None = None, timeout: float = 120.0) -> dict[str, Any]:
-        """Run one measurement; its JSON (seconds per window, verification, stress counts)."""
+                 peer: int | None = None, timeout: float = 120.0, extra: str | None = None) -> dict[str, Any]:
+        """Run one measurement; its JSON (seconds per window, verification, stress counts, answers)."""
         argv = [self.binary, what, str(dev), str(size), str(repeats), str(per_window)]
         if peer is not None:
             argv.append(str(peer))
+        elif extra is not None:
+            argv.append(extra)
         try:
             proc = subprocess.run(argv, capture_output=True, text=True, timeout=timeout, check=False)
         except subprocess.TimeoutExpired:
@@ -1121,8 +1314,9 @@ class Harness:
 
     def __init__(self, backend: Backend, emitter: Emitter, mode: str, deadline: float,
                  gpus: list[dict[str, Any]], sampler: Sampler | None = None,
-                 busy: dict[int, dict[str, Any]] | None = None) -> None:
+                 busy: dict[int, dict[str, Any]] | None = None, smi_of: dict[int, int] | None = None) -> None:
         self.b = backend
+        self.smi_of = smi_of or {}  # CUDA ordinal -> nvidia-smi index (results and telemetry use the latter)
         self.out = emitter
         self.mode = mode
         self.deadline = deadline
@@ -1139,30 +1333,47 @@ class Harness:
         if self.left() <= 0:
             raise Deadline()
 
+    def smi(self, dev: int) -> int:
+        """The nvidia-smi index of CUDA device `dev`."""
+        return self.smi_of.get(dev, dev)
+
     def _result(self, check: str, **kw: Any) -> None:
+        for key in ("gpu", "peer"):
+            if isinstance(kw.get(key), int):
+                kw[key] = self.smi(kw[key])
+        for key in ("src", "dst"):
+            details = kw.get("details")
+            if isinstance(details, dict) and isinstance(details.get(key), int):
+                details[key] = self.smi(details[key])
         gpu = kw.get("gpu")
         if isinstance(gpu, int) and self.busy.get(gpu, {}).get("busy"):
             kw.setdefault("busy", self.busy[gpu])  # measured on a GPU in use (--allow-busy)
         self.out.result(check, harness=self.b.harness, **kw)
 
     def time_op(self, dev: int, fn: Callable[[], Any], warmup: int, repeats: int) -> list[float]:
-        """Seconds per call: warmup calls first, then `repeats` timed calls (events on a GPU)."""
-        times, _ = self.time_windows(dev, fn, warmup, repeats, 0.0)
-        return times
+        """Seconds per call over `repeats` timed windows (each of at least MIN_WINDOW_S, events
+        on a GPU), after the warm-up."""
+        times, per = self.time_windows(dev, fn, warmup, repeats, 0.0)
+        return [t / per for t in times]
 
     def time_windows(self, dev: int, fn: Callable[[], Any], warmup: int, windows: int,
                      window_s: float) -> tuple[list[float], int]:
         """Seconds of each timed window of back-to-back calls, and the calls per window (sized
-        from one timed call so that a window lasts about `window_s`)."""
-        for _ in range(warmup):
+        from one timed call so that a window lasts about `window_s`, at least MIN_WINDOW_S).
+        Warm-up first: at least `warmup` calls and at least MIN_WARMUP_S (clocks ramp up, cuBLAS
+        picks its kernels, pinned pages settle)."""
+        start, calls = time.perf_counter(), 0
+        while calls < warmup or time.perf_counter() - start < MIN_WARMUP_S:
             fn()
-        self.b.sync(dev)
-        per = 1
-        if window_s > 0:
-            one = self.b.timer_start(dev)
-            fn()
-            single = self.b.timer_stop(dev, one)
-            per = max(1, min(1000, round(window_s / single))) if single > 0 else 1
+            self.b.sync(dev)
+            calls += 1
+            if self.left() <= 0:
+                break
+        window_s = max(window_s, MIN_WINDOW_S)
+        one = self.b.timer_start(dev)
+        fn()
+        single = self.b.timer_stop(dev, one)
+        per = max(1, min(1000, math.ceil(window_s / single))) if single > 0 else 1
         times = []
         for _ in range(windows):
             if self.left() <= 0:
@@ -1193,7 +1404,7 @@ class Harness:
         else:
             if self.sampler is not None and gpu is not None and self.b.harness == "gpu" and "value" in kw:
                 details = kw.setdefault("details", {})
-                details.setdefault("telemetry", self.sampler.summary(gpu, since, time.monotonic()))
+                details.setdefault("telemetry", self.sampler.summary(self.smi(gpu), since, time.monotonic()))
             self._result(check, gpu=gpu, unit=unit, **kw)
         finally:
             self.b.release()
@@ -1243,13 +1454,23 @@ class Harness:
             def body(check: str = check) -> dict[str, Any]:
                 n = self.sizes["gemm_n"]
                 if isinstance(self.b, NvccBackend):
-                    data = self.b.measured(check, dev, n, windows, max(1, int(window_s * 1000)))
+                    data = self.b.measured(check, dev, n, windows, max(1, int(window_s * 1000)),
+                                           extra=f"{GEMM_TOLERANCE[check]:g}")
                     times, per = [float(x) for x in data["seconds"]], int(data.get("per_window", 1))
+                    answers = data.get("answers") if isinstance(data.get("answers"), dict) else None
                 else:
+                    self.b.last_gemm = None
                     fn = self.b.make_gemm(dev, check, n)
                     n = getattr(self.b, "last_gemm_n", n)
                     times, per = self.time_windows(dev, fn, self.sizes["warmup"], windows, window_s)
+                    answers = self.b.check_gemm(dev, check)
                 fig = self.figure(times, per * 2.0 * n**3, 1e12, asked=windows, n=n, calls_per_window=per)
+                if answers is None:
+                    # Speed of an unchecked product says nothing: a card can be fast and wrong.
+                    return {"status": "inconclusive", "reason": "the GEMM's answers could not be checked",
+                            "details": fig.get("details") or {}}
+                # A wrong answer fails in gpuws whatever the speed or the number of windows.
+                fig.setdefault("details", {})["answers"] = answers
                 if check == "gemm_bf16" and "value" in fig:
                     self.single_gemm[dev] = fig["value"]
                 return fig
@@ -1262,6 +1483,18 @@ class Harness:
 
     def transfers(self, dev: int) -> None:
         self._copies(dev, self.sizes["xfer_bytes"], (("h2d", "make_h2d", 1), ("d2h", "make_d2h", 1)))
+        if self.b.harness == "gpu":
+            self.link_under_load(dev)
+
+    def link_under_load(self, dev: int) -> None:
+        """The PCIe link read again right after the host copies: a lower generation at idle is
+        power saving, under load it is a link that trained low."""
+        rc, out = run_cmd(["nvidia-smi", "-i", str(self.smi(dev)), "--query-gpu=pcie.link.gen.current,"
+                           "pcie.link.width.current", "--format=csv,noheader,nounits"])
+        cells = [csv_value(c) for c in out.strip().split(",")] if rc == 0 else []
+        if len(cells) == 2:
+            self._result("env.pcie_load", gpu=dev, status="ok",
+                         facts={"gen_current": to_int(cells[0]), "width_current": to_int(cells[1])})
 
     def _copies(self, dev: int, nbytes: int, checks: tuple[tuple[str, str, int], ...]) -> None:
         windows = self.sizes["windows"]
@@ -1269,7 +1502,7 @@ class Harness:
             def body(factory: str = factory, traffic: int = traffic, check: str = check) -> dict[str, Any]:
                 if isinstance(self.b, NvccBackend):
                     data = self.b.measured(check, dev, nbytes, windows)
-                    times = [float(x) for x in data["seconds"]]
+                    times = [float(x) / max(1, int(data.get("per_window", 1))) for x in data["seconds"]]
                     v = data.get("verify") or {}
                     checked, wrong = int(v.get("checked_bytes", 0)), int(v.get("bad_bytes", 0))
                     if not checked:
@@ -1299,7 +1532,7 @@ class Harness:
             def body(src: int = src, dst: int = dst) -> dict[str, Any]:
                 if isinstance(self.b, NvccBackend):
                     data = self.b.measured("p2p", src, nbytes, windows, 0, dst)
-                    times = [float(x) for x in data["seconds"]]
+                    times = [float(x) / max(1, int(data.get("per_window", 1))) for x in data["seconds"]]
                     v = data.get("verify") or {}
                     checked, wrong = int(v.get("checked_bytes", 0)), int(v.get("bad_bytes", 0))
                     peer = bool(data.get("peer_access"))
@@ -1383,13 +1616,14 @@ class Harness:
             details["asked_s"] = round(asked, 3)
             gpu_harness = self.b.harness == "gpu"
             if gpu_harness and self.sampler is not None:
-                details["telemetry"] = self.sampler.summary(dev, since, until)
+                details["telemetry"] = self.sampler.summary(self.smi(dev), since, until)
             bad = int(got["bad"])
-            ref_err = details.get("reference_rel_error")
-            if ref_err is not None and not (isinstance(ref_err, float) and ref_err <= 2e-2):
-                # The very first product is already wrong (or not finite): count it.
+            answers = details.get("reference_answers")
+            if isinstance(answers, dict) and answers.get("wrong"):
+                # The first product is already wrong against float64: a unit wrong the same way
+                # every time matches itself in the later comparisons, so count these.
                 details["reference_wrong"] = True
-                bad = max(bad, 1)
+                bad = max(bad, int(answers["wrong"]))
             short = run_share_problem(float(details.get("seconds") or 0.0), asked)
             if got["iterations"] == 0:
                 self._result("stress", gpu=dev, unit="mismatches", status="inconclusive",
@@ -1399,6 +1633,10 @@ class Harness:
                 self._result("stress", gpu=dev, unit="mismatches", value=bad, details=details)
             elif short:
                 self._result("stress", gpu=dev, unit="mismatches", status="inconclusive", reason=short,
+                             details=details)
+            elif not isinstance(answers, dict):
+                self._result("stress", gpu=dev, unit="mismatches", status="inconclusive",
+                             reason="the stress product's answers could not be checked against float64",
                              details=details)
             elif gpu_harness and not (details.get("telemetry") or {}).get("samples"):
                 self._result("stress", gpu=dev, unit="mismatches", status="inconclusive",
@@ -1416,10 +1654,10 @@ class Harness:
             except Exception as exc:
                 result[dev] = ("allocation failed: " if self.b.is_alloc_error(exc) else
                                f"{type(exc).__name__}: ") + first_line(exc)
-        ref_err = {}
+        answers = {}
         for dev, state in list(states.items()):
             try:
-                ref_err[dev] = state.verify_reference()
+                answers[dev] = state.verify_reference()
             except Exception as exc:
                 result[dev] = f"{type(exc).__name__}: {first_line(exc)}"
                 del states[dev]
@@ -1457,7 +1695,8 @@ class Harness:
         elapsed = time.perf_counter() - t0
         for d, state in states.items():
             details: dict[str, Any] = {"iterations": iterations[d], "seconds": round(elapsed, 3),
-                                       "dtype": state.dtype, "reference_rel_error": ref_err.get(d),
+                                       "dtype": state.dtype, "reference_answers": answers.get(d),
+                                       "reference_rel_error": (answers.get(d) or {}).get("max_rel_error"),
                                        "concurrent_gpus": len(states)}
             if rates[d]:
                 details["tflops"] = window_stats(rates[d])
@@ -1488,8 +1727,10 @@ class Harness:
             if proc.returncode != 0 or not isinstance(data, dict) or "iterations" not in data:
                 result[dev] = "stress: " + (stderr_tail(err) if err.strip() else f"exit status {proc.returncode}")
                 continue
+            ref_answers = data.get("answers") if isinstance(data.get("answers"), dict) else None
             details = {"iterations": int(data["iterations"]), "seconds": float(sum(data["seconds"])),
-                       "dtype": data.get("dtype"), "reference_rel_error": None, "concurrent_gpus": len(devs)}
+                       "dtype": data.get("dtype"), "reference_answers": ref_answers,
+                       "reference_rel_error": (ref_answers or {}).get("max_rel_error"), "concurrent_gpus": len(devs)}
             if data.get("tflops_windows"):
                 details["tflops"] = window_stats([float(x) for x in data["tflops_windows"]])
             result[dev] = {"iterations": int(data["iterations"]), "bad": int(data["mismatches"]),
@@ -1595,18 +1836,22 @@ def nvlink_status(index: int) -> dict[str, Any]:
 
 # ------------------------------------------------------------------------------ simulation
 
-# Plausible peaks for the simulated models only (the datasheet catalog lives in gpuws, not here):
-# fp32, tf32, fp16, bf16, fp8 TFLOP/s; memory GB/s; host link GB/s; NVLink GB/s.
+# Peaks of the simulated models (the standalone runner's copy; tests/agent/test_sim_models_registry.py
+# fails on any drift from the registry, gpuws/core/gpus): fp32, tf32, fp16, bf16, fp8 TFLOP/s;
+# memory GB/s; one-direction PCIe x16 GB/s of the card's generation; NVLink GB/s (total).
 SIM_MODELS = {
-    "GRID A100": (19.5, 156, 312, 312, None, 1555, 25, None),  # vGPU profiles are cut from the 40 GB A100
-    "H200": (67, 494, 989, 989, 1979, 4800, 55, 900),
-    "H100": (67, 494, 989, 989, 1979, 3350, 55, 900),
-    "A100": (19.5, 156, 312, 312, None, 2039, 25, 600),
-    "L40S": (91.6, 183, 362, 362, 733, 864, 25, None),
-    "L4": (30.3, 60, 121, 121, 242, 300, 25, None),
-    "A10": (31.2, 62.5, 125, 125, None, 600, 25, None),
-    "T4": (8.1, None, 65, None, None, 320, 12, None),
+    "GRID A100": (19.5, 156, 312, 312, None, 1555, 31.5, 600),  # vGPU profiles are cut from the 40 GB A100
+    "H200": (67, 494.5, 989.5, 989.5, 1979, 4800, 63.0, 900),
+    "H100": (67, 494.5, 989.5, 989.5, 1979, 3350, 63.0, 900),
+    "A100": (19.5, 156, 312, 312, None, 2039, 31.5, 600),
+    "L40S": (91.6, 183, 362.05, 362.05, 733, 864, 31.5, None),
+    "L4": (30.3, 60, 121, 121, 242.5, 300, 31.5, None),
+    "A10": (31.2, 62.5, 125, 125, None, 600, 31.5, None),
+    "T4": (8.1, None, 65, None, None, 320, 15.75, None),
 }
+# Healthy pinned host copies reach about 80-85 % of a PCIe link (issue #25; 87 % measured on the
+# gpuws H200 recording): the simulator's healthy cards do the same.
+SIM_HOST_LINK_SHARE = (0.81, 0.86)
 
 
 def sim_peaks(name: str) -> tuple[Any, ...]:
@@ -1691,12 +1936,37 @@ def simulated_run(out: Emitter, gpus: list[dict[str, Any]], mode: str, seed: int
     def slice_of(g: dict[str, Any]) -> bool:
         return "GRID" in g["name"].upper() or (g.get("mig_mode") or "").lower() == "enabled"
 
+    def mig_of(g: dict[str, Any]) -> bool:
+        return (g.get("mig_mode") or "").lower() == "enabled"
+
+    def answers(check: str, wrong: bool) -> dict[str, Any]:
+        """The answer check a real GEMM gets: a 128 x 128 grid of 8192-square products; under
+        `gemm-wrong` the sampled elements of one tile past row 3 (rows 128-255) are off."""
+        n = sizes["gemm_n"]
+        rows, cols = gemm_samples(n), gemm_samples(n)
+        hit = [r for r in rows if 128 <= r < 256]
+        bad = len(hit) * 2 if wrong else 0  # the two sampled columns of tile column 5
+        return {"checked": len(rows) * len(cols), "wrong": bad, "nonfinite": 0,
+                "max_rel_error": 0.37 if wrong else GEMM_TOLERANCE[check] / rng.uniform(8, 30),
+                "tolerance": GEMM_TOLERANCE[check], "first_wrong": [hit[0], cols[10]] if wrong else None,
+                "rows": len(rows), "cols": len(cols)}
+
     measured = []
     perf_checks = (*GEMM_CHECKS, "mem_copy", "mem_triad", "h2d", "d2h")
     for g in gpus:
         idx = g["index"]
         kinds = faults.get(idx, set())
         busy = activity.get(idx, {})
+        if "cuda-invisible" in kinds or "fabric-down" in kinds:
+            why = (f"CUDA cannot see GPU {idx} ({g.get('uuid')}): nvidia-smi lists it, but no CUDA device has "
+                   "its UUID (CUDA_VISIBLE_DEVICES, or it failed CUDA start-up): not measured")
+            if "fabric-down" in kinds:  # what CUDA says on an NVSwitch system whose fabric manager is down
+                why = (f"CUDA could not start on GPU {idx}: cudaErrorSystemNotReady (802), the fabric manager "
+                       "has not registered it: not measured")
+            for check in (*perf_checks, "stress"):
+                emit(check, idx, None, "mismatches" if check == "stress" else "GB/s" if check in perf_checks[5:]
+                     else "TFLOP/s", status="inconclusive", reason=why)
+            continue
         if busy.get("busy") and not allow_busy:
             why = busy_reason(busy) + ": not measured (--allow-busy measures it anyway)"
             for check in (*perf_checks, "stress"):
@@ -1708,8 +1978,9 @@ def simulated_run(out: Emitter, gpus: list[dict[str, Any]], mode: str, seed: int
         slow = 0.45 if idx == degraded else 1.0
         if busy.get("busy"):
             slow *= 0.5  # someone else's work shares the card
-        if slice_of(g):
-            slow *= 0.25  # a slice of the card
+        if mig_of(g):
+            slow *= 0.25  # a MIG slice has a part of the card's engines
+        # A lone time-sliced vGPU gets the whole card during its slice: full speed.
         for k, check in enumerate(GEMM_CHECKS):
             peak = peaks[k]
             if peak is None:
@@ -1717,13 +1988,14 @@ def simulated_run(out: Emitter, gpus: list[dict[str, Any]], mode: str, seed: int
                 continue
             rates, telemetry = windows_under_load(g, peak * rng.uniform(0.74, 0.86) * slow, windows, window_s)
             value, details = figure(rates, n=sizes["gemm_n"], telemetry=telemetry)
+            details["answers"] = answers(check, "gemm-wrong" in kinds)
             emit(check, idx, value, "TFLOP/s", details=details)
         corrupt = 1 if "copy-corrupt" in kinds else 0
-        link = peaks[6] * (4 / 16 if "slow-link" in kinds else 1.0) * (0.25 if slice_of(g) else 1.0)
+        link = peaks[6] * (4 / 16 if "slow-link" in kinds else 1.0) * (0.25 if mig_of(g) else 1.0)
         for check, base, nbytes in (("mem_copy", peaks[5] * rng.uniform(0.82, 0.92) * slow, sizes["mem_bytes"]),
                                     ("mem_triad", peaks[5] * rng.uniform(0.80, 0.90) * slow, sizes["mem_bytes"]),
-                                    ("h2d", link * rng.uniform(0.80, 0.92), sizes["xfer_bytes"]),
-                                    ("d2h", link * rng.uniform(0.80, 0.92), sizes["xfer_bytes"])):
+                                    ("h2d", link * rng.uniform(*SIM_HOST_LINK_SHARE), sizes["xfer_bytes"]),
+                                    ("d2h", link * rng.uniform(*SIM_HOST_LINK_SHARE), sizes["xfer_bytes"])):
             value, details = figure([base * rng.uniform(0.99, 1.01) for _ in range(windows)], buffer_bytes=nbytes)
             # The triad writes computed values; the copies' bytes are compared with what was sent.
             details["verify"] = {"checked_bytes": nbytes, "bad_bytes": corrupt if check != "mem_triad" else 0}
@@ -1738,11 +2010,11 @@ def simulated_run(out: Emitter, gpus: list[dict[str, Any]], mode: str, seed: int
                 continue
             if g not in measured or peer not in measured:
                 emit("p2p", g["index"], None, "GB/s", status="inconclusive", peer=peer["index"],
-                     reason="one GPU of the pair is in use: not measured")
+                     reason="one GPU of the pair was not measured (in use, or invisible to CUDA)")
                 continue
             # The simulated host has no NVLink: peer copies go over PCIe at the slower link's speed.
             kinds = faults.get(g["index"], set()) | faults.get(peer["index"], set())
-            link = min(sim_peaks(g["name"])[6], sim_peaks(peer["name"])[6]) * rng.uniform(0.75, 0.88)
+            link = min(sim_peaks(g["name"])[6], sim_peaks(peer["name"])[6]) * rng.uniform(*SIM_HOST_LINK_SHARE)
             link *= 4 / 16 if "slow-link" in kinds else 1.0
             value, details = figure([link * rng.uniform(0.99, 1.01) for _ in range(windows)],
                                     buffer_bytes=sizes["p2p_bytes"], src=g["index"], dst=peer["index"],
@@ -1767,15 +2039,20 @@ def simulated_run(out: Emitter, gpus: list[dict[str, Any]], mode: str, seed: int
         peaks = sim_peaks(g["name"])
         best = peaks[3] or peaks[2] or peaks[0]
         span = 0.5
-        rates, telemetry = windows_under_load(g, best * rng.uniform(0.70, 0.82) * (0.25 if slice_of(g) else 1.0),
+        rates, telemetry = windows_under_load(g, best * rng.uniform(0.70, 0.82) * (0.25 if mig_of(g) else 1.0),
                                               round(seconds / span), span)
         iterations = rng.randint(400, 600) if mode == "quick" else rng.randint(2400, 3600)
         # bench-nan: five NaN elements in every product, each counted as a mismatch.
         bad = 5 * iterations if "bench-nan" in kinds else 0
+        # gemm-wrong is wrong the same way every time: only the known answer catches it.
+        reference = answers("gemm_bf16", "gemm-wrong" in kinds)
+        bad = max(bad, reference["wrong"])
         emit("stress", idx, bad, "mismatches",
              details={"iterations": iterations, "seconds": seconds, "asked_s": seconds,
                       "dtype": "bf16" if peaks[3] else "fp16", "concurrent_gpus": len(measured),
-                      "reference_rel_error": 0.004, "tflops": window_stats(rates), "telemetry": telemetry,
+                      "reference_answers": reference, "reference_rel_error": reference["max_rel_error"],
+                      **({"reference_wrong": True} if reference["wrong"] else {}),
+                      "tflops": window_stats(rates), "telemetry": telemetry,
                       **({"nonfinite": True} if bad else {})})
 
 
@@ -1804,14 +2081,15 @@ def select_backend(choice: str, gpus: list[dict[str, Any]], workdir: str | None,
         except Exception as exc:
             tried.append(f"CuPy: {first_line(exc)}")
     if choice in ("auto", "nvcc") and gpus:
-        if shutil.which("nvcc") and workdir:
+        if find_nvcc() and workdir:
             try:
                 left = 330.0 if deadline is None else deadline - time.monotonic()
                 return NvccBackend.build(workdir, gpus, out, timeout=build_timeout(left)), tried
             except Exception as exc:
                 tried.append(f"nvcc: {first_line(exc)}")
         else:
-            tried.append("nvcc: not found" if not shutil.which("nvcc") else "nvcc: no work directory")
+            tried.append("nvcc: not found (PATH, /usr/local/cuda*/bin)" if not find_nvcc()
+                         else "nvcc: no work directory")
     return None, tried
 
 
@@ -1926,19 +2204,80 @@ def run(args: argparse.Namespace, out: Emitter) -> dict[str, Any]:
     return summary
 
 
+def _uuid_key(text: Any) -> str | None:
+    """A GPU UUID compared without its "GPU-" prefix or case."""
+    if not text:
+        return None
+    value = str(text).strip().lower()
+    return value[4:] if value.startswith("gpu-") else value
+
+
+def _bus_key(text: Any) -> tuple[int, int, int] | None:
+    """A PCI bus id ("00000000:06:00.0", "0000:06:00.0") as (domain, bus, device)."""
+    parts = str(text or "").strip().split(".")[0].split(":")
+    try:
+        return (int(parts[0], 16), int(parts[1], 16), int(parts[2], 16)) if len(parts) == 3 else None
+    except ValueError:
+        return None
+
+
+def match_devices(backend: Backend, gpus: list[dict[str, Any]],
+                  out: Emitter) -> tuple[dict[int, int], list[dict[str, Any]]]:
+    """CUDA ordinal -> nvidia-smi index, matched by UUID (else PCI bus id), and the GPUs nvidia-smi
+    lists that no CUDA device matched. CUDA's order is not nvidia-smi's (CUDA_DEVICE_ORDER,
+    CUDA_VISIBLE_DEVICES), so figures, the busy guard and telemetry must never go by ordinal."""
+    by_uuid = {_uuid_key(g.get("uuid")): g["index"] for g in gpus if g.get("uuid")}
+    by_bus = {_bus_key(g.get("pci_bus_id")): g["index"] for g in gpus if _bus_key(g.get("pci_bus_id"))}
+    mapping: dict[int, int] = {}
+    unknown = []
+    for dev in backend.device_ids():
+        try:
+            uuid, bus = backend.device_identity(dev)
+        except Exception:
+            uuid, bus = None, None
+        index = by_uuid.get(_uuid_key(uuid)) if uuid else None
+        if index is None and bus:
+            index = by_bus.get(_bus_key(bus))
+        if index is None:
+            unknown.append(dev)
+        else:
+            mapping[dev] = index
+    if unknown and backend.harness == "gpu":
+        if len(backend.device_ids()) == len(gpus) and not os.environ.get("CUDA_VISIBLE_DEVICES") and not mapping:
+            out.log("CUDA gives no UUID or bus id for its devices: taken in nvidia-smi's order "
+                    "(CUDA_DEVICE_ORDER=PCI_BUS_ID)", "warning")
+            mapping.update({dev: gpus[k]["index"] for k, dev in enumerate(backend.device_ids())})
+        else:
+            out.log(f"CUDA devices {unknown} match no GPU nvidia-smi lists: not measured", "warning")
+    elif unknown:  # the CPU harness: device 0 is the CPU
+        mapping.update({dev: dev for dev in unknown})
+    seen = set(mapping.values())
+    missing = [g for g in gpus if g["index"] not in seen] if backend.harness == "gpu" else []
+    return mapping, missing
+
+
 def measure(backend: Backend, out: Emitter, args: argparse.Namespace, deadline: float,
             gpus: list[dict[str, Any]], sampler: Sampler, activity: dict[int, dict[str, Any]],
             step: Callable[[int, str], None]) -> None:
     """Every measured check through `backend`; busy GPUs only with --allow-busy."""
+    smi_of, missing = match_devices(backend, gpus, out)
     harness = Harness(backend, out, args.mode, deadline, gpus, sampler,
-                      activity if backend.harness == "gpu" else {})
+                      activity if backend.harness == "gpu" else {}, smi_of)
+    for g in missing:
+        why = (f"CUDA cannot see GPU {g['index']} ({g.get('uuid') or g.get('pci_bus_id')}): nvidia-smi lists it, "
+               "but no CUDA device has its UUID (CUDA_VISIBLE_DEVICES="
+               f"{os.environ.get('CUDA_VISIBLE_DEVICES', 'unset')}, or it failed CUDA start-up): not measured")
+        for check in (*GEMM_CHECKS, "mem_copy", "mem_triad", "h2d", "d2h", "stress"):
+            out.result(check, gpu=g["index"], status="inconclusive", reason=why)
     devs = []
     for d in backend.device_ids():
-        a = activity.get(d, {}) if backend.harness == "gpu" else {}
+        if d not in smi_of:
+            continue
+        a = activity.get(smi_of[d], {}) if backend.harness == "gpu" else {}
         if a.get("busy") and not args.allow_busy:
             why = busy_reason(a) + ": not measured (--allow-busy measures it anyway)"
             for check in (*GEMM_CHECKS, "mem_copy", "mem_triad", "h2d", "d2h", "stress"):
-                out.result(check, gpu=d, status="inconclusive", reason=why, busy=a)
+                out.result(check, gpu=smi_of[d], status="inconclusive", reason=why, busy=a)
             continue
         devs.append(d)
     step(3, f"GEMM throughput on {len(devs)} device(s)")

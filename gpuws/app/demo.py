@@ -12,8 +12,9 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 from gpuws.core.models import HostProfile
+from gpuws.core.simulation import DEMO_ALIAS
 
-DEMO_NAME: Final = "demo"  # = gpuws.sim.server.DEMO_PROFILE_NAME (checked by a test)
+DEMO_NAME: Final = DEMO_ALIAS  # = gpuws.sim.server.DEMO_PROFILE_NAME (checked by a test)
 DEMO_GPUS: Final = "h100,a100,l40s,vgpu"
 
 

@@ -18,10 +18,12 @@ import dataclasses
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import Any
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from gpuws.app.providers import provider_token_async
-from gpuws.core.errors import GpuwsError, ParseError
+from gpuws.core.errors import GpuwsError, ParseError, RefusedInput
+from gpuws.core.files import read_text_file
 from gpuws.core.models import HostProfile
 from gpuws.core.nvsmi.compute_apps import ComputeApp
 from gpuws.core.resize.audit import AuditLog, AuditRecord, now_iso
@@ -35,7 +37,11 @@ from gpuws.core.resize.pricing import PriceBook, price_book, profile_after_resiz
 from gpuws.core.resize.provider import ProviderPlan
 from gpuws.core.resize.state import GpuMigState
 from gpuws.core.runner import CommandRunner
+from gpuws.core.terminal import printable
 from gpuws.remote.mig_parted import read_host_gpus as _read_host_gpus
+
+if TYPE_CHECKING:
+    from gpuws.core.resize.migparted import MigPartedEntry
 from gpuws.remote.resize import (
     MigResizer,
     Progress,
@@ -499,10 +505,9 @@ def config_result_json(config: str, targets: list[GpuTarget], run: LayoutRun) ->
 async def mig_parted_target(runner: CommandRunner, path: str, config: str, gpu_index: int) -> Layout | None:
     """The layout named config `config` of the mig-parted file at `path` gives GPU `gpu_index`
     (mig-parted's rules, PCI device id included); None when no entry selects that GPU."""
-    from gpuws.core.resize.migparted import config_targets, import_mig_parted
+    from gpuws.core.resize.migparted import config_targets
 
-    text = await asyncio.to_thread(_read_text, path)
-    entries = import_mig_parted(text).get(config)
+    entries = (await asyncio.to_thread(read_mig_parted_configs, Path(path))).get(config)
     if entries is None:
         raise LayoutError(f"the file has no config named {config[:60]!r}")
     gpus = [g for g in await read_host_gpus(runner) if g.index == gpu_index]
@@ -511,15 +516,20 @@ async def mig_parted_target(runner: CommandRunner, path: str, config: str, gpu_i
 
 
 def mig_parted_config_names(path: str) -> list[str]:
-    """The named configs of a mig-parted file (ParseError says why it cannot be read)."""
+    """The named configs of a mig-parted file (RefusedInput says why it cannot be read)."""
+    return list(read_mig_parted_configs(Path(path)))
+
+
+MAX_MIG_PARTED_FILE_BYTES = 1_000_000  # NVIDIA's config-default.yaml is ~20 KB
+
+
+def read_mig_parted_configs(path: Path) -> dict[str, list[MigPartedEntry]]:
+    """The named configs of the mig-parted v1 file at `path`, read by the one local file reader
+    (regular file, size cap); the file is the user's input, so any fault in it is RefusedInput."""
     from gpuws.core.resize.migparted import import_mig_parted
 
-    return list(import_mig_parted(_read_text(path)))
-
-
-def _read_text(path: str) -> str:
+    text = read_text_file(path, MAX_MIG_PARTED_FILE_BYTES, what="mig-parted file")
     try:
-        with open(path, encoding="utf-8") as f:
-            return f.read(1_000_001)
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ParseError(f"cannot read {path}: {getattr(exc, 'strerror', None) or exc}") from None
+        return import_mig_parted(text)
+    except ParseError as exc:
+        raise RefusedInput(f"{printable(str(path))}: {exc}") from None

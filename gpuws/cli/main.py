@@ -10,11 +10,12 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import sys
 from collections.abc import Sequence
 
 from gpuws import __version__
-from gpuws.cli.output import fail, undecodable_argument
+from gpuws.cli.output import OneLineParser, fail, undecodable_argument
 from gpuws.core.errors import GpuwsError
 
 # The one table (gpuws.cli.connecting.ExitStatus), applied below to every error a command lets through.
@@ -30,8 +31,8 @@ EXIT_STATUS_TABLE = """exit status (every command):
   8  resize refused by preflight (nothing changed)
   9  resize rolled back to the verified previous layout
   10 resize rollback failed (the host needs attention)
-  11 benchmark: a check failed
-  12 benchmark: inconclusive (something could not be measured; never a pass)"""
+  11 benchmark: a check failed; health: degraded or unhealthy
+  12 benchmark or health: inconclusive (something could not be measured; never a pass)"""
 
 # One module per concern; each registers its own subcommands.
 COMMAND_MODULES = (
@@ -41,6 +42,7 @@ COMMAND_MODULES = (
     "demo_host",
     "watch",
     "bench",
+    "health",
     "resize",
     "session",
     "advise",
@@ -64,6 +66,10 @@ LAZY_COMMANDS: dict[str, tuple[str, str]] = {
     ),
     "watch": ("watch", "live GPU telemetry of a host (NVML agent, or nvidia-smi as fallback)"),
     "bench": ("bench", "run the GPU sanity benchmark on a host and score it against the datasheet"),
+    "health": (
+        "health",
+        "passive health check of a host's GPUs in seconds (ECC, XIDs, remapped rows, links, power cap)",
+    ),
     "slices": ("resize", "list the layouts each GPU of a host can be resized to"),
     "resize": ("resize", "resize a GPU between MIG layouts and the full card, or change the instance type"),
     "tunnel": ("session", "forward a local port to a service on the host (Jupyter, TensorBoard, VNC...)"),
@@ -101,7 +107,7 @@ def _command_in(argv: Sequence[str]) -> str | None:
 
 def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
     """The `gpuws` parser; given the command line, only the module of its command is imported."""
-    parser = argparse.ArgumentParser(
+    parser = OneLineParser(
         prog="gpuws",
         description="Workstation manager for cloud GPU sessions. Run without a command to open the window.",
         epilog=EXIT_STATUS_TABLE,
@@ -144,10 +150,16 @@ def main(argv: Sequence[str] | None = None) -> int:
         return run_gui(demo=args.demo, screenshot=args.screenshot)
     handler = getattr(args, "handler", None)
     if handler is None:  # a command group given without its subcommand
-        parser.parse_args([*(argv if argv is not None else sys.argv[1:]), "--help"])
-        return 2
+        return fail(f"gpuws {args.command}: a subcommand is required (see gpuws {args.command} --help)", 2)
     try:
         return int(handler(args))
+    except OSError as exc:
+        if isinstance(exc, TimeoutError) or type(exc).__module__.startswith("asyncssh"):
+            raise
+        # A local file the user named cannot be used (a name too long, no permission, a full
+        # disk): one line naming it, never a traceback.
+        where = f": {os.fsdecode(exc.filename)}" if exc.filename is not None else ""
+        return fail(f"{exc.strerror or type(exc).__name__}{where}", 1)
     except Exception as exc:
         if not isinstance(exc, GpuwsError | TimeoutError) and not _is_timeout(exc):
             raise

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import argparse
 import json
 import sys
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, NoReturn
 
 from gpuws.core.simulation import SIM_LABEL
 
@@ -26,16 +27,31 @@ def fail(message: str, code: int = 1) -> int:
     return code
 
 
+class OneLineParser(argparse.ArgumentParser):
+    """argparse with usage errors as one printable line (`gpuws: error: ...`, exit status 2): the
+    user's own arguments are echoed escaped (no ESC, OSC or bidi override reaches the terminal),
+    and the usage text is left to `--help`. Subcommand parsers inherit it."""
+
+    def error(self, message: str) -> NoReturn:
+        from gpuws.core.terminal import printable
+
+        command = self.prog.removeprefix("gpuws").strip()
+        text = f"{command}: {message}" if command else message
+        self.exit(2, f"gpuws: error: {printable(text)} (see {printable(self.prog)} --help)\n")
+
+
 def undecodable_argument(argv: Sequence[str]) -> str | None:
     """Why an argument cannot be used, when one holds bytes that are not UTF-8 (Python keeps them
     as lone surrogates, which no profile, keyring or terminal can take); None when all are fine."""
     for position, arg in enumerate(argv, start=1):
+        from gpuws.core.terminal import printable
+
         try:
             arg.encode("utf-8")
         except UnicodeEncodeError:
-            from gpuws.core.terminal import printable
-
             return f"argument {position} ({printable(arg, 60)}) is not valid UTF-8; gpuws takes only UTF-8 text"
+        if "\x00" in arg:  # no real command line holds one (C strings); main() called in-process may
+            return f"argument {position} ({printable(arg, 60)}) holds a NUL character"
     return None
 
 

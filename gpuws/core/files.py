@@ -1,4 +1,5 @@
-"""Reading the local files gpuws trusts (profiles, ssh_config and its Includes, known_hosts), bounded.
+"""The one reader of local files gpuws is given (profiles, ssh_config and its Includes, known_hosts,
+mig-parted configs, any file a command takes as a path), bounded.
 
 A file that is not a regular file (a FIFO, a device such as `/dev/zero` behind a symlink) or that
 is larger than its cap is refused with a message before a byte is read, so no config file can
@@ -11,11 +12,11 @@ import os
 import stat
 from pathlib import Path
 
-from gpuws.core.errors import GpuwsError
+from gpuws.core.errors import RefusedInput
 
 
-class LocalFileRefused(GpuwsError):
-    """A local file gpuws was asked to read is not a regular file, or is too large."""
+class LocalFileRefused(RefusedInput):
+    """A local file gpuws was asked to read is missing, not a regular file, too large or not text."""
 
 
 def read_regular_file(path: Path, max_bytes: int, *, what: str = "file") -> bytes:
@@ -31,6 +32,8 @@ def read_regular_file(path: Path, max_bytes: int, *, what: str = "file") -> byte
         raise
     except OSError as exc:
         raise LocalFileRefused(f"cannot read {what} {_shown(path)}: {exc.strerror}") from None
+    except ValueError:  # a NUL byte: no file has such a name
+        raise LocalFileRefused(f"{what} {_shown(path)} is not a usable path") from None
     try:
         info = os.fstat(fd)
         if not stat.S_ISREG(info.st_mode):
@@ -52,6 +55,19 @@ def read_regular_file(path: Path, max_bytes: int, *, what: str = "file") -> byte
         raise LocalFileRefused(f"cannot read {what} {_shown(path)}: {exc.strerror}") from None
     finally:
         os.close(fd)
+
+
+def read_text_file(path: Path, max_bytes: int, *, what: str = "file") -> str:
+    """The UTF-8 text of `path` (a regular file of at most `max_bytes`); LocalFileRefused says why not,
+    a missing file included."""
+    try:
+        data = read_regular_file(path, max_bytes, what=what)
+    except FileNotFoundError:
+        raise LocalFileRefused(f"{what} {_shown(path)} does not exist") from None
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError:
+        raise LocalFileRefused(f"{what} {_shown(path)} is not UTF-8 text; not read") from None
 
 
 def is_regular_file(path: Path) -> bool:

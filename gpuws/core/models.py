@@ -58,6 +58,9 @@ class HostProfile:
     user: str | None = None
     auth: AuthMethod = AuthMethod.AGENT
     key_path: str | None = None
+    # Further private keys tried after key_path, in order, as ssh tries every IdentityFile; each
+    # absolute or under '~' (expanded at connect time); a missing one is skipped as ssh skips it.
+    identity_files: list[str] = field(default_factory=list)
     jump: str | None = None  # name of another profile used as ProxyJump
     provider: ProviderInfo = field(default_factory=ProviderInfo)
     slice_profile: str | None = None  # current GPU slice, e.g. "full", "7x1g.10gb", "1/4"

@@ -8,3 +8,5 @@ SIM_XML_MARKER = "gpuws-simulated-gpu-host"
 SIM_ENV_VAR = "GPUWS_SIMULATED"
 SIM_STATE_ENV_VAR = "GPUWS_SIM_STATE"
 SIM_LABEL = "SIMULATED"
+# The name every command takes for the built-in simulated host; no stored profile may take it.
+DEMO_ALIAS = "demo"

@@ -13,9 +13,11 @@ hostname, user, port, identity files in order, and the proxy jump chain.
 - `Match host/originalhost/user/localuser/all` are evaluated. `Match exec` is never run (an
   importer must never execute what a config file says), nor are `localnetwork`, `canonical` and
   `final` evaluated: such a block counts as not matching, and every host it could concern says so.
-- `%h` and `%%` in `HostName`; `~`, `${VAR}` and `%d %u %h %r %p %n %l %L %i %%` in `IdentityFile`,
-  a relative one against the current directory (as `ssh` opens it). The first identity file that
-  exists becomes the profile's key; missing ones are noted (ssh tries the next one too).
+- `%h` and `%%` in `HostName`; `${VAR}` and `%d %u %h %r %p %n %l %L %i %%` in `IdentityFile`, `~`
+  kept for connect time and a relative one placed under `~/.ssh/` (never the import's current
+  directory). Every identity file is kept in order: the first that exists becomes the profile's
+  key, the ones after it its `identity_files` (tried in turn at connect time, as ssh tries them);
+  missing ones before it are noted.
 
 Only literal aliases become profiles. Wildcard patterns (`*`, `*.example`, `!x`), values that fail
 validation and `ProxyCommand` hosts are listed in `skipped` with the reason; `LocalCommand` and
@@ -42,11 +44,10 @@ from gpuws.core.files import LocalFileRefused, is_regular_file, read_regular_fil
 from gpuws.core.jumps import JumpHop, parse_jump
 from gpuws.core.models import AuthMethod, HostProfile
 from gpuws.core.terminal import printable
-from gpuws.core.validation import validate_profile
+from gpuws.core.validation import MAX_IDENTITY_FILES, validate_profile
 
 MAX_INCLUDE_DEPTH = 16
 MAX_CONFIG_BYTES = 4 * 1024 * 1024  # per file; real configs are a few KiB
-MAX_IDENTITY_FILES = 100  # OpenSSH's SSH_MAX_IDENTITY_FILES
 _KEYWORD_RE = re.compile(r"\s*([^\s=]+)\s*(?:=\s*)?(.*)", re.DOTALL)
 _SINGLE = ("hostname", "user", "port", "proxyjump", "proxycommand", "localcommand")
 
@@ -360,11 +361,11 @@ def resolve_host(alias: str, path: Path | None = None, *, ssh_dir: Path | None =
     return _resolve(lines, alias, local_user or getpass.getuser())
 
 
-def expand_identity_file(value: str, resolved: ResolvedHost, local_user: str,
-                         cwd: Path | None = None) -> Path:
-    """An IdentityFile value as ssh opens it: `~`, `${VAR}`, %-tokens, relative to the cwd."""
+def expand_identity_file(value: str, resolved: ResolvedHost, local_user: str) -> str:
+    """An IdentityFile value as a profile keeps it: `${VAR}` and %-tokens expanded now, `~` kept
+    (expanded at connect time), and a relative path placed under `~/.ssh/` rather than resolved
+    against the directory the import happened to run in."""
     home = os.path.expanduser("~")
-    text = os.path.expanduser(value) if value.startswith("~") else value
 
     def env(match: re.Match[str]) -> str:
         name = match.group(1)
@@ -372,7 +373,7 @@ def expand_identity_file(value: str, resolved: ResolvedHost, local_user: str,
             raise _Skip(f"IdentityFile {printable(value, 80)!s}: environment variable {name} is not set")
         return os.environ[name]
 
-    text = re.sub(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}", env, text)
+    text = re.sub(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}", env, value)
     tokens: dict[str, Callable[[], str]] = {
         "%": lambda: "%", "d": lambda: home, "u": lambda: local_user, "h": lambda: resolved.hostname,
         "r": lambda: resolved.user or local_user, "p": lambda: resolved.port or "22",
@@ -387,8 +388,9 @@ def expand_identity_file(value: str, resolved: ResolvedHost, local_user: str,
         return getter()
 
     text = re.sub(r"%(.)", token, text)
-    path = Path(text)
-    return path if path.is_absolute() else (cwd or Path.cwd()) / path
+    if text.startswith("~") or Path(text).is_absolute():
+        return text
+    return f"~/.ssh/{text}"
 
 
 # -- import ------------------------------------------------------------------------------------
@@ -442,14 +444,14 @@ def _literal_aliases(patterns: list[str], skipped: list[tuple[str, str]]) -> lis
 def _profile_for(host: ResolvedHost, aliases: set[str], lines: list[_Line], local_user: str) -> HostProfile:
     if host.proxy_command:
         raise _Skip("uses ProxyCommand, which gpuws never runs; use a jump host profile instead")
-    key_path: str | None = None
-    missing: list[str] = []
-    for value in host.identity_files:
-        key = expand_identity_file(value, host, local_user)
-        if is_regular_file(key):
-            key_path = str(key)
-            break
-        missing.append(str(key))
+    # Every IdentityFile in order, as ssh tries them all: the first that exists now is key_path
+    # (the key auth uses), the ones after it are kept in identity_files; one missing before it
+    # is named in a note, as the file may never have existed.
+    keys = [expand_identity_file(value, host, local_user) for value in host.identity_files]
+    first = next((i for i, key in enumerate(keys) if is_regular_file(Path(key).expanduser())), None)
+    key_path = keys[first] if first is not None else None
+    missing = keys if first is None else keys[:first]
+    later = [] if first is None else keys[first + 1:]
     if missing:
         shown = ", ".join(printable(m, 120) for m in missing)
         host.notes.append(f"IdentityFile not found: {shown}" + ("" if key_path else "; the agent is used"))
@@ -463,6 +465,7 @@ def _profile_for(host: ResolvedHost, aliases: set[str], lines: list[_Line], loca
         user=host.user,
         auth=AuthMethod.KEY if key_path else AuthMethod.AGENT,
         key_path=key_path,
+        identity_files=later,
         jump=jump,
     )
 

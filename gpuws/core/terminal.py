@@ -74,7 +74,8 @@ def ssh_argv(profile: HostProfile, lookup: Callable[[str], HostProfile]) -> list
     if profile.port != 22:
         argv += ["-p", str(profile.port)]
     if profile.auth is AuthMethod.KEY and profile.key_path:
-        argv += ["-i", os.path.expanduser(profile.key_path)]
+        for key in (profile.key_path, *profile.identity_files):  # ssh tries each -i in order
+            argv += ["-i", os.path.expanduser(key)]
     chain = jump_chain(profile, lookup)
     if chain:
         argv += ["-J", ",".join(_host_for_jump(j) for j in chain)]

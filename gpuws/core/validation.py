@@ -21,6 +21,7 @@ from pathlib import Path
 from gpuws.core.errors import ValidationError
 from gpuws.core.files import is_regular_file
 from gpuws.core.models import AlertThresholds, AuthMethod, HostProfile, ProviderInfo
+from gpuws.core.simulation import DEMO_ALIAS
 
 NAME_RE = re.compile(r"[A-Za-z0-9._-]{1,64}")
 USER_RE = re.compile(r"[A-Za-z0-9._][A-Za-z0-9._-]{0,31}")
@@ -130,6 +131,9 @@ def validate_port(port: object, field: str = "port") -> int:
     return value
 
 
+MAX_IDENTITY_FILES = 100  # OpenSSH's SSH_MAX_IDENTITY_FILES
+
+
 def validate_key_path(path: object, field: str = "key_path", *, must_exist: bool = True) -> str | None:
     """A private key file: absolute or starting with '~', and (by default) an existing file."""
     if path is None:
@@ -146,6 +150,9 @@ def validate_key_path(path: object, field: str = "key_path", *, must_exist: bool
     return path
 
 
+_DECIMAL_RE = re.compile(r"[0-9]+(?:\.[0-9]*)?|\.[0-9]+", re.ASCII)
+
+
 def validate_price(price: object, field: str = "price_per_hour") -> float | None:
     """A non-negative finite amount, or None. Accepts numbers or decimal strings (from the CLI)."""
     if price is None:
@@ -153,11 +160,9 @@ def validate_price(price: object, field: str = "price_per_hour") -> float | None
     value: float | None = None
     if isinstance(price, int | float) and not isinstance(price, bool):
         value = float(price)
-    elif isinstance(price, str):
-        try:
-            value = float(price)
-        except ValueError:
-            value = None
+    elif isinstance(price, str) and _DECIMAL_RE.fullmatch(price.strip()):
+        # ASCII digits only, as for ports: float() would also take Arabic-Indic digits, "1_0", "1e3" or "nan".
+        value = float(price)
     if value is None or not math.isfinite(value):
         shown = _preview(price) if isinstance(price, str) else repr(price)
         raise ValidationError(field, f"{shown} is not a number")
@@ -290,9 +295,9 @@ def validate_jump(
         hops = parse_jump(jump)
         for hop in hops:
             if hop.host is not None:
-                validate_host(hop.host)
+                validate_host(hop.host, "jump")
                 if hop.user is not None:
-                    validate_user(hop.user)
+                    validate_user(hop.user, "jump")
         spec = ",".join(hop.spec() for hop in hops)
         names = [hop.profile for hop in hops if hop.profile is not None]
     for name in names:
@@ -335,6 +340,10 @@ def validate_profile(
     (used when loading: a key moved since is not a corrupt profile).
     """
     name = validate_name(profile.name)
+    if known is not None and name == DEMO_ALIAS and not profile.simulated:
+        # Every command takes "demo" for the built-in simulated host: a profile of that name
+        # would silently send `gpuws slices demo` and the rest to another machine.
+        raise ValidationError("name", f"'{DEMO_ALIAS}' is the built-in simulated host's alias; choose another name")
     try:
         auth = AuthMethod(profile.auth)
     except ValueError:
@@ -343,6 +352,10 @@ def validate_profile(
     key_path = validate_key_path(profile.key_path, must_exist=check_files)
     if auth is AuthMethod.KEY and key_path is None:
         raise ValidationError("key_path", "is required when auth is 'key'")
+    if not isinstance(profile.identity_files, list) or len(profile.identity_files) > MAX_IDENTITY_FILES:
+        raise ValidationError("identity_files", f"must be a list of at most {MAX_IDENTITY_FILES} key files")
+    identity_files = [validate_key_path(path, "identity_files", must_exist=False) or "" for path in
+                      profile.identity_files]
     if not isinstance(profile.tags, list):
         raise ValidationError("tags", "must be a list of tags")
     if not isinstance(profile.simulated, bool):
@@ -357,6 +370,7 @@ def validate_profile(
         user=validate_user(profile.user),
         auth=auth,
         key_path=key_path,
+        identity_files=identity_files,
         jump=validate_jump(name, profile.jump, known),
         provider=validate_provider(profile.provider),
         slice_profile=validate_slice_profile(profile.slice_profile),

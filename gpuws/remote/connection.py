@@ -19,10 +19,10 @@ import random
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 import asyncssh
-from asyncssh.public_key import get_default_public_key_algs
+from asyncssh.public_key import get_default_certificate_algs, get_default_public_key_algs
 
 from gpuws.core.errors import GpuwsError
 from gpuws.core.jumps import JumpChainError, jump_hops
@@ -30,6 +30,8 @@ from gpuws.core.models import HostProfile
 from gpuws.remote.auth import AuthFailed, KbdintPrompt, connect_options
 from gpuws.remote.ciphers import encryption_options
 from gpuws.remote.hostkeys import (
+    OPENSSH_CERT_ALGORITHMS,
+    OPENSSH_KEY_ALGORITHMS,
     HostCertificateInvalid,
     HostKeyChanged,
     HostKeyRevoked,
@@ -122,9 +124,10 @@ class ReconnectPolicy:
         return float(delay * (1 - self.jitter) + random.uniform(0, delay * self.jitter))
 
 
-# What the server may offer, best first, as OpenSSH orders them; known key types go in front.
-_HOST_KEY_ALGS = ["ssh-ed25519", "ecdsa-sha2-nistp256", "ecdsa-sha2-nistp384", "ecdsa-sha2-nistp521",
-                  "rsa-sha2-512", "rsa-sha2-256"]
+# What the server may offer, best first, as OpenSSH orders them (certificates, then plain keys);
+# known key types go in front.
+_HOST_KEY_ALGS = [a for a in (*OPENSSH_CERT_ALGORITHMS, *OPENSSH_KEY_ALGORITHMS)
+                  if a.encode() in (*get_default_certificate_algs(), *get_default_public_key_algs())]
 _HOST_KEY_ALGS += [a.decode() for a in get_default_public_key_algs() if a.decode() not in _HOST_KEY_ALGS]
 _FATAL = (AuthFailed, UnknownHostKey, HostKeyChanged, HostKeyRevoked, HostCertificateInvalid, JumpHostError)
 
@@ -140,6 +143,12 @@ class _HostKeyGate:
         self.error: GpuwsError | None = None
         self.unknown_key: asyncssh.SSHKey | None = None
         self.trusted_ca: KnownHostEntry | None = None  # set once a host certificate's CA is trusted
+
+    def checks_certificates_as_plain_keys(self) -> bool:
+        """Whether a host certificate is checked as its plain key: no @cert-authority line covers
+        the host, so (as ssh: "No matching CA found. Retry with plain key") its key must be in
+        known_hosts like any plain host key."""
+        return not any(e.marker == "cert-authority" for e in self.known.entries_for(self.host, self.port))
 
     def verify_ca(self, ca_key: asyncssh.SSHKey) -> bool:
         """Whether a host certificate's signing CA is trusted for this host (asyncssh then checks
@@ -195,20 +204,43 @@ class _HostKeyGate:
         return False
 
 
+_validate_host_certificate = asyncssh.SSHClientConnection._validate_openssh_host_certificate
+
+
+def _validate_host_certificate_as_ssh_does(conn: Any, host: str, addr: str, port: int, cert: Any) -> asyncssh.SSHKey:
+    """asyncssh's host certificate check, with OpenSSH's fallback for our connections: when no
+    @cert-authority line covers the host, the certificate's own key is checked as a plain host key
+    (revoked, recorded, changed or unknown), so offering certificate algorithms first, as ssh
+    does, never refuses a host whose plain key is recorded."""
+    owner = getattr(conn, "_owner", None)
+    if not isinstance(owner, _Client) or not owner.gate.checks_certificates_as_plain_keys():
+        return _validate_host_certificate(conn, host, addr, port, cert)
+    if cert.key in conn._revoked_host_keys or cert.signing_key in conn._revoked_host_keys:
+        raise ValueError("Host key is revoked")
+    if not owner.validate_host_public_key(host, addr, port, cert.key):
+        raise ValueError("Host key is not trusted")
+    return cast(asyncssh.SSHKey, cert.key)
+
+
+# asyncssh has no hook for this fallback; the override only changes connections whose owner is
+# our _Client (tests/remote/test_hostkeys_openssh.py checks it against a real sshd).
+asyncssh.SSHClientConnection._validate_openssh_host_certificate = _validate_host_certificate_as_ssh_does  # type: ignore[method-assign,assignment]
+
+
 class _Client(asyncssh.SSHClient):
     def __init__(self, gate: _HostKeyGate, kbdint: KbdintPrompt | None, password: str | None,
                  label: str) -> None:
-        self._gate = gate
+        self.gate = gate
         self._kbdint = kbdint
         self._password = password
         self._password_offered = False  # the stored password is offered once per connection
         self._label = label
 
     def validate_host_public_key(self, host: str, addr: str, port: int, key: asyncssh.SSHKey) -> bool:
-        return self._gate.verify(key)
+        return self.gate.verify(key)
 
     def validate_host_ca_key(self, host: str, addr: str, port: int, key: asyncssh.SSHKey) -> bool:
-        return self._gate.verify_ca(key)
+        return self.gate.verify_ca(key)
 
     def kbdint_auth_requested(self) -> str | None:
         return "" if self._kbdint is not None or self._password is not None else None
@@ -428,8 +460,8 @@ class HostConnection:
         user = hop.user or getpass.getuser()
         label = f"{user}@{host_token(hop.host, hop.port)}"
         auth = await connect_options(hop, secrets=self._secrets, password=password)
-        # OpenSSH's order with the host's recorded types first; certificate algorithms only when a
-        # @cert-authority line covers the host (an untrusted certificate would end the handshake).
+        # OpenSSH's order with the host's recorded types (and their certificate algorithms) first;
+        # a certificate no CA line covers is checked as its plain key, as ssh does.
         known_algs = self._known.preferred_algorithms(hop.host, hop.port)
         host_key_algs = known_algs + [a for a in _HOST_KEY_ALGS if a not in known_algs]
         # @revoked keys go to asyncssh too: a certificate's own key is only visible to it.

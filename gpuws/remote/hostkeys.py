@@ -232,15 +232,21 @@ class KnownHosts:
     def preferred_algorithms(self, host: str, port: int) -> list[str]:
         """Host key algorithms to ask for first, as OpenSSH orders them (never in file order).
 
-        Certificate algorithms come first when a `@cert-authority` line covers the host; then the
-        plain algorithms of the key types recorded for it, in OpenSSH's default order.
+        Certificate algorithms come first (all of them when a `@cert-authority` line covers the
+        host, else those of the key types recorded for it); then the plain algorithms of the
+        recorded types, in OpenSSH's default order.
         """
         entries = self.entries_for(host, port)
         known: set[str] = set()
         for entry in entries:
             if entry.marker is None:
                 known.update(alg.decode() for alg in entry.key.sig_algorithms)
-        algorithms = list(OPENSSH_CERT_ALGORITHMS) if any(e.marker == "cert-authority" for e in entries) else []
+        has_ca = any(e.marker == "cert-authority" for e in entries)
+        # As OpenSSH's order_hostkeyalgs: every certificate algorithm when a CA line covers the
+        # host, else the certificate algorithms of the recorded key types (a certificate whose CA
+        # is not trusted is then checked as its plain key), then the recorded plain types.
+        algorithms = [cert for cert, plain in zip(OPENSSH_CERT_ALGORITHMS, OPENSSH_KEY_ALGORITHMS, strict=True)
+                      if has_ca or plain in known]
         algorithms += [alg for alg in OPENSSH_KEY_ALGORITHMS if alg in known]
         return algorithms
 

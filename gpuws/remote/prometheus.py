@@ -58,6 +58,7 @@ from gpuws.core.fleet.model import (
 from gpuws.core.fleet.profiles import SECRET_SERVICE, FleetAuth, FleetProfile
 from gpuws.core.models import AlertThresholds, SecretKind
 from gpuws.core.telemetry.sample import iso8601
+from gpuws.remote.budget import DEFAULT_MAX_OUTPUT, OutputBudget, size_text
 from gpuws.remote.http import httpx
 
 if TYPE_CHECKING:
@@ -70,6 +71,14 @@ DEFAULT_TIMEOUT_S = 15.0
 MISSING_STEP_S = 1.0
 QUERY_CONCURRENCY = 4
 _MAX_ERROR_CHARS = 200
+
+
+@dataclass(frozen=True)
+class _Answer:
+    """A Prometheus answer read within the budget."""
+
+    status_code: int
+    text: str
 
 
 class PrometheusError(GpuwsError):
@@ -157,8 +166,10 @@ class PrometheusClient:
     def __init__(self, base_url: str, *, name: str = "prometheus", token: str | None = None,
                  basic: tuple[str, str] | None = None, timeout: float = DEFAULT_TIMEOUT_S,
                  host_header: str | None = None, transport: httpx.AsyncBaseTransport | None = None,
-                 tls: TlsOptions | None = None, tenant: str | None = None) -> None:
+                 tls: TlsOptions | None = None, tenant: str | None = None,
+                 max_output: int = DEFAULT_MAX_OUTPUT) -> None:
         headers = {"Accept": "application/json"}
+        self.budget = OutputBudget(max_output)  # the bytes of answers held at once
         if token:
             headers["Authorization"] = f"Bearer {token}"
         if tenant:
@@ -194,13 +205,23 @@ class PrometheusClient:
     async def __aexit__(self, *exc: object) -> None:
         await self.aclose()
 
-    async def _post(self, path: str, data: Sequence[tuple[str, str]]) -> httpx.Response:
+    async def _post(self, path: str, data: Sequence[tuple[str, str]]) -> _Answer:
         # POST with a form body: long selectors never hit URL length limits (the API accepts both).
         extensions = {"sni_hostname": self._sni} if self._sni else None
         try:
-            response = await self._client.post(
-                path, content=urllib.parse.urlencode(list(data)),
-                headers={"Content-Type": "application/x-www-form-urlencoded"}, extensions=extensions)
+            async with self._client.stream(
+                "POST", path, content=urllib.parse.urlencode(list(data)),
+                headers={"Content-Type": "application/x-www-form-urlencoded"}, extensions=extensions,
+            ) as response:
+                if response.status_code in (401, 403):
+                    body = (await self._read_capped(path, response))[:500]
+                    if not self.tenant and _NO_TENANT.search(body):
+                        raise PrometheusAuthFailed(f"{self.name}: {self.base_url} needs a tenant ({TENANT_HEADER}): "
+                                                   f"add the fleet with --tenant ({_clip(body)})")
+                    raise PrometheusAuthFailed(
+                        f"{self.name}: Prometheus at {self.base_url} refused the credentials "
+                        f"(HTTP {response.status_code}); set them with `gpuws fleet add`")
+                return _Answer(response.status_code, await self._read_capped(path, response))
         except httpx.TimeoutException:
             raise PrometheusUnreachable(f"{self.name}: Prometheus at {self.base_url} did not answer in time") from None
         except (httpx.HTTPError, ssl.SSLError) as exc:  # a TLS alert read after the handshake is a bare SSLError
@@ -209,21 +230,32 @@ class PrometheusClient:
                 raise tls_error from None
             raise PrometheusUnreachable(f"{self.name}: cannot reach Prometheus at {self.base_url}: "
                                         f"{_clip(str(exc)) or type(exc).__name__}") from None
-        if response.status_code in (401, 403):
-            body = response.text[:500]
-            if not self.tenant and _NO_TENANT.search(body):
-                raise PrometheusAuthFailed(f"{self.name}: {self.base_url} needs a tenant ({TENANT_HEADER}): "
-                                           f"add the fleet with --tenant ({_clip(body)})")
-            raise PrometheusAuthFailed(f"{self.name}: Prometheus at {self.base_url} refused the credentials "
-                                       f"(HTTP {response.status_code}); set them with `gpuws fleet add`")
-        return response
 
-    def _data(self, path: str, response: httpx.Response) -> Any:
+    async def _read_capped(self, path: str, response: httpx.Response) -> str:
+        """The body, its bytes taken from this client's budget as they arrive (the one byte budget
+        for remote output, `gpuws.remote.budget`): a flooding server is cut off, not read whole."""
+        body = bytearray()
+        held = 0
         try:
-            body = response.json()
+            async for chunk in response.aiter_bytes():
+                if not self.budget.take(len(chunk)):
+                    body.clear()
+                    raise PrometheusError(f"{self.name}: {self.base_url}{path} answered more than "
+                                          f"{size_text(self.budget.limit)}; it was not read")
+                held += len(chunk)
+                body += chunk
+            return body.decode("utf-8", "replace")
+        finally:
+            self.budget.give(held)
+
+    def _data(self, path: str, response: _Answer) -> Any:
+        try:
+            body = json.loads(response.text)
         except ValueError:
             raise PrometheusError(f"{self.name}: {self.base_url}{path} answered HTTP {response.status_code} "
                                   "without Prometheus JSON; is this a Prometheus URL?") from None
+        except RecursionError:
+            raise PrometheusError(f"{self.name}: {self.base_url}{path} answered JSON nested too deeply") from None
         if not isinstance(body, dict) or body.get("status") != "success":
             detail = body.get("error") if isinstance(body, dict) else None
             raise PrometheusError(f"{self.name}: Prometheus refused the query: "

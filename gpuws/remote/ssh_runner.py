@@ -17,10 +17,14 @@ The wrapper reports the group id as the first stderr line and then `exec`s the c
 When the wrapper is not a group leader (an unusual server), it reports only its own pid and we
 kill just that, never a group we do not own.
 
-Output is bounded: a command's stdout and stderr are read in chunks up to `max_output` characters
-each (64 MiB by default, far above any real `nvidia-smi -q -x`), and a streamed line up to
-`max_line` (1 MiB). Past that the command is stopped and `RemoteOutputTooLarge` names the host and
-the command, so a hostile or broken host cannot make the client read without end.
+Output is bounded by one byte budget per connection (`gpuws.remote.budget.OutputBudget`, 64 MiB by
+default, far above any real `nvidia-smi -q -x`): every remote read (a command's stdout and stderr, a stream's
+pending line and stderr, the first stderr line) takes its bytes from it as it reads them and gives
+them back when done, so the bytes held at once for one host stay under the cap whatever runs
+concurrently and across reconnects. A streamed line is also cut at `max_line` bytes (1 MiB).
+Output is read as bytes and decoded afterwards (UTF-8, invalid bytes replaced), so the cap is in
+bytes, not characters. Past a cap the command is stopped and `RemoteOutputTooLarge` names the
+host and the command, so a hostile or broken host cannot make the client read without end.
 """
 
 from __future__ import annotations
@@ -29,8 +33,7 @@ import asyncio
 import contextlib
 import re
 import shlex
-from collections import deque
-from collections.abc import AsyncIterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -39,6 +42,7 @@ import asyncssh
 from gpuws.core.errors import GpuwsError
 from gpuws.core.runner import CommandResult, CommandTimeout
 from gpuws.core.terminal import printable
+from gpuws.remote.budget import DEFAULT_MAX_LINE, DEFAULT_MAX_OUTPUT, OutputBudget, size_text
 
 if TYPE_CHECKING:
     from gpuws.remote.connection import HostConnection
@@ -60,10 +64,9 @@ exec "$@"
 """
 _IDENT = re.compile(r"gpuws-(pgid|pid) (\d+)")
 _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
-_STDERR_TAIL = 64 * 1024  # keep this much of a stream's stderr for error messages
+_STDERR_TAIL = 64 * 1024  # bytes of a stream's stderr kept for error messages
+_IDENT_MAX = 4096  # bytes read for the wrapper's first stderr line
 _CHUNK = 256 * 1024
-DEFAULT_MAX_OUTPUT = 64 * 1024 * 1024  # characters of stdout (and of stderr) per command
-DEFAULT_MAX_LINE = 1024 * 1024  # characters of one streamed line
 
 
 class RemoteCommandError(GpuwsError):
@@ -72,6 +75,45 @@ class RemoteCommandError(GpuwsError):
 
 class RemoteOutputTooLarge(RemoteCommandError):
     """A command wrote more than its cap (whole output, or one streamed line); it was stopped."""
+
+
+class _Collected:
+    """One stream of a command as read: its chunks (a list, never one growing buffer, which the
+    allocator would copy as it grows and keep the old copies of), and the bytes they hold of the
+    connection's budget until `release`."""
+
+    def __init__(self) -> None:
+        self.chunks: list[bytes] = []
+        self.held = 0
+        self.budget: OutputBudget | None = None
+
+    def add(self, chunk: bytes, budget: OutputBudget, too_large: Callable[[], Exception]) -> None:
+        """Keep `chunk` if the budget has room for it, else drop everything and raise `too_large()`."""
+        if not chunk:
+            return
+        self.budget = budget
+        if not budget.take(len(chunk)):
+            self.chunks.clear()  # dropped now, not when the traceback goes
+            raise too_large()
+        self.held += len(chunk)
+        self.chunks.append(chunk)
+
+    def text(self) -> str:
+        """The output decoded (UTF-8, invalid bytes replaced); the chunks are let go first."""
+        data = b"".join(self.chunks)
+        self.chunks.clear()
+        return _decode(data)
+
+    def release(self) -> None:
+        """Give the bytes back to the budget (the decoded text now belongs to the caller)."""
+        self.chunks.clear()
+        if self.budget is not None:
+            self.budget.give(self.held)
+        self.held = 0
+
+
+def _decode(data: bytes | bytearray) -> str:
+    return data.decode("utf-8", "replace")
 
 
 def remote_command_line(argv: Sequence[str], env: Mapping[str, str] | None = None) -> str:
@@ -93,17 +135,27 @@ def remote_command_line(argv: Sequence[str], env: Mapping[str, str] | None = Non
 class _Remote:
     """A started remote command and how to kill it."""
 
-    process: asyncssh.SSHClientProcess[str]
+    process: asyncssh.SSHClientProcess[bytes]
     argv: tuple[str, ...]
     kill_argv: list[str] | None = None
-    stderr_head: str = ""  # a first stderr line that turned out not to be ours
+    stderr_head: bytes = b""  # stderr read with the first line that is not ours
 
     async def read_ident(self) -> None:
-        line = await self.process.stderr.readline()
-        match = _IDENT.fullmatch(line.strip())
+        # Read at most _IDENT_MAX bytes for the wrapper's line (readline() would buffer a line of
+        # any length); what follows it, or a first line that is not ours, is kept as stderr.
+        head = b""
+        while b"\n" not in head and len(head) < _IDENT_MAX:
+            chunk = await self.process.stderr.read(_IDENT_MAX - len(head))
+            if not chunk:
+                break
+            head += chunk
+        line, newline, rest = head.partition(b"\n")
+        match = _IDENT.fullmatch(_decode(line).strip()) if newline else None
         if match is None:
-            self.stderr_head = line
-        elif match.group(1) == "pgid":
+            self.stderr_head = head
+            return
+        self.stderr_head = rest
+        if match.group(1) == "pgid":
             self.kill_argv = ["kill", "-s", "KILL", "--", f"-{match.group(2)}"]
         else:
             self.kill_argv = ["kill", "-s", "KILL", match.group(2)]
@@ -120,25 +172,27 @@ class SshRunner:
                  max_output: int = DEFAULT_MAX_OUTPUT, max_line: int = DEFAULT_MAX_LINE) -> None:
         self._connection = connection
         self._reconnect_wait = reconnect_wait
-        self.max_output = max_output
+        self.budget = OutputBudget(max_output)
         self.max_line = max_line
+
+    @property
+    def max_output(self) -> int:
+        """The byte budget of this connection's output held at once."""
+        return self.budget.limit
 
     def _too_large(self, argv: Sequence[str], what: str, cap: int) -> RemoteOutputTooLarge:
         command = printable(argv[0], 80) if argv else "?"
         return RemoteOutputTooLarge(
             f"{command} on {printable(self._connection.profile.name)} wrote {what} longer than "
-            f"{_size(cap)}; it was stopped"
+            f"{size_text(cap)}; it was stopped"
         )
 
-    async def _read_capped(self, reader: asyncssh.SSHReader[str], argv: Sequence[str], what: str) -> str:
-        parts: list[str] = []
-        size = 0
+    async def _read_capped(self, reader: asyncssh.SSHReader[bytes], argv: Sequence[str], what: str,
+                           into: _Collected) -> None:
+        """All of `reader` into `into`, its bytes taken from the budget as they arrive (`into` gives
+        them back once the caller is done)."""
         while chunk := await reader.read(_CHUNK):
-            size += len(chunk)
-            if size > self.max_output:
-                raise self._too_large(argv, what, self.max_output)
-            parts.append(chunk)
-        return "".join(parts)
+            into.add(chunk, self.budget, lambda: self._too_large(argv, what, self.budget.limit))
 
     async def _start(self, argv: Sequence[str], input: str | None,
                      env: Mapping[str, str] | None) -> _Remote:
@@ -146,7 +200,7 @@ class SshRunner:
         for attempt in (1, 2):
             conn = await self._connection.ssh(timeout=self._reconnect_wait)
             try:
-                process = await conn.create_process(command, encoding="utf-8", errors="replace")
+                process = await conn.create_process(command, encoding=None)
                 break
             except (asyncssh.ChannelOpenError, asyncssh.ConnectionLost, asyncssh.DisconnectError) as exc:
                 # The link may have dropped between ssh() and the channel open: wait out the
@@ -157,7 +211,7 @@ class SshRunner:
                                          f"{exc.reason}") from None
         remote = _Remote(process, tuple(argv))
         if input is not None:
-            process.stdin.write(input)
+            process.stdin.write(input.encode("utf-8"))
         process.stdin.write_eof()
         try:
             await remote.read_ident()
@@ -185,17 +239,25 @@ class SshRunner:
         env: Mapping[str, str] | None = None,
     ) -> CommandResult:
         remote: _Remote | None = None
+        out, err = _Collected(), _Collected()
         try:
             async with asyncio.timeout(timeout):
                 remote = await self._start(argv, input, env)
-                readers = [asyncio.ensure_future(self._read_capped(remote.process.stdout, argv, "an output")),
-                           asyncio.ensure_future(self._read_capped(remote.process.stderr, argv, "an error output"))]
+                err.add(remote.stderr_head, self.budget, lambda: self._too_large(argv, "an error output",
+                                                                                 self.budget.limit))
+                readers = [asyncio.ensure_future(self._read_capped(remote.process.stdout, argv, "an output", out)),
+                           asyncio.ensure_future(self._read_capped(remote.process.stderr, argv, "an error output",
+                                                                   err))]
                 try:
-                    stdout, stderr = await asyncio.gather(*readers)
+                    await asyncio.gather(*readers)
                 finally:
                     for reader in readers:
                         reader.cancel()
                 await remote.process.wait_closed()
+                # Decoded only once the command is known to have ended (an exit status or a
+                # signal): output cut short by a lost connection is dropped, never decoded.
+                status = self._exit_status(remote)
+                stdout, stderr = out.text(), err.text()
         except TimeoutError:
             if remote is not None:
                 await asyncio.shield(self._stop(remote))
@@ -206,8 +268,10 @@ class SshRunner:
             raise
         except (asyncssh.ConnectionLost, asyncssh.DisconnectError):
             raise self._lost(argv) from None
-        assert remote is not None
-        return CommandResult(tuple(argv), self._exit_status(remote), stdout, remote.stderr_head + stderr)
+        finally:
+            out.release()
+            err.release()
+        return CommandResult(tuple(argv), status, stdout, stderr)
 
     def _exit_status(self, remote: _Remote) -> int:
         process = remote.process
@@ -229,39 +293,55 @@ class SshRunner:
         env: Mapping[str, str] | None = None,
     ) -> AsyncIterator[str]:
         remote = await self._start(argv, input, env)
-        stderr_tail: deque[str] = deque(maxlen=256)
+        budget = self.budget
+        stderr_tail = bytearray(remote.stderr_head[-_STDERR_TAIL:])
 
         async def drain_stderr() -> None:
-            # Unread stderr would fill the channel window and stall stdout too.
-            while chunk := await remote.process.stderr.read(_STDERR_TAIL):
-                stderr_tail.append(chunk)
+            # Unread stderr would fill the channel window and stall stdout too; only its tail is
+            # kept, so its bytes come and go from the budget chunk by chunk.
+            while chunk := await remote.process.stderr.read(_CHUNK):
+                if not budget.take(len(chunk)):
+                    continue  # the host's other output holds the budget: this chunk is dropped
+                try:
+                    stderr_tail[:] = (stderr_tail + chunk)[-_STDERR_TAIL:]
+                finally:
+                    budget.give(len(chunk))
 
         drainer = asyncio.get_running_loop().create_task(drain_stderr())
+        pending = bytearray()
+        held = 0  # bytes of `pending` taken from the budget
         try:
             try:
                 # Lines are split here rather than with readline(), which would buffer a line
-                # of any length; a partial line longer than max_line stops the command.
-                pending = ""
+                # of any length; a partial line longer than max_line stops the command. The
+                # pending bytes are held against the budget while they wait for their newline.
                 while chunk := await remote.process.stdout.read(_CHUNK):
-                    *lines, pending = (pending + chunk).split("\n")
+                    if not budget.take(len(chunk)):
+                        raise self._too_large(argv, "an output", budget.limit)
+                    held += len(chunk)
+                    pending += chunk
+                    *lines, rest = bytes(pending).split(b"\n")
+                    pending[:] = rest
+                    budget.give(held - len(pending))
+                    held = len(pending)
+                    del chunk, rest
                     for line in lines:
-                        yield line.rstrip("\r")
+                        yield _decode(line).rstrip("\r")
+                    lines.clear()
                     if len(pending) > self.max_line:
                         raise self._too_large(argv, "a line", self.max_line)
                 if pending:
-                    yield pending.rstrip("\r")
+                    yield _decode(pending).rstrip("\r")
                 await remote.process.wait_closed()
             except (asyncssh.ConnectionLost, asyncssh.DisconnectError):
                 raise self._lost(argv) from None
             self._exit_status(remote)  # raises when the connection died mid-stream
         finally:
+            budget.give(held)
+            pending.clear()
             drainer.cancel()
             if not remote.finished:
                 await asyncio.shield(self._stop(remote))
-
-
-def _size(chars: int) -> str:
-    return f"{chars // (1024 * 1024)} MiB" if chars >= 1024 * 1024 else f"{chars} characters"
 
 
 async def _closes_soon(conn: asyncssh.SSHClientConnection, within: float = 1.0) -> bool:

@@ -220,7 +220,13 @@ class TelemetryStream:
     # --- the nvidia-smi fallback ------------------------------------------------------------
 
     async def _smi_batches(self) -> AsyncGenerator[SampleBatch, None]:
-        fields, simulated = await asyncio.gather(self._usable_fields(), self._detect_simulated())
+        usable, detect = asyncio.ensure_future(self._usable_fields()), asyncio.ensure_future(self._detect_simulated())
+        try:
+            fields, simulated = await asyncio.gather(usable, detect)
+        finally:
+            # gather leaves the other one running when one fails: it would go on reading the host.
+            usable.cancel()
+            detect.cancel()
         self.simulated = simulated
         self.source = SOURCE_NVIDIA_SMI
         query = [self.nvidia_smi, f"--query-gpu={','.join(fields)}", "--format=csv,noheader,nounits"]

@@ -7,9 +7,21 @@ environment (`GPUWS_SIM_FAULTS=KIND:GPU,KIND:GPU`, read by the in-process demo h
 - throttle: its clocks fall to a third after 5 s of load (sustained GEMM checks warn or fail,
   naming the throttle).
 - slow-link: its PCIe link trained at x4 (`env.pcie` fails, host copies are slow).
+- gemm-wrong: its GEMMs run at full speed but return wrong numbers in one output tile past row 3
+  (the GEMM checks fail on the answer check).
+- cuda-invisible: CUDA cannot see it (as under `CUDA_VISIBLE_DEVICES` or a failed CUDA start-up);
+  nvidia-smi lists it, the benchmark cannot measure it (inconclusive).
 - no-vnc: host-wide (the GPU index does not matter): no VNC server on the host's PATH, so
   `gpuws desktop` takes its missing-server path.
 - software-gl: host-wide: no (simulated) VirtualGL, so the desktop's OpenGL is the real llvmpipe.
+
+Health faults (`gpuws health`), each in the real format of the field it emulates
+(tests/fixtures/real): xid-79 and xid-13 (an `NVRM: Xid` line in the kernel log),
+remap-pending (`remapped_row_pending` Yes), reset-required (`gpu_recovery_action` Reset),
+fabric-down (fabric state In Progress on an NVSwitch system; CUDA cannot start there, error
+802), nvlink-errors (CRC, replay and recovery counters in `nvidia-smi nvlink -e`), pcie-capped
+(a Gen5 card trained at Gen4 in a Gen4 slot), power-capped (power limit 300 W of the 700 W
+default).
 
 The simulated `nvidia-smi` shows busy and slow-link; the benchmark runner's simulated backend
 reads the same variable for the rest (it is standalone, so it parses it itself).
@@ -29,6 +41,8 @@ FAULTS_ENV = "GPUWS_SIM_FAULTS"
 JOBS_PAUSED_ENV = "GPUWS_SIM_JOBS_PAUSED"
 BUSY_PID_BASE = 47000  # simulated pids of the busy fault's process (one per GPU)
 SLOW_LINK_WIDTH = 4
+CAPPED_PCIE_GEN = 4  # pcie-capped: the slot allows Gen4
+CAPPED_POWER_SHARE = 300 / 700  # power-capped: 300 of the H100's 700 W
 BUSY_UTILIZATION = 0.97
 
 
@@ -40,6 +54,16 @@ class FaultKind(StrEnum):
     BUSY = "busy"
     THROTTLE = "throttle"
     SLOW_LINK = "slow-link"
+    GEMM_WRONG = "gemm-wrong"
+    CUDA_INVISIBLE = "cuda-invisible"
+    XID_79 = "xid-79"
+    XID_13 = "xid-13"
+    REMAP_PENDING = "remap-pending"
+    RESET_REQUIRED = "reset-required"
+    FABRIC_DOWN = "fabric-down"
+    NVLINK_ERRORS = "nvlink-errors"
+    PCIE_CAPPED = "pcie-capped"
+    POWER_CAPPED = "power-capped"
     NO_VNC = "no-vnc"  # host-wide
     SOFTWARE_GL = "software-gl"  # host-wide
 

@@ -3,7 +3,7 @@
 
 Supported: `-L`, `-q -x`, `--query-gpu=... --format=csv[,noheader][,nounits]`,
 `--query-compute-apps=...`, `-l SEC` / `-lms MS` streaming, `-i INDEX|UUID|BUS_ID[,...]`,
-`-mig 0|1`, `-r`, the default table, and `mig -lgip | -lgipp | -lgi | -lci | -cgi LIST [-C] |
+`-mig 0|1`, `-r`, `nvlink -e | -s`, the default table, and `mig -lgip | -lgipp | -lgi | -lci | -cgi LIST [-C] |
 -cci | -dci | -dgi` (with `-gi` / `-ci`). Output formats, error texts and exit codes follow real
 nvidia-smi (see `gpuws.sim.mig` for the exit codes).
 """
@@ -20,6 +20,7 @@ from typing import TextIO
 from gpuws.core.errors import GpuwsError
 from gpuws.sim import mig
 from gpuws.sim.dynamics import sample
+from gpuws.sim.health import nvlink_text
 from gpuws.sim.mig import EXIT_INVALID_ARGUMENT, EXIT_NOT_FOUND, Outcome
 from gpuws.sim.smi_fields import (
     APP_FIELD_ALIASES,
@@ -63,6 +64,7 @@ class Args:
     mig_with_ci: bool = False
     gi_ids: str | None = None
     ci_ids: str | None = None
+    nvlink: str | None = None  # "e" (error counters) or "s" (status) of `nvidia-smi nvlink`
     extra: list[str] = field(default_factory=list)
 
 
@@ -83,6 +85,19 @@ def parse_args(argv: Sequence[str]) -> Args:
     if items and items[0] == "mig":
         in_mig = True
         i = 1
+    if items and items[0] == "nvlink":
+        for a in items[1:]:
+            if a in ("-e", "--errorcounters"):
+                args.nvlink = "e"
+            elif a in ("-s", "--status"):
+                args.nvlink = "s"
+            elif a.startswith("-i") or a.isdigit() or a.startswith("--id"):
+                continue
+            else:
+                raise UsageError(INVALID_ARGS)
+        if args.nvlink is None:
+            raise UsageError(INVALID_ARGS)
+        return args
     while i < len(items):
         a = items[i]
         key = a.split("=", 1)[0] if a.startswith("--") else a
@@ -316,6 +331,9 @@ def run(argv: Sequence[str]) -> int:
 
     state = store.load()
     gpus = select_gpus(state, args.ids)
+    if args.nvlink is not None:
+        _emit(nvlink_text(state, gpus, errors=args.nvlink == "e"))
+        return 0
     if args.list_gpus:
         _emit(render_list(gpus))
         return 0

@@ -87,6 +87,9 @@ def _install_bin(bin_dir: Path, faults: list[SimFault] | None = None) -> None:
         "hostname": f'#!/bin/sh\necho {SIM_HOSTNAME}\n',
         "jupyter": f'#!/bin/sh\nexec "{sys.executable}" -m gpuws.sim.jupyter "$@"\n',
         "jupyter-lab": f'#!/bin/sh\nexec "{sys.executable}" -m gpuws.sim.jupyter lab "$@"\n',
+        # The simulated host's kernel log (boot lines and the XID faults it plays), never this machine's.
+        "journalctl": f'#!/bin/sh\nexec "{sys.executable}" -m gpuws.sim.health journalctl "$@"\n',
+        "dmesg": f'#!/bin/sh\nexec "{sys.executable}" -m gpuws.sim.health dmesg "$@"\n',
     }
     wrappers["glxinfo"] = _GLXINFO
     if has_host_fault(faults or [], FaultKind.SOFTWARE_GL):

@@ -11,6 +11,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from gpuws.sim import health
 from gpuws.sim.dynamics import (
     REASON_APPLICATIONS_CLOCKS_SETTING,
     REASON_GPU_IDLE,
@@ -23,7 +24,6 @@ from gpuws.sim.dynamics import (
     REASONS_SUPPORTED,
     GpuSample,
 )
-from gpuws.sim.faults import SLOW_LINK_WIDTH, FaultKind, active_faults, has_fault
 from gpuws.sim.state import GpuState, SimProcess, SimState
 
 NA = "[N/A]"
@@ -95,12 +95,13 @@ _GPU_FIELDS: list[Field] = [
     Field("pci.device", None, lambda c: _bus_part(c, 2)),
     Field("pci.device_id", None, lambda c: "0x" + c.gpu.model.pci_device_id),
     Field("pci.sub_device_id", None, lambda c: "0x" + c.gpu.model.pci_sub_system_id),
-    Field("pcie.link.gen.current", None, lambda c: str(c.sample.pcie_gen_current)),
-    Field("pcie.link.gen.gpucurrent", None, lambda c: str(c.sample.pcie_gen_current)),
-    Field("pcie.link.gen.max", None, lambda c: str(c.gpu.model.pcie_gen_max)),
+    Field("pcie.link.gen.current", None, lambda c: str(health.pcie_gen_current(c.gpu, c.sample.pcie_gen_current))),
+    Field("pcie.link.gen.gpucurrent", None,
+          lambda c: str(health.pcie_gen_current(c.gpu, c.sample.pcie_gen_current))),
+    Field("pcie.link.gen.max", None, lambda c: str(health.pcie_gen_max_system(c.gpu))),
     Field("pcie.link.gen.gpumax", None, lambda c: str(c.gpu.model.pcie_gen_max)),
     Field("pcie.link.gen.hostmax", None, lambda c: None),
-    Field("pcie.link.width.current", None, lambda c: str(_link_width(c.gpu))),
+    Field("pcie.link.width.current", None, lambda c: str(health.pcie_width_current(c.gpu))),
     Field("pcie.link.width.max", None, lambda c: str(c.gpu.model.pcie_width_max)),
     Field("index", None, lambda c: str(c.gpu.index)),
     Field("display_mode", None, lambda c: DEPRECATED),
@@ -148,8 +149,8 @@ _GPU_FIELDS: list[Field] = [
     Field("power.draw", "W", _power(lambda c: c.sample.power_w)),
     Field("power.draw.average", "W", _power(lambda c: c.sample.power_w)),
     Field("power.draw.instant", "W", _power(lambda c: c.sample.power_w)),
-    Field("power.limit", "W", _power(lambda c: c.gpu.model.power_limit_w)),
-    Field("enforced.power.limit", "W", _power(lambda c: c.gpu.model.power_limit_w)),
+    Field("power.limit", "W", _power(lambda c: health.power_limit_w(c.gpu))),
+    Field("enforced.power.limit", "W", _power(lambda c: health.power_limit_w(c.gpu))),
     Field("power.default_limit", "W", _power(lambda c: c.gpu.model.power_limit_w)),
     Field("power.min_limit", "W", _power(lambda c: c.gpu.model.power_min_w)),
     Field("power.max_limit", "W", _power(lambda c: c.gpu.model.power_limit_w)),
@@ -239,9 +240,3 @@ def format_value(value: str | None, unit: str | None, nounits: bool) -> str:
 def header(name: str, unit: str | None) -> str:
     return f"{name} [{unit}]" if unit else name
 
-
-def _link_width(gpu: GpuState) -> int:
-    """The trained PCIe width: x4 under the benchmark's `slow-link` fault."""
-    if has_fault(active_faults(), FaultKind.SLOW_LINK, gpu.index):
-        return min(SLOW_LINK_WIDTH, gpu.model.pcie_width_max)
-    return gpu.model.pcie_width_max

@@ -10,6 +10,7 @@ from __future__ import annotations
 from xml.sax.saxutils import escape
 
 from gpuws.core.simulation import SIM_XML_MARKER
+from gpuws.sim import health
 from gpuws.sim.dynamics import (
     REASON_APPLICATIONS_CLOCKS_SETTING,
     REASON_DISPLAY_CLOCK_SETTING,
@@ -150,7 +151,7 @@ def _gpu(d: _Doc, state: SimState, gpu: GpuState, now: float) -> None:
             ("licensed_product_name", "NVIDIA Virtual Compute Server"),
             ("license_status", "Licensed (Expiry: N/A)"),
         ])
-    d.leaf("gpu_recovery_action", "None")
+    d.leaf("gpu_recovery_action", health.recovery_action(gpu))
     d.leaf("gsp_firmware_version", state.driver_version if not vgpu else NA)
     d.group("ibmnpu", [("relaxed_ordering_mode", NA)])
     d.open("pci")
@@ -163,13 +164,14 @@ def _gpu(d: _Doc, state: SimState, gpu: GpuState, now: float) -> None:
     d.leaf("pci_bus_id", gpu.pci_bus_id)
     d.leaf("pci_sub_system_id", model.pci_sub_system_id)
     d.open("pci_gpu_link_info")
+    gen_now, gen_slot = health.pcie_gen_current(gpu, s.pcie_gen_current), health.pcie_gen_max_system(gpu)
     d.group("pcie_gen", [
-        ("max_link_gen", model.pcie_gen_max), ("current_link_gen", s.pcie_gen_current),
-        ("device_current_link_gen", s.pcie_gen_current), ("max_device_link_gen", model.pcie_gen_max),
-        ("max_host_link_gen", model.pcie_gen_max),
+        ("max_link_gen", gen_slot), ("current_link_gen", gen_now),
+        ("device_current_link_gen", gen_now), ("max_device_link_gen", model.pcie_gen_max),
+        ("max_host_link_gen", gen_slot),
     ])
     d.group("link_widths", [
-        ("max_link_width", f"{model.pcie_width_max}x"), ("current_link_width", f"{model.pcie_width_max}x"),
+        ("max_link_width", f"{model.pcie_width_max}x"), ("current_link_width", f"{health.pcie_width_current(gpu)}x"),
     ])
     d.close("pci_gpu_link_info")
     d.group("pci_bridge_chip", [("bridge_chip_type", NA), ("bridge_chip_fw", NA)])
@@ -244,7 +246,7 @@ def _gpu(d: _Doc, state: SimState, gpu: GpuState, now: float) -> None:
     if datacenter:
         d.group("remapped_rows", [
             ("remapped_row_corr", 0), ("remapped_row_unc", 0),
-            ("remapped_row_pending", "No"), ("remapped_row_failure", "No"),
+            ("remapped_row_pending", "Yes" if health.remap_pending(gpu) else "No"), ("remapped_row_failure", "No"),
         ])
     else:
         d.leaf("remapped_rows", NA)
@@ -267,8 +269,8 @@ def _gpu(d: _Doc, state: SimState, gpu: GpuState, now: float) -> None:
         ("power_state", "Requested functionality has been deprecated"),
         ("average_power_draw", watts(s.power_w)),
         ("instant_power_draw", watts(s.power_w)),
-        ("current_power_limit", watts(model.power_limit_w)),
-        ("requested_power_limit", watts(model.power_limit_w)),
+        ("current_power_limit", watts(health.power_limit_w(gpu))),
+        ("requested_power_limit", watts(health.power_limit_w(gpu))),
         ("default_power_limit", watts(model.power_limit_w)),
         ("min_power_limit", watts(model.power_min_w)),
         ("max_power_limit", watts(model.power_limit_w)),
@@ -309,6 +311,9 @@ def _gpu(d: _Doc, state: SimState, gpu: GpuState, now: float) -> None:
     d.close("processes")
     d.open("accounted_processes")
     d.close("accounted_processes")
+    state_, status = health.fabric(gpu)
+    d.group("fabric", [("state", state_), ("status", status), ("cliqueId", NA if state_ == NA else 0),
+                       ("clusterUuid", NA if state_ == NA else "00000000-0000-0000-0000-000000000000")])
     d.group("capabilities", [("egm", "disabled")])
     d.close("gpu")
 

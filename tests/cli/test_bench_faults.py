@@ -83,3 +83,63 @@ def test_bad_fault_specs_are_one_clear_error(capsys: pytest.CaptureFixture[str],
     code = main(["bench", "demo", "--quick", "--json", "--no-save"])
     err = capsys.readouterr().err
     assert code != 0 and "KIND:GPU" in err and "Traceback" not in err
+
+
+def test_gemm_wrong_fails_that_gpus_gemm_never_passes(capsys: pytest.CaptureFixture[str],
+                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 25: full speed, wrong answers in a tile past row 3: the GEMM checks fail on that GPU."""
+    code, report = bench(capsys, monkeypatch, "gemm-wrong:0")
+    gemms = [c for c in checks(report, 0, "gemm_") if c["verdict"] != "skipped"]
+    assert gemms and all(c["verdict"] == "fail" and "wrong answers" in c["reason"] for c in gemms)
+    (stress,) = checks(report, 0, "stress")
+    assert stress["verdict"] == "fail"  # wrong the same way every time: only the known answer sees it
+    assert all(c["verdict"] != "fail" for c in checks(report, 1, "gemm_"))
+    assert code == 11
+
+
+def test_cuda_invisible_gpu_is_inconclusive(capsys: pytest.CaptureFixture[str],
+                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    code, report = bench(capsys, monkeypatch, "cuda-invisible:1")
+    mine = [c for c in report["checks"] if c["gpu"] == 1 and not c["check"].startswith("env.")
+            and c["check"] != "p2p"]
+    assert mine and all(c["verdict"] == "inconclusive" and "CUDA cannot see GPU 1" in c["reason"] for c in mine)
+    assert report["verdict"] == "inconclusive" and code == 12
+
+
+def test_healthy_demo_passes_with_no_warn(capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 25: a newcomer's first verdict is a pass; host copies reach 80-85 % of the link and the
+    vGPU is scored as a time slice of its whole card."""
+    code, report = bench(capsys, monkeypatch, "")
+    assert [c for c in report["checks"] if c["verdict"] in ("warn", "fail", "inconclusive")] == []
+    links = [c for c in report["checks"] if c["check"] in ("h2d", "d2h")]
+    assert links and all(0.78 <= c["ratio"] <= 0.88 for c in links)
+    assert not any("share" in str(c.get("reason")) for c in report["checks"])
+    assert code == 0
+
+
+def test_check_runs_the_health_check_first(capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch,
+                                           tmp_path: Path) -> None:
+    """Issue 25: `bench --check` includes `gpuws health`; an XID 79 fails that GPU's check."""
+    monkeypatch.setenv("GPUWS_SIM_FAULTS", "xid-79:0,power-capped:1")
+    code = main(["bench", "demo", "--check", "--json", "--no-save", "--report-dir", str(tmp_path)])
+    report = json.loads(capsys.readouterr().out)
+    health = {(c["check"], c["gpu"]): c for c in report["checks"] if c["check"].startswith("health.")}
+    assert health[("health.xid", 0)]["verdict"] == "fail" and "XID 79" in health[("health.xid", 0)]["reason"]
+    assert health[("health.power_limit", 1)]["verdict"] == "warn"
+    assert health[("health.kernel_log", None)]["verdict"] == "pass"
+    gpu0 = next(g for g in report["per_gpu"] if g["index"] == 0)
+    assert gpu0["verdict"] == "fail" and any("XID 79" in p for p in gpu0["problems"])
+    assert report["raw_results"][0]["check"].startswith("health.")  # first, before the benchmark
+    assert code == 11
+
+
+def test_fabric_down_cannot_pass_the_check(capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch,
+                                           tmp_path: Path) -> None:
+    """The fabric manager down while NVLink shows active: health fails the fabric, CUDA cannot start."""
+    monkeypatch.setenv("GPUWS_SIM_FAULTS", "fabric-down:0")
+    code = main(["bench", "demo", "--check", "--json", "--no-save", "--report-dir", str(tmp_path)])
+    report = json.loads(capsys.readouterr().out)
+    fabric = next(c for c in report["checks"] if c["check"] == "health.fabric" and c["gpu"] == 0)
+    gemm = next(c for c in report["checks"] if c["check"] == "gemm_bf16" and c["gpu"] == 0)
+    assert fabric["verdict"] == "fail" and gemm["verdict"] == "inconclusive" and "802" in gemm["reason"]
+    assert code == 11

@@ -79,11 +79,11 @@ def test_plus_me_config_and_refusals(capsys: pytest.CaptureFixture[str], tmp_pat
     code, _, err = _run(capsys, "mig-parted", "apply", "demo", DEFAULT_CONFIG, "--config", "all-1g.5gb", "--yes")
     assert code == 8 and "config 'all-1g.5gb' on GPU 0 (NVIDIA H100 80GB HBM3)" in err and "1g.5gb" in err
     code, _, err = _run(capsys, "mig-parted", "apply", "demo", DEFAULT_CONFIG, "--config", "no-such", "--yes")
-    assert code == 8 and "has no config named 'no-such' (it has 81:" in err
+    assert code == 2 and "has no config named 'no-such' (it has 81:" in err  # refused input (issue 28)
     bad = tmp_path / "bad.yaml"
     bad.write_text("version: v2\n")
     code, _, err = _run(capsys, "mig-parted", "assert", "demo", str(bad), "--config", "x")
-    assert code == 8 and "version: v1" in err and "Traceback" not in err
+    assert code == 2 and "version: v1" in err and "Traceback" not in err
     code, _, err = _run(capsys, "mig-parted", "apply", "demo", DEFAULT_CONFIG, "--config", "all-1g.10gb")
-    assert code == 8 and "pass --yes" in err  # not a terminal: no confirmation, nothing changed
+    assert code == 2 and "pass --yes" in err  # not a terminal: no confirmation (refused input), nothing changed
     assert _current(capsys) == ["full", "full", "full", "full"]

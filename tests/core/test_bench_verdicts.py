@@ -10,12 +10,16 @@ from gpuws.core.bench.verdicts import CPU_LABEL, NO_TOOLCHAIN, Outcome, Verdict,
 
 H100 = {"index": 0, "name": "NVIDIA H100 80GB HBM3", "mig_mode": "Disabled"}
 A100 = {"index": 0, "name": "NVIDIA A100-SXM4-80GB", "mig_mode": "Disabled"}
+ANSWERS_OK = {"checked": 16384, "wrong": 0, "nonfinite": 0, "max_rel_error": 0.001, "tolerance": 0.01}
 
 
 def result(check: str, value: Any = None, *, gpu: int | None = 0, status: str = "ok", **extra: Any) -> dict[str, Any]:
     if check in ("mem_copy", "h2d", "d2h", "p2p") and value is not None:
         # Every measured copy comes verified from the runner (a wrong byte fails it).
         extra.setdefault("details", {"verify": {"checked_bytes": 1 << 20, "bad_bytes": 0}})
+    if check.startswith("gemm_") and value is not None:
+        # Every measured GEMM comes with its answers checked against float64 (issue 25).
+        extra["details"] = {"answers": ANSWERS_OK, **extra.get("details", {})}
     return {"type": "result", "check": check, "gpu": gpu, "value": value, "status": status,
             "harness": extra.pop("harness", "gpu"), "simulated": False, **extra}
 
@@ -29,12 +33,13 @@ def score_one(r: dict[str, Any], gpus: list[dict[str, Any]] | None = None,
 @pytest.mark.parametrize(
     ("check", "value", "verdict"),
     [
-        # GEMM: pass >= 70% of the dense peak, warn >= 50%, else fail (H100 SXM bf16 989.5).
+        # GEMM on H100 SXM bf16 (989.5): pass >= 60% of the dense peak, warn >= 45% (GEMM_BY_MODEL:
+        # a healthy 700 W card sustains about 65-69% under its power cap), else fail.
         ("gemm_bf16", 800.0, Verdict.PASS),
-        ("gemm_bf16", 0.70 * 989.5, Verdict.PASS),
-        ("gemm_bf16", 0.69 * 989.5, Verdict.WARN),
-        ("gemm_bf16", 0.50 * 989.5, Verdict.WARN),
-        ("gemm_bf16", 0.49 * 989.5, Verdict.FAIL),
+        ("gemm_bf16", 0.60 * 989.5, Verdict.PASS),
+        ("gemm_bf16", 0.59 * 989.5, Verdict.WARN),
+        ("gemm_bf16", 0.45 * 989.5, Verdict.WARN),
+        ("gemm_bf16", 0.44 * 989.5, Verdict.FAIL),
         ("gemm_fp32", 55.0, Verdict.PASS),
         ("gemm_fp8", 400.0, Verdict.FAIL),
         # Memory: pass >= 75% of the datasheet bandwidth (3,350 GB/s), warn >= 55%.

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import random
 import re
 from typing import Any
@@ -9,9 +10,10 @@ from typing import Any
 import pytest
 
 from gpuws.core.errors import GpuwsError, ParseError
-from gpuws.core.inventory import GpuInfo
+from gpuws.core.inventory import GpuInfo, HostFacts, Inventory
 from gpuws.core.nvsmi import is_simulated_xml, parse_nvidia_smi_xml
 from gpuws.core.simulation import SIM_XML_MARKER
+from gpuws.core.terminal import printable
 from tests.core.nvsmi_fixtures import XML_DIR, read_fixture
 
 # Values read from the files themselves (see the tags named in each comment's file).
@@ -303,17 +305,31 @@ def test_one_bad_field_is_unknown_and_the_rest_is_kept(fragment: str, field: str
     assert (gpus[0].uuid, gpus[0].driver_version) == ("GPU-1", "550.54")
 
 
-def test_names_from_the_host_are_one_line_without_hidden_characters() -> None:
-    # A newline in a GPU name used to inject a fake row into the `probe` table.
+def test_names_from_the_host_keep_the_real_string() -> None:
+    # Issue 28: the parsed value (and so --json) is the host's real string; views escape it
+    # (gpuws.core.terminal.printable; see tests/cli/test_terminal_safety.py).
     xml = ("<nvidia_smi_log><gpu><product_name>NVIDIA A100\n9  FAKE GPU\u202eevil\u200b</product_name>"
            "</gpu></nvidia_smi_log>")
     (gpu,) = parse_nvidia_smi_xml(xml)
-    assert gpu.name == "NVIDIA A100 9  FAKE GPUevil"
+    assert gpu.name == "NVIDIA A100\n9  FAKE GPU\u202eevil\u200b"
+    doc = json.dumps(Inventory(HostFacts(), [gpu]).to_dict())
+    assert "NVIDIA A100\\n9  FAKE GPU\\u202eevil\\u200b" in doc  # escaped by the JSON encoding
+    assert json.loads(doc)["gpus"][0]["name"] == gpu.name
 
 
 def test_a_log_without_gpus_is_an_empty_inventory() -> None:
     xml = "<nvidia_smi_log><driver_version>550.54</driver_version><attached_gpus>0</attached_gpus></nvidia_smi_log>"
     assert parse_nvidia_smi_xml(xml) == []
+
+
+def test_a_deep_document_without_gpus_is_an_error_not_an_empty_host() -> None:
+    """Issue 28: well-formed XML 200,000 levels deep with no <gpu> read as "no GPUs reported"."""
+    depth = 200_000
+    xml = "<nvidia_smi_log>" + "<x>" * depth + "</x>" * depth + "</nvidia_smi_log>"
+    with pytest.raises(ParseError, match="no <gpu> element"):
+        parse_nvidia_smi_xml(xml)
+    with pytest.raises(ParseError, match="no <gpu> element"):
+        parse_nvidia_smi_xml("<nvidia_smi_log><driver_version>550.54</driver_version></nvidia_smi_log>")
 
 
 def test_missing_markers_of_every_generation_are_none() -> None:
@@ -324,12 +340,13 @@ def test_missing_markers_of_every_generation_are_none() -> None:
     assert (gpu.serial, gpu.persistence_mode, gpu.ecc_mode) == (None, None, None)
 
 
-def test_hostile_text_is_stripped_of_control_characters_and_bounded() -> None:
-    # C1 controls are legal XML 1.0 characters but would drive a terminal (0x9b is CSI).
+def test_hostile_text_is_kept_escapable_and_bounded() -> None:
+    # C1 controls are legal XML 1.0 characters but would drive a terminal (0x9b is CSI): the value
+    # keeps it, the terminal view escapes it.
     xml = _retag(read_fixture(XML_DIR / "tesla-t4.xml"), "product_name", "Tesla&#x9b;31m T4")
     xml = _retag(xml, "serial", "9" * 10_000)
     (gpu,) = parse_nvidia_smi_xml(xml)
-    assert gpu.name == "Tesla31m T4"
+    assert gpu.name == "Tesla\x9b31m T4" and printable(gpu.name) == "Tesla\\x9b31m T4"
     assert gpu.serial is not None and len(gpu.serial) == 256
 
 

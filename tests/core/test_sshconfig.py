@@ -51,7 +51,8 @@ Host *
     assert set(profiles) == {"gpu1", "gpu2", "bastion", "v6box"}
     gpu1 = profiles["gpu1"]
     assert (gpu1.host, gpu1.port, gpu1.user, gpu1.jump) == ("10.0.0.5", 2222, "default-user", "bastion")
-    assert (gpu1.auth, gpu1.key_path) == (AuthMethod.KEY, str(ssh_dir / "id_gpu"))  # the first IdentityFile
+    assert (gpu1.auth, gpu1.key_path) == (AuthMethod.KEY, "~/.ssh/id_gpu")  # the first IdentityFile
+    assert gpu1.identity_files == ["~/.ssh/id_other"]  # and the next one, in order (issue 28)
     assert profiles["bastion"].user == "ops"  # the first value wins over Host *
     assert profiles["bastion"].auth == AuthMethod.AGENT
     assert profiles["v6box"].host == "2001:db8::9"
@@ -214,3 +215,20 @@ Match host l.example
     notes = [note for host, note in result.notes if host == "local"]
     assert any("LocalCommand" in n for n in notes) and any("Match exec" in n for n in notes)
     assert "ProxyCommand" in dict(result.skipped)["proxied"]
+
+
+def test_every_identity_file_is_kept_in_order_and_a_relative_one_is_under_ssh_dir(
+    ssh_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 28: a second IdentityFile was dropped, and `IdentityFile id_relative` was resolved
+    against the directory the import ran in."""
+    write(ssh_dir / "id_first", "key")
+    elsewhere = tmp_path / "cwd"
+    write(elsewhere / "id_relative", "not this one")
+    monkeypatch.chdir(elsewhere)
+    write(ssh_dir / "config", "Host gpu\n  IdentityFile ~/.ssh/id_first\n  IdentityFile id_relative\n"
+                              "  IdentityFile ~/.ssh/id_third\n")
+    gpu = by_name(import_ssh_config())["gpu"]
+    assert gpu.key_path == "~/.ssh/id_first"
+    assert gpu.identity_files == ["~/.ssh/id_relative", "~/.ssh/id_third"]
+    assert str(elsewhere) not in repr(gpu)

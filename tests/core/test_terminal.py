@@ -59,3 +59,10 @@ def test_terminal_prefers_installed_emulator_and_passes_argv_untouched() -> None
 def test_no_terminal_found_says_what_to_do() -> None:
     with pytest.raises(GpuwsError, match="install one"):
         terminal_argv(["ssh", "h"], which=lambda _n: None, platform="linux")
+
+
+def test_every_identity_file_becomes_an_i_option_in_order() -> None:
+    p = HostProfile(name="a", host="gpu.example.com", auth=AuthMethod.KEY, key_path="/k/first",
+                    identity_files=["/k/second", "/k/third"])
+    argv = ssh_argv(p, {}.__getitem__)
+    assert argv[:7] == ["ssh", "-i", "/k/first", "-i", "/k/second", "-i", "/k/third"]

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+import os
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -132,3 +134,23 @@ async def test_unreadable_key_file_is_a_clear_error(tmp_path: Path) -> None:
         profile = HostProfile(name="k", host="h", auth=AuthMethod.KEY, key_path=key_path)
         with pytest.raises(AuthFailed, match="key file"):
             await connect_options(profile, secrets=_FakeSecrets({}))  # type: ignore[arg-type]
+
+
+async def test_a_fifo_or_device_as_the_key_file_is_refused_not_read(tmp_path: Path) -> None:
+    """Issue 28: key files go through the one local file reader (a FIFO would block for ever)."""
+    fifo = tmp_path / "key-fifo"
+    os.mkfifo(fifo)
+    for key_path in (str(fifo), "/dev/zero"):
+        profile = HostProfile(name="k", host="h", auth=AuthMethod.KEY, key_path=key_path)
+        with pytest.raises(AuthFailed, match="not a regular file"):
+            await asyncio.wait_for(connect_options(profile, secrets=_FakeSecrets({})), 60)  # type: ignore[arg-type]
+
+
+async def test_every_identity_file_is_offered_in_order_and_a_missing_one_skipped(tmp_path: Path) -> None:
+    keys = [asyncssh.generate_private_key("ssh-ed25519") for _ in range(2)]
+    for number, key in enumerate(keys):
+        key.write_private_key(tmp_path / f"id_{number}")
+    profile = HostProfile(name="k", host="h", auth=AuthMethod.KEY, key_path=str(tmp_path / "id_0"),
+                          identity_files=[str(tmp_path / "missing"), str(tmp_path / "id_1")])
+    options = await connect_options(profile, secrets=_FakeSecrets({}))  # type: ignore[arg-type]
+    assert [k.public_data for k in options["client_keys"]] == [k.public_data for k in keys]

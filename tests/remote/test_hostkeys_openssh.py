@@ -61,7 +61,10 @@ async def test_right_line_then_wrong_ed25519_line_is_refused_as_openssh_does(
 def test_algorithms_follow_openssh_order_not_file_order(multi_sshd: SshdServer, isolated_home: Path) -> None:
     path = known_file(isolated_home, "".join(multi_sshd.known_hosts_line(k) for k in ("rsa", "ecdsa", "ed25519")))
     algs = KnownHosts([path]).preferred_algorithms("127.0.0.1", multi_sshd.port)
-    assert algs == ["ssh-ed25519", "ecdsa-sha2-nistp256", "rsa-sha2-512", "rsa-sha2-256"]
+    # As ssh's order_hostkeyalgs: the recorded types' certificate algorithms, then their plain ones.
+    assert algs == ["ssh-ed25519-cert-v01@openssh.com", "ecdsa-sha2-nistp256-cert-v01@openssh.com",
+                    "rsa-sha2-512-cert-v01@openssh.com", "rsa-sha2-256-cert-v01@openssh.com",
+                    "ssh-ed25519", "ecdsa-sha2-nistp256", "rsa-sha2-512", "rsa-sha2-256"]
 
 
 async def test_all_right_lines_connect(multi_sshd: SshdServer, isolated_home: Path) -> None:
@@ -151,3 +154,32 @@ async def test_user_at_host_port_jump_chain_needs_no_profiles(sshd: SshdServer, 
         result = await conn.runner.run(["sh", "-c", "echo $SSH_CLIENT"])
         assert len(conn._conns) == 3  # followed hop by hop: two jump hosts, then the target
     assert result.ok and result.stdout.startswith("127.0.0.1 ")
+
+
+def _negotiated_host_key_algorithm(server: SshdServer) -> list[str]:
+    return [line.split("kex: host key algorithm:", 1)[1].split()[0]
+            for line in server.log_path.read_text().splitlines() if "kex: host key algorithm:" in line]
+
+
+@pytest.mark.parametrize("recorded", ["plain", "none"])
+async def test_certificate_algorithms_are_offered_first_as_openssh_does(
+    tmp_path: Path, isolated_home: Path, recorded: str
+) -> None:
+    """Issue 28: with a host certificate on the server and its plain key in known_hosts (no CA
+    line), OpenSSH negotiates the certificate algorithm and checks the certificate's key as a plain
+    key; gpuws negotiated plain ssh-ed25519. An unknown host is asked about by its plain key."""
+    server = SshdServer(tmp_path / "sshd", extra_config=("LogLevel DEBUG1",))
+    server.certify_host_key(keygen(tmp_path / "ca"), principals="somewhere-else")  # a CA nobody trusts
+    server.start()
+    try:
+        path = known_file(isolated_home, server.known_hosts_line() if recorded == "plain" else "")
+        if recorded == "plain":
+            async with HostConnection(key_profile(server), known_hosts=KnownHosts([path])) as conn:
+                assert (await conn.runner.run(["true"])).ok
+        else:
+            with pytest.raises(UnknownHostKey) as info:
+                await HostConnection(key_profile(server), known_hosts=KnownHosts([path])).connect()
+            assert ssh_keygen_fingerprint(Path(f"{server.host_key}.pub")) in str(info.value)
+        assert _negotiated_host_key_algorithm(server)[:1] == ["ssh-ed25519-cert-v01@openssh.com"]
+    finally:
+        server.stop()

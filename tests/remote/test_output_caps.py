@@ -3,6 +3,8 @@ and the command, for whole outputs and for streamed lines (issue 13), against a 
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 from pathlib import Path
 
 import pytest
@@ -27,6 +29,7 @@ async def test_output_past_the_cap_stops_the_command_and_names_host_and_command(
             await runner.run(FLOOD)
         message = str(info.value)
         assert "sh on gpu1" in message and "1 MiB" in message and "\n" not in message
+        assert runner.budget.held == 0  # the stopped command's bytes went back to the budget
         assert (await runner.run(["echo", "still here"])).stdout == "still here\n"  # the connection lives
     assert remote_processes("gpuws-flood-output") == []
 
@@ -36,11 +39,67 @@ async def test_a_streamed_line_past_the_cap_is_an_error(sshd: SshdServer, isolat
     async with HostConnection(key_profile(sshd, name="gpu1")) as conn:
         runner = SshRunner(conn, max_line=64 * 1024)
         lines: list[str] = []
-        with pytest.raises(RemoteOutputTooLarge, match="a line longer than 65536 characters"):
+        with pytest.raises(RemoteOutputTooLarge, match="a line longer than 65536 bytes"):
             async for line in runner.stream(["sh", "-c", "echo first; head -c 1000000 /dev/zero | tr '\\0' x"]):
                 lines.append(line)
         assert lines == ["first"]
+        assert runner.budget.held == 0
 
 
 def test_default_caps() -> None:
     assert DEFAULT_MAX_OUTPUT == 64 * 1024 * 1024 and DEFAULT_MAX_LINE == 1024 * 1024
+
+
+async def test_one_budget_is_shared_by_the_commands_of_a_connection(sshd: SshdServer, isolated_home: Path) -> None:
+    """Two commands at once may not hold more than the connection's budget between them."""
+    trust(sshd, isolated_home)
+    async with HostConnection(key_profile(sshd, name="gpu1")) as conn:
+        runner = SshRunner(conn, max_output=3 * 1024 * 1024)
+        half = ["sh", "-c", "head -c 2000000 /dev/zero | tr '\\000' x; sleep 1"]
+        results = await asyncio.gather(runner.run(half), runner.run(half), return_exceptions=True)
+        assert sum(isinstance(r, RemoteOutputTooLarge) for r in results) == 1
+        assert runner.budget.held == 0
+
+
+async def test_output_is_counted_in_bytes_and_stderr_too(sshd: SshdServer, isolated_home: Path) -> None:
+    trust(sshd, isolated_home)
+    async with HostConnection(key_profile(sshd, name="gpu1")) as conn:
+        runner = SshRunner(conn, max_output=1024 * 1024)
+        # 600,000 two-byte characters: 1.2 MB, though only 600,000 characters.
+        wide = ["sh", "-c", "yes é | head -c 1200000 >&2"]
+        with pytest.raises(RemoteOutputTooLarge, match="an error output longer than 1 MiB"):
+            await runner.run(wide)
+        # A first stderr line of any length is not buffered whole (it is counted like the rest).
+        with pytest.raises(RemoteOutputTooLarge):
+            await runner.run(["sh", "-c", "head -c 3000000 /dev/zero | tr '\\000' x >&2"])
+
+
+async def test_a_flooding_prometheus_is_cut_off_by_the_same_budget() -> None:
+    """Issue 28: one byte budget for every remote read path, HTTP answers included."""
+    import http.server
+    import threading
+
+    from gpuws.remote.prometheus import PrometheusClient, PrometheusError
+
+    class Flood(http.server.BaseHTTPRequestHandler):
+        def do_POST(self) -> None:
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.end_headers()
+            with contextlib.suppress(OSError):  # the client stopped reading
+                self.wfile.write(b'{"status": "success", "data": {"result": [' + b"0," * 5_000_000)
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Flood)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        async with PrometheusClient(f"http://127.0.0.1:{server.server_address[1]}", name="lab",
+                                    max_output=1024 * 1024) as client:
+            with pytest.raises(PrometheusError, match="answered more than 1 MiB"):
+                await client.query("up")
+            assert client.budget.held == 0
+    finally:
+        server.shutdown()
+        server.server_close()

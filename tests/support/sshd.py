@@ -51,6 +51,10 @@ def install_sim_nvidia_smi(bin_dir: Path, python: str = sys.executable) -> Path:
         wrapper = bin_dir / tool
         wrapper.write_text(f'#!/bin/sh\nPYTHONPATH="{REPO_ROOT}" exec "{python}" -m gpuws.sim.procs {tool} "$@"\n')
         wrapper.chmod(0o755)
+    for tool in ("journalctl", "dmesg"):  # the simulated host's kernel log, never this machine's
+        wrapper = bin_dir / tool
+        wrapper.write_text(f'#!/bin/sh\nPYTHONPATH="{REPO_ROOT}" exec "{python}" -m gpuws.sim.health {tool} "$@"\n')
+        wrapper.chmod(0o755)
     return smi
 
 

@@ -157,8 +157,8 @@ def test_simulated_run_shows_progress_table_chart_and_labels(qtbot: Any, bridge:
     assert tab.run_panel.status_label.text().startswith("Finished: FAIL")
     assert tab.body.currentIndex() == PAGE_RESULTS
 
-    # The table: degraded GPU 0 fails, the A100 has no FP8, the vGPU slice is scored against its
-    # share of the card (a quarter of the 40 GB A100 for "GRID A100-10C").
+    # The table: degraded GPU 0 fails, the A100 has no FP8, the vGPU is scored as a time slice of
+    # the whole card it is cut from (the 40 GB A100 for "GRID A100-10C"), never a framebuffer share.
     bf16 = row(tab, "gemm_bf16", 0)
     assert tab.table.cell(bf16, Column.CHECK) == "GEMM BF16"
     assert tab.table.cell(bf16, Column.DATASHEET) == "990 TFLOP/s"  # H100 SXM dense BF16 (989.5)
@@ -168,7 +168,7 @@ def test_simulated_run_shows_progress_table_chart_and_labels(qtbot: Any, bridge:
     assert tab.table.cell(row(tab, "gemm_fp8", 1), Column.VERDICT) == "\u2013 SKIPPED"
     vgpu = row(tab, "gemm_bf16", 3)
     assert tab.table.cell(vgpu, Column.VERDICT) == "\u2713 PASS"
-    assert tab.table.cell(vgpu, Column.DATASHEET) == "78.0 TFLOP/s"
+    assert tab.table.cell(vgpu, Column.DATASHEET) == "312 TFLOP/s"
     assert "vGPU" in (tab.table.tooltip(vgpu, Column.VERDICT) or "")
     percent = tab.table.cell(row(tab, "mem_copy", 2), Column.PERCENT)
     assert percent.endswith(" %") and 60 <= int(percent[:-2]) <= 115

@@ -42,9 +42,9 @@ def test_shortcuts(make_window: Any) -> None:
     }
     for action, keys in shortcuts.items():
         assert action.shortcut().toString() == keys, action.text()
-    assert [a.shortcut().toString() for a in window.tab_actions] == [f"Ctrl+{i}" for i in range(1, 6)]
-    titles = [window.detail.tabs.tabText(i) for i in range(5)]
-    assert titles == ["Overview", "Telemetry", "Benchmarks", "Resize", "Session"]
+    assert [a.shortcut().toString() for a in window.tab_actions] == [f"Ctrl+{i}" for i in range(1, 7)]
+    titles = [window.detail.tabs.tabText(i) for i in range(6)]
+    assert titles == ["Overview", "Telemetry", "Benchmarks", "Resize", "Session", "Health"]
 
 
 def test_add_host_through_the_dialog_saves_the_profile(make_window: Any, qtbot: Any) -> None:

@@ -10,6 +10,7 @@ from typing import Any
 
 from gpuws.app.bench import keep_run
 from gpuws.cli.connecting import EXIT_TIMEOUT, ExitStatus, tty_prompts
+from gpuws.cli.expect import add_expect_flags, expected_from
 from gpuws.cli.output import fail, print_json, sim_banner
 from gpuws.core.bench.check import check_markdown, check_report, check_screen
 from gpuws.core.bench.report import build_report, text_table, to_json, to_markdown
@@ -41,8 +42,9 @@ def register(sub: argparse._SubParsersAction[Any]) -> None:
     mode.add_argument("--full", dest="mode", action="store_const", const="full",
                       help="longer repeats and stress, under five minutes")
     mode.add_argument("--check", dest="mode", action="store_const", const="check",
-                      help='"did I get what I paid for?": a quick run (under 2 minutes) with a one-screen '
-                           "verdict per GPU and a report (Markdown and JSON) to send to the provider")
+                      help='"did I get what I paid for?": the health check (gpuws health), then a quick run '
+                           "(under 2 minutes together) with a one-screen verdict per GPU and a report (Markdown "
+                           "and JSON) to send to the provider")
     parser.add_argument("--allow-busy", action="store_true",
                         help="also measure GPUs other processes are using (their throughput is then inconclusive)")
     parser.add_argument("--report-dir", type=Path, default=None, metavar="DIR",
@@ -52,27 +54,12 @@ def register(sub: argparse._SubParsersAction[Any]) -> None:
                         help="trust the host key if this host has none recorded yet (never a changed key)")
     parser.add_argument("--timeout", type=float, default=None, metavar="S",
                         help="overall time limit in seconds (default 90 quick, 330 full, 85 check)")
-    parser.add_argument("--expect-gpus", type=int, default=None, metavar="N", help="expected GPU count")
-    parser.add_argument("--expect-mig", choices=["enabled", "disabled"], default=None,
-                        help="expected MIG mode of every GPU")
-    parser.add_argument("--expect-model", default=None, metavar="MODEL",
-                        help='expected catalog model, e.g. "H100 SXM"')
+    add_expect_flags(parser)
     parser.add_argument("--export-json", type=Path, default=None, metavar="PATH", help="also write the report here")
     parser.add_argument("--export-md", type=Path, default=None, metavar="PATH",
                         help="also write the report (with the comparison) as Markdown")
     parser.add_argument("--no-save", action="store_true", help="do not keep this run in the host's history")
     parser.set_defaults(handler=run_bench, mode="quick")
-
-
-def _expected(args: argparse.Namespace) -> dict[str, Any] | None:
-    expected: dict[str, Any] = {}
-    if args.expect_gpus is not None:
-        expected["gpu_count"] = args.expect_gpus
-    if args.expect_mig is not None:
-        expected["mig_mode"] = args.expect_mig.capitalize()
-    if args.expect_model:
-        expected["model"] = args.expect_model
-    return expected or None
 
 
 class _Progress:
@@ -104,16 +91,17 @@ def run_bench(args: argparse.Namespace) -> int:
     if args.timeout is not None and args.timeout <= 0:
         return fail("--timeout must be positive", 2)
     progress = _Progress(enabled=not args.json)
-    run = asyncio.run(_bench(args, progress))
-
     store = ResultStore()
+    run, started = asyncio.run(_bench(args, progress, store))
+
     report = build_report(run)
     if args.mode == "check":
-        return _finish_check(args, run, report, store)
-    others = {f"earlier {r.started_at}": r for r in store.history(run.host)[-3:]}
+        return _finish_check(args, run, report, store, started)
+    earlier = [r for r in store.history(run.host) if not r.interrupted]
+    others = {f"earlier {r.started_at}": r for r in earlier[-3:]}
     others.update({f"host {h}": r for h, r in store.latest_per_host(run).items()})
     comparison = compare(run, others)
-    kept = keep_run(run, store, save=not args.no_save)
+    kept = keep_run(run, store, save=not args.no_save, replaces=started)
     if kept.save_error is not None:
         raise kept.save_error  # to the one exit-status table in cli/main.py
     saved = kept.saved_path
@@ -141,22 +129,27 @@ def run_bench(args: argparse.Namespace) -> int:
     return {"pass": 0, "warn": 0, "fail": EXIT_FAIL}.get(report["verdict"], EXIT_INCONCLUSIVE)
 
 
-async def _bench(args: argparse.Namespace, progress: _Progress) -> BenchRun:
-    from gpuws.app.bench import run_benchmark
+async def _bench(args: argparse.Namespace, progress: _Progress, store: ResultStore) -> tuple[BenchRun, Path | None]:
+    """The finished run, and the interrupted record written before it started (to replace)."""
+    from gpuws.app.bench import record_start, run_benchmark
     from gpuws.app.targets import open_target
 
     async with open_target(args.name, accept_new=args.accept_new, **tty_prompts()) as connection:
         progress.simulated = bool(connection.profile.simulated)
+        # Kept as "interrupted" should gpuws be killed before the run is saved.
+        started = None if args.no_save else await asyncio.to_thread(record_start, store, args.name, args.mode)
         if progress.enabled:
             print(f"{sim_banner(progress.simulated)}running the {args.mode} benchmark on {args.name} ...", flush=True)
-        return await run_benchmark(connection.runner, args.mode, host=args.name, expected=_expected(args),
-                                   on_event=progress, timeout=args.timeout,
-                                   extra_args=("--allow-busy",) if args.allow_busy else ())
+        run = await run_benchmark(connection.runner, args.mode, host=args.name, expected=expected_from(args),
+                                  on_event=progress, timeout=args.timeout,
+                                  extra_args=("--allow-busy",) if args.allow_busy else ())
+        return run, started
 
 
-def _finish_check(args: argparse.Namespace, run: BenchRun, report: dict[str, Any], store: ResultStore) -> int:
+def _finish_check(args: argparse.Namespace, run: BenchRun, report: dict[str, Any], store: ResultStore,
+                  started: Path | None) -> int:
     """Save the run, write the provider report (Markdown and JSON) and print the one-screen verdict."""
-    kept = keep_run(run, store, save=not args.no_save, report_dir=args.report_dir)
+    kept = keep_run(run, store, save=not args.no_save, report_dir=args.report_dir, replaces=started)
     if kept.save_error is not None:
         raise kept.save_error  # to the one exit-status table in cli/main.py
     full = check_report(run, report)

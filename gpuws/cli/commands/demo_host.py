@@ -24,7 +24,9 @@ def register(sub: argparse._SubParsersAction[Any]) -> None:
                         help="where the simulated host keeps its state (default: a new temp dir)")
     parser.add_argument("--fault", action="append", default=[], metavar="KIND:GPU",
                         help="a fault the host plays, repeatable: bench-nan, copy-corrupt, busy, "
-                             "throttle or slow-link on GPU index GPU (e.g. --fault bench-nan:0); no-vnc or "
+                             "throttle, slow-link, gemm-wrong, cuda-invisible (benchmark) or xid-79, xid-13, "
+                             "remap-pending, reset-required, fabric-down, nvlink-errors, pcie-capped, "
+                             "power-capped (health) on GPU index GPU (e.g. --fault bench-nan:0); no-vnc or "
                              "software-gl for the whole host (any GPU index, e.g. --fault no-vnc:0)")
     parser.set_defaults(handler=run_demo_host)
 

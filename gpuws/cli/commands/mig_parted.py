@@ -19,9 +19,9 @@ from pathlib import Path
 from typing import Any
 
 from gpuws.cli.commands.resize import RESIZE_EXIT_STATUS
-from gpuws.cli.connecting import tty_prompts
+from gpuws.cli.connecting import ExitStatus, tty_prompts
 from gpuws.cli.output import fail, print_json, sim_banner
-from gpuws.core.errors import GpuwsError, ParseError
+from gpuws.core.errors import GpuwsError, ParseError, RefusedInput
 from gpuws.core.resize.layout import LayoutError
 from gpuws.core.resize.migparted import (
     GpuAction,
@@ -29,13 +29,12 @@ from gpuws.core.resize.migparted import (
     assert_differences,
     config_targets,
     export_mig_parted,
-    import_mig_parted,
 )
 from gpuws.core.resize.outcome import ResizeOutcome
+from gpuws.core.terminal import printable
 
 EXIT_ASSERT_DIFFERS = 1
 _REFUSED = RESIZE_EXIT_STATUS[ResizeOutcome.REFUSED]
-_MAX_FILE_BYTES = 1_000_000
 
 
 def register(sub: argparse._SubParsersAction[Any]) -> None:
@@ -70,19 +69,15 @@ def register(sub: argparse._SubParsersAction[Any]) -> None:
 
 
 def load_config(path: Path, config: str) -> list[MigPartedEntry]:
-    """The entries of named config `config` in the mig-parted file at `path` (ParseError says why not)."""
-    try:
-        if path.stat().st_size > _MAX_FILE_BYTES:
-            raise ParseError(f"{path}: too large for a mig-parted config")
-        text = path.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise ParseError(f"cannot read {path}: {exc.strerror or exc}") from None
-    except UnicodeDecodeError:
-        raise ParseError(f"{path} is not a UTF-8 text file") from None
-    configs = import_mig_parted(text)
+    """The entries of named config `config` in the mig-parted file at `path`; the file is the user's
+    input, so anything wrong with it (unreadable, not mig-parted, no such config) is RefusedInput."""
+    from gpuws.app.resize import read_mig_parted_configs
+
+    configs = read_mig_parted_configs(path)
     if config not in configs:
-        shown = ", ".join(list(configs)[:12]) + (", ..." if len(configs) > 12 else "")
-        raise ParseError(f"{path} has no config named {config[:60]!r} (it has {len(configs)}: {shown})")
+        shown = ", ".join(printable(name, 40) for name in list(configs)[:12]) + (", ..." if len(configs) > 12 else "")
+        raise RefusedInput(f"{printable(str(path))} has no config named '{printable(config, 60)}' "
+                           f"(it has {len(configs)}: {shown})")
     return configs[config]
 
 
@@ -98,7 +93,7 @@ async def _export_async(args: argparse.Namespace) -> int:
         gpus = await read_gpus(conn.runner)
     chosen = [g for g in gpus if g.mig_capable and (args.gpu is None or g.index == args.gpu)]
     if args.gpu is not None and not chosen:
-        return fail(f"{args.name} has no MIG-capable GPU {args.gpu}", _REFUSED)
+        return fail(f"{args.name} has no MIG-capable GPU {args.gpu}", ExitStatus.USAGE)
     print(export_mig_parted({g.index: g.layout for g in chosen}, args.config), end="")
     return 0
 
@@ -132,10 +127,11 @@ async def _apply_async(args: argparse.Namespace) -> int:
                                "config": args.config, "gpus": [t.to_dict() for t in targets],
                                "plans": {str(i): p.to_dict() for i, p in plans.items()}}
         if not args.json:
-            print(f"{banner}{args.name}: mig-parted config {args.config!r} from {args.file}")
+            print(f"{banner}{args.name}: mig-parted config {printable(args.config)!r} from {printable(str(args.file))}")
             for t in targets:
                 wanted = t.target.describe() if t.target else "-"
-                print(f"  GPU {t.gpu.index} {t.gpu.name}: {t.gpu.layout.describe()} -> {wanted}  [{t.action}]"
+                name = printable(t.gpu.name)
+                print(f"  GPU {t.gpu.index} {name}: {t.gpu.layout.describe()} -> {wanted}  [{t.action}]"
                       + (f"  ({t.note})" if t.note else ""))
                 if t.gpu.index in plans:
                     for number, step in enumerate(plans[t.gpu.index].steps, start=1):
@@ -150,7 +146,7 @@ async def _apply_async(args: argparse.Namespace) -> int:
                 print("dry run: nothing changed" if args.dry_run and plans else "nothing to do: the host matches")
             return 0
         if not _confirm(args, f"applying {args.config!r} to GPU(s) {', '.join(map(str, plans))} of {args.name}"):
-            return _REFUSED
+            return int(ExitStatus.USAGE)  # no confirmation: refused input, as for `gpuws resize`
 
         # Each GPU: plan, preflight, apply, verify (or roll back), then the after-verify step
         # (journal, audit, the profile's slice and price), exactly as `gpuws resize` does.
@@ -173,10 +169,9 @@ async def _apply_async(args: argparse.Namespace) -> int:
 
 
 def _assert(args: argparse.Namespace) -> int:
-    try:
-        return asyncio.run(_assert_async(args))
-    except (LayoutError, ParseError) as exc:
-        return fail(str(exc), _REFUSED)
+    # assert answers 0 (matches) or 1 (differs); a bad file or config is refused input (2) and a
+    # failure on the host takes its status from the one table in cli/main.py.
+    return asyncio.run(_assert_async(args))
 
 
 async def _assert_async(args: argparse.Namespace) -> int:

@@ -28,6 +28,7 @@ from gpuws.core.resize.pricing import PriceBook, price_book
 from gpuws.core.resize.provider import plan_provider_resize
 from gpuws.core.resize.state import GpuMigState
 from gpuws.core.resize.targets import target_options
+from gpuws.core.terminal import printable
 
 if TYPE_CHECKING:
     from gpuws.app.resize import Progress
@@ -249,7 +250,7 @@ async def _recover_async(args: argparse.Namespace) -> ResizeOutcome:
     if entry is None:
         nothing = {"host": args.name, "outcome": "nothing to recover",
                    "outcome_kind": str(ResizeOutcome.ALREADY_AT_TARGET), "ok": True}
-        _emit(args, nothing, lambda: print(f"{args.name}: no interrupted resize to recover"))
+        _emit(args, nothing, lambda: print(f"{printable(args.name)}: no interrupted resize to recover"))
         return ResizeOutcome.ALREADY_AT_TARGET
     if journal.interrupted(args.name) is None:
         raise ResizeRefused(f"a resize of {args.name} is still running (pid {entry.pid}); wait for it to finish")

@@ -44,6 +44,8 @@ class BenchRun:
     cancelled: bool = False
     timed_out: bool = False
     error: str | None = None  # why the run did not complete, when it did not
+    # Recorded when the run started and never replaced: gpuws was killed (or ended) mid-run.
+    interrupted: bool = False
 
     @property
     def simulated(self) -> bool:
@@ -58,8 +60,8 @@ class BenchRun:
     def outcomes(self) -> list[Outcome]:
         """Every result scored against the datasheet (see `verdicts`)."""
         outcomes = score_run(self.summary, self.results, self.expected)
-        if self.cancelled or self.timed_out or self.error:
-            why = self.error or ("cancelled" if self.cancelled else "timed out")
+        if self.cancelled or self.timed_out or self.error or self.interrupted:
+            why = self.error or ("cancelled" if self.cancelled else "interrupted" if self.interrupted else "timed out")
             outcomes.append(Outcome("run", None, Verdict.INCONCLUSIVE, f"run did not complete: {why}"))
         return outcomes
 
@@ -77,6 +79,7 @@ class BenchRun:
             "expected": self.expected,
             "cancelled": self.cancelled,
             "timed_out": self.timed_out,
+            "interrupted": self.interrupted,
             "error": self.error,
             "summary": self.summary,
             "results": self.results,
@@ -100,6 +103,7 @@ class BenchRun:
                 cancelled=bool(data.get("cancelled")),
                 timed_out=bool(data.get("timed_out")),
                 error=data.get("error"),
+                interrupted=bool(data.get("interrupted")),
             )
         except (KeyError, TypeError, ValueError) as exc:
             raise ResultsError(f"malformed benchmark result: {exc}") from None

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import math
 import re
-import unicodedata
 
 from gpuws.core.errors import ParseError
 
@@ -29,8 +28,7 @@ _MISSING_MARKERS = frozenset(
     }
 )
 
-# Strings reach the UI and terminal: drop control characters (terminal escapes) and bound length,
-# because a hostile or broken host controls this text.
+# A hostile or broken host controls this text: its length is bounded here; it is escaped where shown.
 _CONTROL_CHARS = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
 MAX_TEXT_LEN = 256
 
@@ -47,22 +45,14 @@ def is_missing(value: str | None) -> bool:
     return text.lower() in _MISSING_MARKERS
 
 
-# Line breaks and tabs become one space (a value is one line); other controls, bidi overrides,
-# zero-width and other invisible format characters are dropped: nvidia-smi never writes them.
-_BREAKS = re.compile(r"[\t\n\r\x0b\x0c\x85\u2028\u2029]+")
-_HIDDEN_CATEGORIES = frozenset({"Cc", "Cf", "Cs", "Zl", "Zp"})
-
-
 def clean_text(value: str | None) -> str | None:
-    """Strip, make one line, drop control and invisible characters, bound the length; missing
-    markers become None."""
+    """The host's string as it is (outer whitespace stripped, length bounded); missing markers
+    become None. Control, bidi and zero-width characters are kept, not dropped: JSON carries the
+    real string (its encoding escapes them) and every terminal or window view shows it through
+    `gpuws.core.terminal.printable`, which escapes them visibly."""
     if value is None or is_missing(value):
         return None
-    text = _BREAKS.sub(" ", value)
-    if not (text.isascii() and text.isprintable()):
-        text = "".join(c for c in text if unicodedata.category(c) not in _HIDDEN_CATEGORIES)
-    text = text.strip()
-    return text[:MAX_TEXT_LEN] or None
+    return value.strip()[:MAX_TEXT_LEN] or None
 
 
 def describe(value: str, limit: int = 60) -> str:

@@ -65,9 +65,14 @@ def parse_nvidia_smi_xml(text: str) -> list[GpuInfo]:
         raise ParseError(f"nvidia-smi XML: expected <{ROOT_TAG}> at the top, found <{clean_text(root.tag)}>")
     driver_version = _text(root, "driver_version")
     cuda_version = _text(root, "cuda_version")
+    elements = root.findall("gpu")
+    if not elements and _text(root, "attached_gpus") != "0":
+        # A host without GPUs says <attached_gpus>0</attached_gpus>; a document that met no <gpu>
+        # and does not say so (cut short, nested out of place, not nvidia-smi's) is not an empty host.
+        raise ParseError("nvidia-smi XML: no <gpu> element, and <attached_gpus> does not say 0")
     return [
         _parse_gpu(element, position, driver_version, cuda_version)
-        for position, element in enumerate(root.findall("gpu"))
+        for position, element in enumerate(elements)
     ]
 
 

@@ -48,6 +48,7 @@ CHECK_NAMES: dict[str, str] = {
     "env.retired_pages": "Retired pages / rows",
     "env.persistence": "Persistence mode",
     "env.pcie": "PCIe link",
+    "env.pcie_load": "PCIe link under load",
     "env.throttle_idle": "Throttling at idle",
     "env.nvlink": "NVLink",
     "env.topology": "GPU count / MIG",
@@ -66,6 +67,9 @@ def verdict_text(verdict: Verdict) -> str:
 
 
 def check_name(check: str) -> str:
+    """The display name of a check ("health.remapped_rows" -> "Health: remapped rows")."""
+    if check.startswith("health."):
+        return "Health: " + check[len("health."):].replace("_", " ")
     return CHECK_NAMES.get(check, check)
 
 

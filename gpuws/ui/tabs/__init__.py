@@ -38,8 +38,9 @@ class HostTab(Protocol):
 
 
 def create_tabs(parent: QWidget | None = None) -> list[tuple[str, QWidget]]:
-    """The tabs in display order (Ctrl+1..5), as (title, widget)."""
+    """The tabs in display order (Ctrl+1..6), as (title, widget)."""
     from gpuws.ui.tabs.benchmarks import BenchmarksTab
+    from gpuws.ui.tabs.health import HealthTab
     from gpuws.ui.tabs.overview import OverviewTab
     from gpuws.ui.tabs.resize import ResizeTab
     from gpuws.ui.tabs.session import SessionTab
@@ -51,4 +52,5 @@ def create_tabs(parent: QWidget | None = None) -> list[tuple[str, QWidget]]:
         ("Benchmarks", BenchmarksTab(parent)),
         ("Resize", ResizeTab(parent)),
         ("Session", SessionTab(parent)),
+        ("Health", HealthTab(parent)),
     ]

@@ -163,10 +163,10 @@ def bench_latency(workdir: Path) -> None:
     os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
     from PySide6.QtWidgets import QApplication
 
+    from gpuws.app.telemetry import TelemetryService
     from gpuws.core.models import AuthMethod, HostProfile
     from gpuws.remote.connection import HostConnection
     from gpuws.remote.telemetry import TelemetryStream
-    from gpuws.remote.telemetry_service import TelemetryService
     from gpuws.ui.bridge import AsyncBridge
     from gpuws.ui.tabs.telemetry import TelemetryTab
     from gpuws.ui.telemetry.hub import TelemetryHub

@@ -1,15 +1,20 @@
 """Open a connection by profile name, with the built-in demo host as the fallback for "demo".
 
-Every CLI command that connects goes through `open_target`; `gpuws.app.demo` starts the demo.
+Every CLI command that connects goes through `open_target` (or `open_host`): the host is opened on
+a `Workspace` owned by the command's event loop, through the same `HostLink` as in the window.
+`gpuws.app.demo` starts the demo.
 """
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from typing import TYPE_CHECKING, Any
 
-from gpuws.app.demo import DEMO_NAME, start_demo
+from gpuws.app.demo import DEMO_NAME, RunningDemo, start_demo
+from gpuws.app.hosts import HostLink, RetryPace
+from gpuws.app.workspace import HostRecord, Workspace
 from gpuws.core.models import HostProfile
 from gpuws.remote.connection import HostConnection
 
@@ -17,7 +22,10 @@ if TYPE_CHECKING:
     from gpuws.core.profiles import ProfileStore
     from gpuws.core.secrets import SecretStore
 
-__all__ = ["DEMO_NAME", "open_target", "reconnect_and_probe"]
+__all__ = ["DEMO_NAME", "open_host", "open_target", "reconnect_and_probe"]
+
+# A script retries a dropped host at once, then every few seconds (its own timeout ends it).
+SCRIPT_PACE = RetryPace(fast=3, fast_delay_s=1.0, slow_s=5.0)
 
 
 def _find_profile(name: str, profiles: ProfileStore) -> HostProfile | None:
@@ -31,43 +39,83 @@ async def open_target(
     accept_new: bool = False,
     profiles: ProfileStore | None = None,
     secrets: SecretStore | None = None,
+    probe: bool = False,
+    pace: RetryPace | None = None,
     **connection_options: Any,
 ) -> AsyncIterator[HostConnection]:
     """A connected `HostConnection` for profile NAME, closed (and the demo stopped) on exit.
 
+    The host is opened on a `Workspace` owned by the running event loop, through the same
+    `HostLink` the window uses (one connect-and-probe): a first connect that fails raises its
+    error; once connected, a drop is retried by the link (fast, then at `pace`) until the exit.
+    `probe` reads the inventory too (`workspace.host(name).inventory`, via `open_host`).
     `connection_options` go to `HostConnection` (on_state, confirm_host_key, kbdint_prompt...).
     Raises ProfileNotFound for an unknown name other than "demo", or the connection's error.
     """
+    async with open_host(name, accept_new=accept_new, profiles=profiles, secrets=secrets, probe=probe, pace=pace,
+                         **connection_options) as (_workspace, record):
+        connection: HostConnection = record.connection  # type: ignore[assignment]
+        yield connection
+
+
+@contextlib.asynccontextmanager
+async def open_host(
+    name: str,
+    *,
+    accept_new: bool = False,
+    profiles: ProfileStore | None = None,
+    secrets: SecretStore | None = None,
+    probe: bool = True,
+    pace: RetryPace | None = None,
+    **connection_options: Any,
+) -> AsyncIterator[tuple[Workspace, HostRecord]]:
+    """Profile NAME (or the demo) opened on a Workspace owned by the running loop: the Workspace
+    and the host's record (connection, state, inventory), once connected."""
     if profiles is None:
         from gpuws.core.profiles import ProfileStore
 
         profiles = ProfileStore()
     profile = _find_profile(name, profiles)
-    if profile is not None:
-        connection = HostConnection(profile, secrets=secrets, profiles=profiles, accept_new=accept_new,
-                                    **connection_options)
-        async with connection:
-            yield connection
-        return
-    if name != DEMO_NAME:
-        from gpuws.core.profiles import ProfileNotFound
+    demo: RunningDemo | None = None
+    credentials: dict[str, Any] = {}
+    if profile is None:
+        if name != DEMO_NAME:
+            from gpuws.core.profiles import ProfileNotFound
 
-        raise ProfileNotFound(name)
+            raise ProfileNotFound(name)
+        demo = await start_demo()
+        profile = demo.profile
+        credentials = {"password": demo.password, "known_host_key": demo.known_host_key}
+    else:
+        connection_options = {"secrets": secrets, "profiles": profiles, **connection_options}
+    loop = asyncio.get_running_loop()
 
-    demo = await start_demo()
+    def post(func: Callable[[], None]) -> None:
+        loop.call_soon(func)
+
+    # A command reads what it needs itself (`gpuws watch` its own stream): no telemetry feed here.
+    workspace = Workspace(lambda coro: asyncio.run_coroutine_threadsafe(coro, loop), post=post, stream=False)
+    link = HostLink(profile, workspace.spawn, workspace.post, probe=probe, fail_first=True,
+                    pace=pace or SCRIPT_PACE, connection_options=connection_options, **credentials)
     try:
-        connection = HostConnection(demo.profile, password=demo.password, known_host_key=demo.known_host_key,
-                                    **connection_options)
-        async with connection:
-            yield connection
+        workspace.attach(link)
+        workspace.connect(profile.name, accept_new=accept_new)
+        await link.ready()
+        record = workspace.host(profile.name)
+        assert record is not None
+        yield workspace, record
     finally:
-        await demo.stop()
+        closing = workspace.close(profile.name)
+        if closing is not None:
+            with contextlib.suppress(Exception):
+                await asyncio.wrap_future(closing)
+        workspace.close(timeout=5.0)
+        if demo is not None:
+            await demo.stop()
 
 
 async def reconnect_and_probe(profile_name: str, **connection_options: Any) -> str:
     """After a provider resize: wait for SSH on the (restarted) instance and say what GPUs it has."""
-    from gpuws.remote.probe import probe
-
-    async with open_target(profile_name, **connection_options) as conn:
-        inventory = await probe(conn.runner)
-    return ", ".join(g.name for g in inventory.gpus) or "no GPU"
+    async with open_host(profile_name, **connection_options) as (_workspace, record):
+        inventory = record.inventory
+    return ", ".join(g.name for g in inventory.gpus) if inventory is not None and inventory.gpus else "no GPU"

@@ -4,8 +4,13 @@ A `Workspace` owns, per host name: the current connection and its `ConnectionSta
 inventory, the telemetry feed (one `TelemetryService` for all hosts), the tunnels, the cost
 ledger (`costs`: a session opens when the host is connected and closes when it is not, or at
 exit) and the idle policy (`idle`: warn, and stop the instance if asked, after N idle minutes).
-Front ends are views: they report what they did (`connection_changed`, `state_changed`,
-`inventory_changed`, `price_changed`) and subscribe once to hear about every change (`subscribe`).
+A host's life is the Workspace's: `connect`, `reconnect`, `retry_now`, `probe`, `close(name)`,
+`open_tunnel` / `close_tunnel`, `start` / `stop` take a host name; the connecting itself (attempts,
+backoff that never gives up while the host is open, host-key questions, reasons in words from the
+error table) is done by each host's `HostLink` (`gpuws.app.hosts`), whose reports the Workspace
+takes in (`attach`). `check_stale` turns a connected host that sends no samples "stale". Front ends
+are views: they ask through these verbs, report what only they know (`price_changed` after a
+resize they ran), and subscribe once to hear about every change (`subscribe`).
 
 Following the connection is done here, once: when a host's connection is replaced (Host >
 Reconnect, a profile edit) its telemetry stream restarts on the new one and its tunnels are
@@ -29,17 +34,21 @@ import time
 from collections.abc import Callable, Coroutine, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from gpuws.app.costs import CostBook, IdlePolicy
+from gpuws.app.telemetry import TelemetryService
 from gpuws.core.errors import GpuwsError
 from gpuws.core.idle import IdleEvent
 from gpuws.core.inventory import Inventory
 from gpuws.core.models import HostProfile
 from gpuws.core.runner import CommandRunner
 from gpuws.core.session import HostCost, SessionLedger, gpu_activity
-from gpuws.remote.connection import ConnectionState
-from gpuws.remote.telemetry_service import TelemetryService
+from gpuws.core.states import ConnectionState
+
+if TYPE_CHECKING:
+    from gpuws.app.hosts import HostLink, RetryPace
+    from gpuws.app.tunnels import TunnelRequest
 
 log = logging.getLogger(__name__)
 
@@ -49,7 +58,16 @@ LIVE_STATES = frozenset({ConnectionState.CONNECTED, ConnectionState.NO_DRIVER})
 ENDED_STATES = frozenset({ConnectionState.DISCONNECTED, ConnectionState.UNREACHABLE,
                           ConnectionState.AUTH_FAILED, ConnectionState.HOST_KEY_CHANGED})
 FRESH_TELEMETRY_S = 30.0  # older samples say nothing about whether a host is idle now
+STALE_INTERVALS = 3  # a connected host with no sample for this many sample intervals is "stale"
 _POWER_VERB = {"start": "Starting", "stop": "Stopping"}
+
+
+def device_keys(inventory: Inventory) -> set[str]:
+    """The telemetry keys of an inventory's devices: "0" for GPU 0, "0/mig1" for its MIG device 1."""
+    from gpuws.core.telemetry.sample import gpu_key
+
+    return {gpu_key(gpu.index, None) for gpu in inventory.gpus} | {
+        gpu_key(gpu.index, device.index) for gpu in inventory.gpus for device in gpu.mig_devices}
 
 
 class Connection(Protocol):
@@ -84,6 +102,7 @@ class Change(StrEnum):
     COST = "cost"  # a ledger write for the host landed (read `costs` again)
     IDLE = "idle"  # the host's idle warning appeared or cleared (`idle.warnings`)
     POWER = "power"  # an instance start/stop began or ended (`HostRecord.power_status`)
+    PRICE = "price"  # the host's price or slice changed (read `HostRecord.profile`)
 
 
 Listener = Callable[[Change, str], None]  # (what changed, host name)
@@ -103,10 +122,20 @@ class HostRecord:
     priced: tuple[float | None, str | None] | None = None  # (price, slice) the open session was last given
     power_status: str = ""  # the last instance start/stop's progress or result, one line
     cost_error: str = ""  # the last ledger write's failure ("" when it worked)
+    link: HostLink | None = None  # who connects it and keeps it connected (gpuws.app.hosts)
+    stale_s: float | None = None  # connected but no sample for this long (None: fresh, or not streaming)
 
     @property
     def live(self) -> bool:
+        """Connected (with or without a driver) over a known connection."""
         return self.state in LIVE_STATES and self.connection is not None
+
+    @property
+    def status_text(self) -> str:
+        """The state in words as every view shows it: "Stale (no data for 12 s)" over "Connected"."""
+        if self.state is ConnectionState.CONNECTED and self.stale_s is not None:
+            return f"Stale (no data for {self.stale_s:.0f} s)"
+        return self.state.value.replace("_", " ").capitalize()
 
 
 class Workspace:
@@ -121,8 +150,11 @@ class Workspace:
         ledger: SessionLedger | None = None,
         post: Post | None = None,
         clock: Callable[[], float] = time.time,
+        pace: RetryPace | None = None,
+        stream: bool = True,
     ) -> None:
         self._spawn = spawn
+        self._stream = stream  # feed telemetry while connected (a script that only copies a file does not)
         self._post: Post = post if post is not None else (lambda func: func())
         self._clock = clock
         self.telemetry = telemetry if telemetry is not None else TelemetryService()
@@ -132,6 +164,20 @@ class Workspace:
         self._listeners: list[Listener] = []
         self._feeds: dict[str, tuple[concurrent.futures.Future[None], Connection]] = {}
         self._budget_stopped: set[str] = set()  # stopped at 100 % of a budget (once each)
+        self._unlink: dict[str, Callable[[], None]] = {}
+        self._down: set[str] = set()  # streamed, then dropped: its unreachable alert follows the reason
+        self._streaming_since: dict[str, float] = {}  # when the current feed began (stale before a sample)
+        self.pace: RetryPace | None = pace  # how links made here keep trying (None: the default)
+
+    @property
+    def spawn(self) -> Spawn:
+        """How this Workspace runs coroutines (on its owner's event loop)."""
+        return self._spawn
+
+    @property
+    def post(self) -> Post:
+        """How work comes back to the owner's thread."""
+        return self._post
 
     # -- reading --------------------------------------------------------------------------------
 
@@ -187,6 +233,8 @@ class Workspace:
     def remove_host(self, name: str) -> None:
         """Forget `name`: its stream stops, its cost session ends."""
         self._stop_feed(name)
+        if (unlink := self._unlink.pop(name, None)) is not None:
+            unlink()
         record = self._hosts.pop(name, None)
         if record is not None and record.metering:
             self.costs.end(name, self._clock())
@@ -209,6 +257,8 @@ class Workspace:
         """The connection of `name` is in `state` now (CONNECTED only once probed)."""
         record = self._record(name)
         record.state, record.detail = state, detail
+        if state is not ConnectionState.CONNECTED:
+            record.stale_s = None  # only a connected host is stale; the state itself says the rest
         self._follow(record)
         self._meter(record)
         for tunnel in record.tunnels:
@@ -217,13 +267,21 @@ class Workspace:
 
     def price_changed(self, profile: HostProfile) -> None:
         """The host's hourly price (or slice) changed, e.g. by a verified resize that already saved
-        the profile: the running cost session gets a new price segment, once."""
+        the profile: the running cost session gets a new price segment, once, and every view hears
+        PRICE in this same call (the advice strip, the Session tab, the alerts' idle cost)."""
         self.add_host(profile)  # reprices only what differs: a later report of the same profile writes nothing
+        self._notify(Change.PRICE, profile.name)
 
     def inventory_changed(self, name: str, inventory: Inventory) -> None:
         """A (re-)probe read the host's GPUs: a changed layout restarts the feed."""
         record = self._record(name)
         changed = record.inventory is not None and record.inventory != inventory
+        if changed and record.inventory is not None:
+            # A device the new layout lacks clears its alerts (and lines) now, not when a sample
+            # that will never come says so.
+            gone = device_keys(record.inventory) - device_keys(inventory)
+            if gone:
+                self._spawn(self.telemetry.devices_gone(name, gone, self._clock()))
         record.inventory = inventory
         if changed and self.streaming(name):
             self._stop_feed(name)
@@ -244,19 +302,148 @@ class Workspace:
             record.tunnels.remove(tunnel)
             self._notify(Change.TUNNELS, name)
 
+    # -- a host's life: the verbs (gpuws.app.hosts does the work) ----------------------------------
+
+    def attach(self, link: HostLink) -> None:
+        """Let `link` connect its host for this Workspace: everything it learns (connection, state,
+        inventory) is taken from it here, so feeds, tunnels, cost and views follow. Idempotent."""
+        record = self.add_host(link.profile)
+        if record.link is link:
+            return
+        if self._unlink.get(link.name) is not None:
+            self._unlink.pop(link.name)()
+        record.link = link
+        self._unlink[link.name] = link.subscribe(lambda: self._from_link(link))
+        self._from_link(link)
+
+    def link(self, name: str) -> HostLink:
+        """The host's link, made on first use (the CLI's way in: the window attaches its own)."""
+        record = self._record(name)
+        if record.link is None:
+            from gpuws.app.hosts import HostLink
+
+            self.attach(HostLink(record.profile, self._spawn, self._post, pace=self.pace))
+        assert record.link is not None
+        return record.link
+
+    def connect(self, name: str, *, accept_new: bool = False, known_host_key: str | None = None) -> None:
+        """Connect `name` and probe it, then keep it connected until `close(name)`."""
+        self.link(name).connect(accept_new=accept_new, known_host_key=known_host_key)
+
+    def reconnect(self, name: str) -> None:
+        """A new connection replaces the current one (Host > Reconnect)."""
+        self.link(name).connect()
+
+    def retry_now(self, name: str) -> None:
+        """Try to reach the host at once instead of at the next slow-paced try."""
+        self.link(name).retry_now()
+
+    def probe(self, name: str) -> None:
+        """Read the connected host's inventory again (its layout changed); views hear INVENTORY."""
+        self.link(name).reprobe()
+
+    def _from_link(self, link: HostLink) -> None:
+        record = self._hosts.get(link.name)
+        if record is None or record.link is not link:
+            return
+        # The connection object is kept through drops and slow retries (tunnels stay bound to it);
+        # only a new connect or a close replaces it.
+        self.connection_changed(link.name, link.connection)
+        if (record.state, record.detail) != (link.state, link.detail):
+            self.state_changed(link.name, link.state, link.detail)
+        if link.inventory is not None and link.inventory is not record.inventory:
+            self.inventory_changed(link.name, link.inventory)
+
+    def open_tunnel(self, name: str, request: TunnelRequest, *,
+                    connection: Connection | None = None) -> concurrent.futures.Future[Any]:
+        """Open a tunnel to the host (`gpuws.app.tunnels.open_tunnel`) over its live connection (or
+        `connection`) and keep it with the host, rebound on reconnects. The future is settled on
+        the owner's thread: the tunnel (kept here by then; listeners heard TUNNELS), or the error."""
+        from gpuws.app.tunnels import open_tunnel
+        from gpuws.remote.connection import NotConnected
+
+        record = self._record(name)
+        if connection is None:
+            connection = record.connection if record.live else None
+        if connection is None:
+            raise NotConnected(f"{name} is not connected")
+        result: concurrent.futures.Future[Any] = concurrent.futures.Future()
+
+        async def go() -> None:
+            try:
+                tunnel = await open_tunnel(connection, request)
+            except Exception as exc:
+                self._post(lambda error=exc: result.set_exception(error))  # type: ignore[misc]
+                return
+
+            def keep() -> None:
+                if name in self._hosts:
+                    self.add_tunnel(name, tunnel)
+                result.set_result(tunnel)
+
+            self._post(keep)
+
+        self._spawn(go())
+        return result
+
+    def close_tunnel(self, name: str, tunnel: Rebindable) -> concurrent.futures.Future[None]:
+        """Close one of the host's tunnels and forget it."""
+        self.remove_tunnel(name, tunnel)
+
+        async def go() -> None:
+            await tunnel.close()  # type: ignore[attr-defined]
+
+        return self._spawn(go())
+
+    # -- staleness --------------------------------------------------------------------------------
+
+    def check_stale(self, now: float | None = None) -> list[str]:
+        """Mark each connected host with no sample for `STALE_INTERVALS` sample intervals as stale
+        (`HostRecord.stale_s`, `status_text`), and fresh again once samples arrive; listeners hear
+        STATE. Returns the stale hosts. Call it about once a second (the window's clock)."""
+        now = self._clock() if now is None else now
+        store = self.telemetry.store
+        limit = STALE_INTERVALS / max(self.telemetry.hz, 1e-6)
+        stale: list[str] = []
+        for name, record in list(self._hosts.items()):
+            age: float | None = None
+            if record.state is ConnectionState.CONNECTED and self.streaming(name):
+                last = store.status(name).last_t
+                since = last if last is not None else self._streaming_since.get(name)
+                if since is not None and now - since > limit:
+                    age = now - since
+            shown = None if record.stale_s is None else round(record.stale_s)
+            record.stale_s = age
+            if age is not None:
+                stale.append(name)
+                if record.stale_s is not None and shown is None:
+                    store.mark_offline(name, now)  # the readouts grey out: the last values are not now
+            if (None if age is None else round(age)) != shown:
+                self._notify(Change.STATE, name)
+        return stale
+
     def shutdown(self) -> None:
         """Stop every feed (the app is closing)."""
         for name in list(self._feeds):
             self._stop_feed(name)
 
-    def close(self, timeout: float = 3.0) -> None:
-        """At exit: stop every feed and end every open cost session (no billing while gpuws is
-        closed), waiting at most `timeout` seconds for the ledger."""
+    def close(self, name: str | None = None, timeout: float = 3.0) -> concurrent.futures.Future[Any] | None:
+        """Close host `name` for good (its connection; its feed stops, its cost session ends);
+        returns the close's future. Without a name, at exit: stop every feed and end every open
+        cost session (no billing while gpuws is closed), waiting at most `timeout` s for the ledger."""
+        if name is not None:
+            record = self._record(name)
+            if record.link is not None:
+                return record.link.close()
+            self.connection_changed(name, None)
+            self.state_changed(name, ConnectionState.DISCONNECTED)
+            return None
         self.shutdown()
         metered = [name for name, record in self._hosts.items() if record.metering]
         for name in metered:
             self._hosts[name].metering = False
         self.costs.close(metered, self._clock(), timeout)
+        return None
 
     # -- cost -------------------------------------------------------------------------------------
 
@@ -366,6 +553,14 @@ class Workspace:
 
         return self._spawn(go())
 
+    def start(self, name: str) -> concurrent.futures.Future[None]:
+        """Start the host's instance through its provider (see `power`)."""
+        return self.power(name, "start")
+
+    def stop(self, name: str, *, pre_stop: str | None = None) -> concurrent.futures.Future[None]:
+        """Stop the host's instance through its provider, `pre_stop` first (see `power`)."""
+        return self.power(name, "stop", pre_stop=pre_stop)
+
     def _try_power(self, record: HostRecord, action: str) -> None:
         try:
             self.power(record.profile.name, action)
@@ -393,11 +588,21 @@ class Workspace:
         if feed is not None and (feed[1] is not record.connection or record.connection is None):
             self._stop_feed(name)  # replaced or closed: the old task streams over a dead connection
             feed = None
-        if record.state is ConnectionState.DISCONNECTED:
+        if record.state is not ConnectionState.CONNECTED:
+            # Dropped, closed, or waiting for the host: the stream stops here (the gap shows, the
+            # unreachable alert says why in words) and starts afresh the moment the host is back.
+            streamed = name in self._feeds or name in self._down
             self._stop_feed(name)
+            if streamed and record.state not in (ConnectionState.DISCONNECTED, ConnectionState.CONNECTING):
+                # The alert says why in words, and keeps saying the latest reason while it is down.
+                self._down.add(name)
+                why = record.link.error.reason if record.link is not None and record.link.error else ""
+                self._spawn(self.telemetry.host_down(name, self._clock(), why or "connection lost"))
+            else:
+                self._down.discard(name)
             return
-        # Drops (RECONNECTING) keep the task: it marks the gap and resumes by itself.
-        if record.live and (feed is None or feed[0].done()):
+        self._down.discard(name)
+        if self._stream and record.live and (feed is None or feed[0].done()):
             connection = record.connection
             assert connection is not None
 
@@ -406,6 +611,7 @@ class Workspace:
 
             future = self._spawn(self.telemetry.watch(record.profile, runner))
             self._feeds[name] = (future, connection)
+            self._streaming_since[name] = self._clock()
 
     def _stop_feed(self, name: str) -> None:
         feed = self._feeds.pop(name, None)

@@ -23,6 +23,16 @@ MASK = "***"
 _SECRET_QUERY_KEYS = frozenset({"token", "auth", "password"})
 
 
+class TunnelState(StrEnum):
+    """Where a tunnel stands (shown in the Session tab and by `gpuws tunnel`)."""
+
+    CLOSED = "closed"
+    LISTENING = "listening"  # listening here; nothing reached on the host yet
+    OPEN = "open"  # a connection through the tunnel reached the service on the host
+    WAITING = "waiting"  # listening; the SSH connection is down or reconnecting
+    FAILED = "failed"  # the last channel could not be opened (see `last_error`)
+
+
 class TunnelError(GpuwsError):
     """A tunnel could not be opened or used."""
 

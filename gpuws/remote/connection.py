@@ -18,7 +18,6 @@ import logging
 import random
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
-from enum import StrEnum
 from typing import TYPE_CHECKING, Any, cast
 
 import asyncssh
@@ -27,6 +26,7 @@ from asyncssh.public_key import get_default_certificate_algs, get_default_public
 from gpuws.core.errors import GpuwsError
 from gpuws.core.jumps import JumpChainError, jump_hops
 from gpuws.core.models import HostProfile
+from gpuws.core.states import ConnectionState
 from gpuws.remote.auth import AuthFailed, KbdintPrompt, connect_options
 from gpuws.remote.ciphers import encryption_options
 from gpuws.remote.hostkeys import (
@@ -65,20 +65,16 @@ __all__ = [
 log = logging.getLogger(__name__)
 
 
-class ConnectionState(StrEnum):
-    DISCONNECTED = "disconnected"
-    CONNECTING = "connecting"
-    CONNECTED = "connected"
-    RECONNECTING = "reconnecting"
-    AUTH_FAILED = "auth_failed"
-    HOST_KEY_CHANGED = "host_key_changed"
-    HOST_KEY_UNKNOWN = "host_key_unknown"
-    UNREACHABLE = "unreachable"
-    NO_DRIVER = "no_driver"
-
-
 class HostUnreachable(GpuwsError):
-    """No SSH session could be set up: refused, timed out, name unknown, handshake failed."""
+    """No SSH session could be set up: refused, timed out, name unknown, handshake failed.
+
+    `port` and `timeout` say where and how long it was tried; `__cause__` is the OS or SSH error
+    (the app's error table words the reason from these, never from the message)."""
+
+    def __init__(self, message: str, *, port: int | None = None, timeout: float | None = None) -> None:
+        super().__init__(message)
+        self.port = port
+        self.timeout = timeout
 
 
 class NotConnected(GpuwsError):
@@ -362,6 +358,8 @@ class HostConnection:
         try:
             await self._open()
         except GpuwsError as exc:
+            if isinstance(exc, _FATAL):  # a reconnect by the app that met a refused login or key
+                self._failure = exc
             self._set_state(_failure_state(exc), str(exc))
             raise
         self._set_state(ConnectionState.CONNECTED, self.label)
@@ -490,13 +488,14 @@ class HostConnection:
         except asyncssh.PermissionDenied:
             methods = str(auth.get("preferred_auth", "publickey"))
             raise AuthFailed(f"authentication failed for {label} (tried {methods})") from None
-        except TimeoutError:
-            raise HostUnreachable(f"cannot reach {label}: timed out after {self._connect_timeout:g} s") from None
+        except TimeoutError as exc:
+            raise HostUnreachable(f"cannot reach {label}: timed out after {self._connect_timeout:g} s",
+                                  port=hop.port, timeout=self._connect_timeout) from exc
         except asyncssh.Error as exc:
-            raise HostUnreachable(f"SSH session with {label} failed: {exc.reason}") from None
+            raise HostUnreachable(f"SSH session with {label} failed: {exc.reason}", port=hop.port) from exc
         except OSError as exc:
             reason = exc.strerror or str(exc) or type(exc).__name__
-            raise HostUnreachable(f"cannot reach {label}: {reason}") from None
+            raise HostUnreachable(f"cannot reach {label}: {reason}", port=hop.port) from exc
         return conn
 
     async def _close_conns(self) -> None:

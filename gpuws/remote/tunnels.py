@@ -23,7 +23,6 @@ import logging
 import socket
 import time
 from collections.abc import Callable
-from enum import StrEnum
 from typing import TYPE_CHECKING
 
 import asyncssh
@@ -36,6 +35,7 @@ from gpuws.core.tunnels import (
     TunnelError,
     TunnelLoop,
     TunnelSpec,
+    TunnelState,
     is_address_in_use,
     redact_url,
     tunnel_url,
@@ -51,14 +51,6 @@ _LOOPBACK_NAMES = frozenset({"127.0.0.1", "localhost", "::1"})
 MAX_CLIENTS = 256  # connections forwarded at once; more are closed at once (counted in `rejected`)
 ACCEPT_LOG_INTERVAL_S = 30.0
 ACCEPT_RETRY_S = 0.5  # after an accept error (out of descriptors), before trying again
-
-
-class TunnelState(StrEnum):
-    CLOSED = "closed"
-    LISTENING = "listening"  # listening here; nothing reached on the host yet
-    OPEN = "open"  # a connection through the tunnel reached the service on the host
-    WAITING = "waiting"  # listening; the SSH connection is down or reconnecting
-    FAILED = "failed"  # the last channel could not be opened (see `last_error`)
 
 
 TunnelCallback = Callable[["Tunnel", TunnelState, str], None]

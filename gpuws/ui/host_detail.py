@@ -5,6 +5,7 @@ from __future__ import annotations
 from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import QHBoxLayout, QPushButton, QTabWidget, QVBoxLayout, QWidget
 
+from gpuws.app.workspace import HostRecord
 from gpuws.core.simulation import SIM_LABEL
 from gpuws.ui.formatting import host_address
 from gpuws.ui.hostkey_dialog import HostKeyChangedPanel
@@ -16,7 +17,8 @@ from gpuws.ui.widgets import Badge, Banner, BannerKind, StatusPill, heading, mut
 
 _HINTS = {
     "auth_failed": "Check the user, key or password (Edit host…), then reconnect.",
-    "unreachable": "Check the address and that the instance is running, then reconnect.",
+    "unreachable": "gpuws keeps trying by itself (Retry now tries at once). Check the address and that "
+                   "the instance is running.",
     "no_driver": "Install the NVIDIA driver on the host; gpuws reads nvidia-smi.",
     "host_key_unknown": "Review the host's key fingerprint before trusting it.",
 }
@@ -26,6 +28,7 @@ class HostDetail(QWidget):
     """Shows one `HostContext`; emits button requests for the window to act on."""
 
     reconnect_requested = Signal()
+    retry_requested = Signal()  # "Retry now": reach the host at once instead of at the slow pace
     edit_requested = Signal()
     review_key_requested = Signal()
 
@@ -39,6 +42,10 @@ class HostDetail(QWidget):
         self.reconnect_button = QPushButton("Reconnect")
         self.reconnect_button.setToolTip("Connect again and re-read the inventory (Ctrl+R)")
         self.reconnect_button.clicked.connect(self.reconnect_requested)
+        self.retry_button = QPushButton("Retry now")
+        self.retry_button.setToolTip("gpuws keeps trying by itself; this tries at once")
+        self.retry_button.clicked.connect(self.retry_requested)
+        self.retry_button.hide()
         self.edit_button = QPushButton("Edit…")
         self.edit_button.clicked.connect(self.edit_requested)
 
@@ -89,6 +96,7 @@ class HostDetail(QWidget):
         problem_row = QHBoxLayout()
         problem_row.addWidget(self.problem, 1)
         problem_row.addWidget(self.review_button)
+        problem_row.addWidget(self.retry_button)
         layout.addLayout(problem_row)
         # The strip and the tabs share a spacing-free column: in a small window the strip folds
         # to nothing and the tabs keep their room (900x600 must fit).
@@ -103,12 +111,14 @@ class HostDetail(QWidget):
             self.context.session.state_changed.disconnect(self._on_state)
             if self.context.hub is not None:
                 self.context.hub.alert_changed.disconnect(self._on_feed_change)
+                self.context.hub.host_changed.disconnect(self._on_feed_change)
         self.context = context
         if context is not None:
             context.session.state_changed.connect(self._on_state)
             if context.hub is not None:
                 # A telemetry stream that dies (or comes back) raises (or clears) an alert.
                 context.hub.alert_changed.connect(self._on_feed_change)
+                context.hub.host_changed.connect(self._on_feed_change)  # stale / fresh again
             profile = context.profile
             self.title.setText(profile.name)
             self.address.setText(host_address(profile))
@@ -126,7 +136,7 @@ class HostDetail(QWidget):
         self.tabs.setCurrentWidget(resize_tab)
         resize_tab.show_target(gpu, target)
 
-    def _on_feed_change(self, _event: object = None) -> None:
+    def _on_feed_change(self, *_event: object) -> None:
         if self.context is not None:
             self._on_state(self.context.session.state, self.context.session.detail)
 
@@ -137,14 +147,27 @@ class HostDetail(QWidget):
         feed = self.context.hub.feed(self.context.profile.name)
         return feed.problem if feed is not None else ""
 
+    def _record(self) -> HostRecord | None:
+        """The Workspace's record of the shown host (None when shown without a hub)."""
+        if self.context is None or self.context.hub is None:
+            return None
+        return self.context.hub.workspace.host(self.context.profile.name)
+
     def _on_state(self, state: str, detail: str) -> None:
+        record = self._record()
         problem = self._feed_problem() if state == "connected" else ""
-        if problem:  # never "Connected" while a feed this host owns is dead
+        if record is not None and state == "connected" and record.stale_s is not None:
+            # Never "Connected" while no sample came for three intervals (a frozen host).
+            self.status.set_state("reconnecting", record.status_text)
+            self.status.setToolTip("The host stopped sending samples; the readouts show the last values.")
+        elif problem:  # never "Connected" while a feed this host owns is dead
             self.status.set_state("reconnecting", "Connected \u2014 telemetry interrupted")
             self.status.setToolTip(problem)
         else:
             self.status.set_state(state)
-            self.status.setToolTip("")
+            # The error's class only in the details; the words are in the banner.
+            error = record.link.error if record is not None and record.link is not None else None
+            self.status.setToolTip(f"{error.error_class}: {error.reason}" if error and state != "connected" else "")
         session = self.context.session if self.context else None
         inv = session.inventory if session else None
         self.sim_badge.setVisible(bool(self.context and self.context.profile.simulated) or bool(inv and inv.simulated))
@@ -160,3 +183,4 @@ class HostDetail(QWidget):
             self.problem.set_text("\n".join(t for t in (detail, hint) if t))
         self.problem.setVisible(show_problem)
         self.review_button.setVisible(state == "host_key_unknown")
+        self.retry_button.setVisible(state in ("unreachable", "reconnecting"))

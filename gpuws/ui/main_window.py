@@ -111,6 +111,7 @@ class MainWindow(WindowActions, HostList, WindowTabs, TrayChores):
         self.sidebar.host_selected.connect(self._on_host_selected)
         self.sidebar.host_activated.connect(lambda _name: self.reconnect_current())
         self.detail.reconnect_requested.connect(self.reconnect_current)
+        self.detail.retry_requested.connect(self.retry_current)
         self.detail.edit_requested.connect(self.open_edit_dialog)
         self.detail.review_key_requested.connect(self._review_current_key)
         self.empty.add_button.clicked.connect(self.open_add_dialog)
@@ -172,7 +173,7 @@ class MainWindow(WindowActions, HostList, WindowTabs, TrayChores):
             except Exception:  # it failed to start, or took too long; nothing to stop
                 log.debug("demo host did not start before shutdown", exc_info=True)
         concurrent.futures.wait(futures, timeout=_SHUTDOWN_WAIT_S)
-        self.workspace.close(_SHUTDOWN_WAIT_S)  # ends the open cost sessions: no billing while closed
+        self.workspace.close(timeout=_SHUTDOWN_WAIT_S)  # ends the open cost sessions: no billing while closed
 
     def closeEvent(self, event: QCloseEvent) -> None:
         """Closing the window shuts it down (connections, demo host, state saved)."""

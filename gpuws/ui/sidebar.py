@@ -34,6 +34,7 @@ class SidebarEntry:
     name: str
     address: str
     state: str = "disconnected"
+    status: str = ""  # the state in words when it says more than the state ("Stale (no data for 9 s)")
     summary: str = ""
     price: str = ""
     simulated: bool = False
@@ -116,7 +117,10 @@ class _HostDelegate(QStyledItemDelegate):
         # Second line: GPU summary when connected, else the state in words.
         painter.setFont(option.font)
         second = entry.summary if entry.state == "connected" and entry.summary else theme.state_label(entry.state)
-        if entry.state not in ("connected", "connecting", "reconnecting", "disconnected"):
+        if entry.status:  # stale: the last summary is not now
+            second = entry.status
+            painter.setPen(text if selected else theme.warning_colour(pal))
+        elif entry.state not in ("connected", "connecting", "reconnecting", "disconnected"):
             painter.setPen(text if selected else theme.state_colour(entry.state, pal))
         else:
             painter.setPen(muted)
@@ -172,6 +176,7 @@ class HostSidebar(QWidget):
                 name=profile.name,
                 address=host_address(profile),
                 state=prev.state if prev else "disconnected",
+                status=prev.status if prev else "",
                 summary=prev.summary if prev else "",
                 price=price_text(profile.price_per_hour, profile.currency),
                 simulated=profile.simulated,
@@ -194,6 +199,15 @@ class HostSidebar(QWidget):
             entry = self._entry(item)
             entry.state = state
             self._store(item, entry, detail)
+
+    def set_status(self, name: str, status: str) -> None:
+        """Show `status` (e.g. "Stale (no data for 9 s)") instead of the state's label; "" clears it."""
+        item = self._item(name)
+        if item is not None:
+            entry = self._entry(item)
+            if entry.status != status:
+                entry.status = status
+                self._store(item, entry)
 
     def set_inventory(self, name: str, inventory: Inventory | None) -> None:
         """Show what GPUs host `name` has (None: not probed yet)."""

@@ -1,5 +1,6 @@
 """The Workspace follows connections: feeds restart on a replaced connection or a new layout,
-tunnels are rebound, drops keep the feed, a closed host's feed stops. Qt-free."""
+tunnels are rebound, a drop stops the feed until the host is back, a closed host's feed stops.
+Qt-free."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ from gpuws.app.workspace import Change, Workspace
 from gpuws.core.inventory import HostFacts, Inventory
 from gpuws.core.models import HostProfile
 from gpuws.core.runner import LocalRunner
-from gpuws.remote.connection import ConnectionState
+from gpuws.core.states import ConnectionState
 
 
 class Spawned:
@@ -61,24 +62,26 @@ def test_feeds_and_tunnels_follow_the_connection() -> None:
     tunnel = FakeTunnel(first)
     ws.add_tunnel("lab", tunnel)
 
-    ws.state_changed("lab", ConnectionState.RECONNECTING)  # a drop: the feed marks the gap and waits
-    assert not spawn.futures[0].cancelled() and len(spawn.futures) == 1
+    # A drop: the feed stops (the gap and the unreachable alert are marked: a second task) and a
+    # fresh one starts the moment the host is back.
+    ws.state_changed("lab", ConnectionState.RECONNECTING)
+    assert spawn.futures[0].cancelled() and len(spawn.futures) == 2 and not ws.streaming("lab")
     ws.state_changed("lab", ConnectionState.CONNECTED)
-    assert len(spawn.futures) == 1
+    assert len(spawn.futures) == 3 and ws.streaming("lab")
 
     _connected(ws, "lab", second)  # Host > Reconnect: a new connection
-    assert spawn.futures[0].cancelled() and len(spawn.futures) == 2 and ws.streaming("lab")
+    assert spawn.futures[2].cancelled() and len(spawn.futures) == 4 and ws.streaming("lab")
     assert tunnel.connection is second
 
     inventory = Inventory(host=HostFacts(), gpus=[])
     ws.inventory_changed("lab", inventory)  # first probe: nothing to restart
-    assert len(spawn.futures) == 2
+    assert len(spawn.futures) == 4
     ws.inventory_changed("lab", Inventory(host=HostFacts(hostname="other"), gpus=[]))  # layout changed
-    assert spawn.futures[1].cancelled() and len(spawn.futures) == 3
+    assert spawn.futures[3].cancelled() and len(spawn.futures) == 5
 
     ws.connection_changed("lab", None)
     ws.state_changed("lab", ConnectionState.DISCONNECTED)
-    assert spawn.futures[2].cancelled() and not ws.streaming("lab")
+    assert spawn.futures[4].cancelled() and not ws.streaming("lab") and len(spawn.futures) == 5
     assert (Change.CONNECTION, "lab") in heard and (Change.INVENTORY, "lab") in heard
     unsubscribe()
     ws.remove_host("lab")

@@ -245,11 +245,11 @@ def test_test_connection_reports_in_the_dialog(qtbot: Any) -> None:
 
 def test_a_password_the_keyring_cannot_give_is_an_auth_problem_not_an_address() -> None:
     """Found: connecting without a keyring said "Unreachable … check the address"."""
+    from gpuws.app.errors import state_for
     from gpuws.core.secrets import KeyringUnavailable
     from gpuws.ui.host_detail import _HINTS
-    from gpuws.ui.session_controller import _state_for_error
 
-    state = _state_for_error(KeyringUnavailable("keyring: no keyring backend is available"), None)
+    state = state_for(KeyringUnavailable("keyring: no keyring backend is available"))
     assert state == "auth_failed" and "address" not in _HINTS[state]
 
 

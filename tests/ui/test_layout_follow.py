@@ -10,12 +10,12 @@ from typing import Any
 import pytest
 
 from gpuws.app.resize import apply_mig
+from gpuws.app.telemetry import TelemetryService
 from gpuws.core.inventory import Inventory
 from gpuws.core.models import HostProfile
 from gpuws.core.runner import LocalRunner
 from gpuws.remote.resize import MigResizer, ResizeOutcome
 from gpuws.remote.telemetry import TelemetryStreamEnded
-from gpuws.remote.telemetry_service import TelemetryService
 from gpuws.ui.bridge import AsyncBridge
 from gpuws.ui.host_detail import HostDetail
 from gpuws.ui.session_controller import HostSession

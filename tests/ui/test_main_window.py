@@ -64,13 +64,19 @@ def test_add_host_through_the_dialog_saves_the_profile(make_window: Any, qtbot: 
 
 
 def test_unreachable_host_shows_as_a_state_not_an_error_box(make_window: Any, qtbot: Any) -> None:
-    ProfileStore().add(HostProfile(name="down", host="127.0.0.1", port=_closed_port(), user="nobody"))
+    """Found (#23): the reason was the error's text; now it is in words, the class only in details."""
+    port = _closed_port()
+    ProfileStore().add(HostProfile(name="down", host="127.0.0.1", port=port, user="nobody"))
     window = make_window()
     window.reconnect_current()
     qtbot.waitUntil(lambda: window.sidebar.entry("down").state == "unreachable", timeout=10000)
     assert window.detail.status.state == "unreachable"
     assert window.detail.problem.isVisibleTo(window)
-    assert "127.0.0.1" in window.detail.problem.text()
+    assert "127.0.0.1" in window.detail.address.text()
+    problem = window.detail.problem.text()
+    assert problem.startswith(f"connection refused on port {port}") and "HostUnreachable" not in problem
+    assert window.detail.status.toolTip().startswith("HostUnreachable: ")  # the class, in the details only
+    assert window.detail.retry_button.isVisibleTo(window)  # it keeps trying; Retry now tries at once
     assert not [w for w in QApplication.topLevelWidgets() if isinstance(w, QMessageBox) and w.isVisible()]
 
 

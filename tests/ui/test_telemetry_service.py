@@ -11,11 +11,11 @@ from typing import Any
 import numpy as np
 import pytest
 
+from gpuws.app.telemetry import TelemetryService
 from gpuws.core.models import AlertThresholds, HostProfile
 from gpuws.core.runner import CommandResult, LocalRunner
 from gpuws.core.telemetry.alerts import AlertKind
-from gpuws.remote import telemetry_service
-from gpuws.remote.telemetry_service import TelemetryService
+from gpuws.remote.connection import ReconnectPolicy
 from tests.remote.telemetry_hosts import install_nvml_python3
 from tests.support.sshd import install_sim_nvidia_smi
 
@@ -67,11 +67,10 @@ async def wait_for(predicate: Any, timeout: float) -> None:
 
 @pytest.mark.timeout(60)
 def test_service_streams_marks_the_gap_and_resumes_after_a_drop(tmp_path: Path, monkeypatch: Any) -> None:
-    monkeypatch.setattr(telemetry_service, "RETRY_MIN_S", 0.3)
     runner = DroppingRunner(sim_host(tmp_path), lines=6)  # hello + a few batches, then the link drops
     profile = HostProfile(name="sim", host="127.0.0.1", simulated=True,
                           alerts=AlertThresholds(mem_used_pct=90.0, idle_minutes=1.0))
-    service = TelemetryService(hz=5.0)
+    service = TelemetryService(hz=5.0, retry=ReconnectPolicy(base_delay=0.3, max_delay=0.3))
 
     async def scenario() -> None:
         task = asyncio.create_task(service.watch(profile, runner))
@@ -127,8 +126,8 @@ def test_an_unwatched_host_stops_streaming_even_when_the_cancel_is_swallowed(mon
     """Closing a session cancels its feed; a cancel that a stream's cleanup turned into an error
     left the task restarting streams for good (the hub's feed never went, seen as a flaky
     test_the_windows_hub_meters_a_host_session_from_connect_to_close)."""
-    monkeypatch.setattr(telemetry_service, "RETRY_MIN_S", 0.01)
-    service = TelemetryService(stream_factory=_SwallowingStream)  # type: ignore[arg-type]
+    service = TelemetryService(stream_factory=_SwallowingStream,  # type: ignore[arg-type]
+                               retry=ReconnectPolicy(base_delay=0.01, max_delay=0.01))
     profile = HostProfile(name="sim", host="127.0.0.1", simulated=True)
 
     async def scenario() -> None:

@@ -94,13 +94,14 @@ def run_tunnel(args: argparse.Namespace) -> int:
 
 async def _tunnel(args: argparse.Namespace) -> int:
     from gpuws.app.targets import open_target
-    from gpuws.core.tunnels import Preset, RemoteServiceDown, parse_preset, spec_for, vnc_viewer_argv
-    from gpuws.remote.jupyter import find_or_start, start_tensorboard
-    from gpuws.remote.tunnels import Tunnel, TunnelState
+    from gpuws.app.tunnels import TunnelRequest, open_tunnel
+    from gpuws.core.tunnels import Preset, TunnelState, parse_preset, vnc_viewer_argv
 
     preset = parse_preset(args.preset)
     if preset is Preset.CUSTOM and args.remote is None:
         raise ValidationError("remote", "give --remote PORT (or a --preset)")
+    request = TunnelRequest(preset, args.remote, args.local, start=not args.no_start, logdir=args.logdir)
+    request.check()
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
@@ -116,24 +117,12 @@ async def _tunnel(args: argparse.Namespace) -> int:
 
     async with open_target(args.name, accept_new=args.accept_new, on_state=on_connection,
                            **tty_prompts()) as conn:
-        token = None
-        fresh = False
-        if preset is Preset.JUPYTER and args.remote is None:
-            server, fresh = await find_or_start(conn.runner, start=not args.no_start)
-            token, remote = server.token or None, server.port
-        else:
-            remote = args.remote
-        if preset is Preset.TENSORBOARD and args.logdir:
-            remote = remote or 6006
-            await start_tensorboard(conn.runner, args.logdir, remote)
-            fresh = True
-        spec = spec_for(preset, remote, args.local)
-        async with Tunnel(conn, spec, token=token, on_state=on_tunnel) as tunnel:
-            try:
-                await (tunnel.wait_ready(60) if fresh else tunnel.probe())
-            except RemoteServiceDown as exc:
-                if not args.json:
-                    print(f"gpuws: warning: {exc}; the tunnel stays open for when it starts", file=sys.stderr)
+        tunnel = await open_tunnel(conn, request, on_state=on_tunnel)
+        try:
+            spec = tunnel.spec
+            if tunnel.last_error and not args.json:
+                print(f"gpuws: warning: {tunnel.last_error}; the tunnel stays open for when it starts",
+                      file=sys.stderr)
             shown = tunnel.url if args.show_token else tunnel.display_url
             if args.json:
                 print_json({"local_port": tunnel.local_port, "remote_port": spec.remote_port, "url": shown,
@@ -145,6 +134,8 @@ async def _tunnel(args: argparse.Namespace) -> int:
             if not args.no_browser:
                 _open(tunnel.url, spec.info.opens_in_browser, vnc_viewer_argv(tunnel.local_port or 0))
             await stop.wait()
+        finally:
+            await tunnel.close()
     if not args.json:
         print("tunnel closed", file=sys.stderr)
     return 0

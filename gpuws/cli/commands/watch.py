@@ -58,17 +58,19 @@ def run_watch(args: argparse.Namespace) -> int:
 
 
 async def _watch(args: argparse.Namespace, out: TextIO) -> None:
-    from gpuws.app.feeds import StreamBack, StreamLost, follow_telemetry
+    from gpuws.app.feeds import StreamBack, StreamLost, TelemetryStream, describe_source, follow_telemetry
     from gpuws.app.targets import open_target
-    from gpuws.remote.telemetry import TelemetryStream, describe_source
 
     async with open_target(args.name, accept_new=args.accept_new, **tty_prompts()) as connection:
         hint = True if connection.profile.simulated else None
         refresh = out.isatty()
         per_gpu: dict[str, int] = {}
         streams: list[TelemetryStream] = []
+        # The host's link (gpuws.app.hosts, as in the window) keeps the connection up; this loop
+        # only restarts the stream, and gives up past --reconnect-timeout.
         events = follow_telemetry(connection, hz=1.0 / args.interval, prefer=args.source, simulated=hint,
-                                  reconnect_timeout=args.reconnect_timeout, on_stream=streams.append)
+                                  reconnect_timeout=args.reconnect_timeout, on_stream=streams.append,
+                                  revive=False)
         try:
             async for event in events:
                 if isinstance(event, StreamLost):

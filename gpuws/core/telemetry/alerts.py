@@ -240,6 +240,23 @@ class AlertEngine:
         """Samples arrive again: clear the unreachable alert at once."""
         return self._set(host, None, AlertKind.HOST_UNREACHABLE, False, t, clear_after=0.0)
 
+    def devices_gone(self, host: str, keys: Iterable[str], t: float) -> list[AlertEvent]:
+        """Devices of `host` that no longer exist (a resize removed them): their alerts clear at
+        once and their conditions are forgotten (nothing would ever clear them otherwise)."""
+        gone = set(keys)
+        events: list[AlertEvent] = []
+        for key in [k for k in self._conditions if k[0] == host and k[1] in gone]:
+            cond = self._conditions.pop(key)
+            if cond.alert is not None:
+                cond.alert.cleared_at = t
+                event = AlertEvent(cond.alert, fired=False)
+                self.log.record(event)
+                events.append(event)
+        for ecc in [k for k in self._ecc_counts if k[0] == host and k[1] in gone]:
+            self._ecc_counts.pop(ecc, None)
+            self._ecc_increase.pop(ecc, None)
+        return events
+
     # --- rules ------------------------------------------------------------------------------
 
     def _check_memory(self, host: str, s: GpuSample, th: AlertThresholds) -> list[AlertEvent]:

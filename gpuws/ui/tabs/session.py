@@ -41,6 +41,7 @@ from PySide6.QtWidgets import (
 )
 
 from gpuws.app.costs import IdleSettings
+from gpuws.app.tunnels import TunnelRequest
 from gpuws.app.workspace import Change, Workspace
 from gpuws.core.cost import sessions_csv
 from gpuws.core.errors import GpuwsError
@@ -48,7 +49,7 @@ from gpuws.core.models import HostProfile
 from gpuws.core.money import currency_of, money, rate
 from gpuws.core.session import HostCost, budget_warning
 from gpuws.core.terminal import ssh_command_line, terminal_argv
-from gpuws.core.tunnels import PRESETS, Preset, spec_for, vnc_viewer_argv
+from gpuws.core.tunnels import PRESETS, Preset, vnc_viewer_argv
 from gpuws.ui.tabs import HostContext
 from gpuws.ui.widgets import Banner, BannerKind, Card, heading, muted_label
 
@@ -625,39 +626,22 @@ class SessionTab(QWidget):
         preset = Preset(self.preset_combo.currentData())
         remote = self.remote_spin.value() or None
         local = self.local_spin.value() or None
+        request = TunnelRequest(preset, remote, local)  # the one opener (gpuws.app.tunnels), as the CLI's
         try:
-            if preset is not Preset.JUPYTER or remote is not None:
-                spec_for(preset, remote, local)  # refuse bad input before going to the host
+            request.check()  # refuse bad input before going to the host
         except GpuwsError as exc:
             self.tunnel_status.setText(str(exc))
             return
+        if self.workspace is None:
+            return
         host = self.context.profile.name
         self.tunnel_status.setText("Opening…")
-        self.context.bridge.run_async(self._open_tunnel(connection, preset, remote, local),
-                                      lambda t: self._on_tunnel_open(host, t),
-                                      lambda exc: self.tunnel_status.setText(str(exc)))
+        opened = self.workspace.open_tunnel(host, request, connection=connection)  # kept and rebound there
+        opened.add_done_callback(  # settled on the GUI thread (the Workspace's owner)
+            lambda f: self._on_tunnel_open(f.result()) if f.exception() is None
+            else self.tunnel_status.setText(str(f.exception())))
 
-    async def _open_tunnel(self, connection: Any, preset: Preset, remote: int | None, local: int | None) -> Any:
-        from gpuws.core.tunnels import RemoteServiceDown
-        from gpuws.remote.jupyter import find_or_start
-        from gpuws.remote.tunnels import Tunnel
-
-        token = None
-        fresh = False
-        if preset is Preset.JUPYTER and remote is None:
-            server, fresh = await find_or_start(connection.runner)
-            token, remote = server.token or None, server.port
-        tunnel = Tunnel(connection, spec_for(preset, remote, local), token=token)
-        await tunnel.open()
-        try:
-            await (tunnel.wait_ready(60) if fresh else tunnel.probe())
-        except RemoteServiceDown as exc:
-            tunnel.last_error = str(exc)  # shown in the table; the tunnel stays for when it starts
-        return tunnel
-
-    def _on_tunnel_open(self, host: str, tunnel: Any) -> None:
-        if self.workspace is not None:
-            self.workspace.add_tunnel(host, tunnel)  # kept (and rebound on reconnect) by the Workspace
+    def _on_tunnel_open(self, tunnel: Any) -> None:
         self.tunnel_status.setText(tunnel.last_error or f"Tunnel open: {tunnel.display_url}")
         self._fill_tunnels()
         if not tunnel.last_error:

@@ -26,6 +26,7 @@ from PySide6.QtWidgets import (
 
 from gpuws.core.errors import GpuwsError
 from gpuws.core.simulation import SIM_LABEL
+from gpuws.core.states import ConnectionState
 from gpuws.core.telemetry.alerts import AlertEvent
 from gpuws.ui.flow_layout import FlowLayout
 from gpuws.ui.tabs import HostContext
@@ -42,6 +43,10 @@ from gpuws.ui.widgets import Badge, Banner, BannerKind, muted_label
 
 if TYPE_CHECKING:
     from gpuws.core.inventory import Inventory
+
+# A host in these states streams nothing now: the readouts are the last values (greyed).
+_DOWN_STATES = frozenset({ConnectionState.RECONNECTING, ConnectionState.UNREACHABLE, ConnectionState.AUTH_FAILED,
+                          ConnectionState.HOST_KEY_CHANGED, ConnectionState.HOST_KEY_UNKNOWN})
 
 WINDOWS: tuple[tuple[str, float], ...] = (("1 min", 60.0), ("10 min", 600.0), ("1 h", 3600.0), ("24 h", 86400.0))
 PAGE_HOST, PAGE_OVERVIEW, PAGE_ALERTS, PAGE_PROCESSES = 0, 1, 2, 3
@@ -303,8 +308,19 @@ class TelemetryTab(QWidget):
             self.source_label.setText(source)
         banner = ""
         kind = BannerKind.INFO
+        # What the Workspace knows of the host's connection: a host that is down, or connected but
+        # silent (stale), shows why in words and greys the readouts (they are the last values).
+        record = hub.workspace.host(host) if host is not None else None
+        down = record is not None and record.state in _DOWN_STATES
+        stale = record is not None and record.stale_s is not None
+        if self.cards.isEnabled() == (down or stale):
+            self.cards.setEnabled(not (down or stale))
         if host is None:
             banner = ""
+        elif record is not None and down:
+            banner, kind = f"Telemetry paused: {record.detail or record.status_text}.", BannerKind.WARNING
+        elif record is not None and stale:
+            banner, kind = f"{record.status_text}: the readouts show the last values.", BannerKind.WARNING
         elif feed is not None and feed.problem:
             banner, kind = f"Telemetry interrupted: {feed.problem}. It resumes when the host is back.", \
                 BannerKind.WARNING

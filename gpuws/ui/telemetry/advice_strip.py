@@ -108,6 +108,7 @@ class AdviceStrip(QWidget):
         self._states_at = 0.0
         self._pending: concurrent.futures.Future[tuple[list[GpuMigState], list[GpuAdvice], bool]] | None = None
         self._generation = 0
+        self._following = False  # subscribed to the hub's host changes
 
         self.title = QLabel("Advice", self)
         font = self.title.font()
@@ -163,7 +164,19 @@ class AdviceStrip(QWidget):
         if self.hub is None:
             return  # a host view without the window's telemetry (nothing to advise from)
         self.hub.watch_session(context.session)  # idempotent: the Telemetry tab does the same
+        if not self._following:
+            # A new layout or price reaches the strip in the same event, not at the next layout read.
+            self.hub.host_changed.connect(self._on_host_changed)
+            self._following = True
         self.timer.start()
+        self.refresh()
+
+    def _on_host_changed(self, change: str, host: str) -> None:
+        if self.context is None or host != self.context.profile.name or change not in ("inventory", "price"):
+            return
+        self._generation += 1  # a computation under way used the old layout or price: dropped
+        self._pending = None
+        self._states_at = 0.0  # read the layouts again now
         self.refresh()
 
     def refresh(self) -> None:
@@ -193,7 +206,9 @@ class AdviceStrip(QWidget):
             from gpuws.ui.resize.operations import read_gpus
 
             states = await read_gpus(runner)
-        store, host, profile = hub.store, context.profile.name, context.profile
+        store, host = hub.store, context.profile.name
+        record = hub.workspace.host(host)
+        profile = record.profile if record is not None else context.profile  # the Workspace's: the newest price
         # The numpy work runs in a worker thread: neither the GUI nor the asyncio loop waits for it.
         advices = await asyncio.to_thread(
             advise_from_store, store, host, states, profile, window_s=self.window_s, now=time.time(),

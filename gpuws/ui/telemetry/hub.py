@@ -13,13 +13,14 @@ import logging
 import weakref
 from typing import Any
 
+import shiboken6
 from PySide6.QtCore import QObject, Signal
 
-from gpuws.app.workspace import Workspace
+from gpuws.app.telemetry import HostFeed, TelemetryService
+from gpuws.app.workspace import Change, Workspace
+from gpuws.core.states import ConnectionState
 from gpuws.core.telemetry.alerts import Alert, AlertEvent
 from gpuws.core.telemetry.store import TelemetryStore
-from gpuws.remote.connection import ConnectionState
-from gpuws.remote.telemetry_service import HostFeed, TelemetryService
 from gpuws.ui.bridge import AsyncBridge
 from gpuws.ui.telemetry.notify import AlertNotifier
 
@@ -30,6 +31,7 @@ class TelemetryHub(QObject):
     """Streams of every watched host into one store; the dashboards read it."""
 
     alert_changed = Signal(object)  # AlertEvent, on the GUI thread
+    host_changed = Signal(str, str)  # (Change, host): every Workspace change, on the GUI thread
 
     def __init__(self, bridge: AsyncBridge, service: TelemetryService | None = None,
                  parent: QObject | None = None, *, workspace: Workspace | None = None) -> None:
@@ -45,6 +47,7 @@ class TelemetryHub(QObject):
         self._sessions: dict[str, Any] = {}
         self.service.alert_log.subscribe(self._on_alert_event)  # called on the loop thread
         self.alert_changed.connect(self.notifier.notify)
+        self._unsubscribe = workspace.subscribe(self._on_workspace_change)
 
     @property
     def store(self) -> TelemetryStore:
@@ -65,36 +68,14 @@ class TelemetryHub(QObject):
     # --- sessions ---------------------------------------------------------------------------
 
     def watch_session(self, session: Any) -> None:
-        """Report a `HostSession`'s connection, state and inventory to the workspace. Idempotent."""
+        """Hand a `HostSession`'s link to the workspace, which then follows its connection, state
+        and inventory itself (feeds, tunnels, cost). Idempotent."""
         name = session.name
         if self._sessions.get(name) is session:
             return
         self._sessions[name] = session
-        self.workspace.add_host(session.profile)
-        session.state_changed.connect(lambda _state, _detail, s=session: self._report(s))
-        session.inventory_changed.connect(lambda inv, s=session: self._report_inventory(s, inv))
+        self.workspace.attach(session.link)
         session.destroyed.connect(lambda _=None, n=name, s=session: self._forget(n, s))
-        self._report(session)
-
-    def _is_current(self, session: Any) -> bool:
-        # A host's session is replaced when its profile is edited: only the newest one reports.
-        return self._sessions.get(session.name) is session
-
-    def _report(self, session: Any) -> None:
-        if not self._is_current(session):
-            return
-        name = session.name
-        self.workspace.add_host(session.profile)
-        # `connection` is the live one only in a connected state: None otherwise, which the
-        # workspace ignores for drops (RECONNECTING keeps the feed; it resumes by itself).
-        connection = session.connection
-        if connection is not None or session.state == ConnectionState.DISCONNECTED:
-            self.workspace.connection_changed(name, connection)
-        self.workspace.state_changed(name, ConnectionState(session.state), session.detail)
-
-    def _report_inventory(self, session: Any, inventory: Any) -> None:
-        if self._is_current(session) and inventory is not None:
-            self.workspace.inventory_changed(session.name, inventory)
 
     def _forget(self, name: str, session: Any) -> None:
         if self._sessions.get(name) is session:
@@ -102,7 +83,8 @@ class TelemetryHub(QObject):
             self.unwatch(name)
 
     def watch(self, profile: Any, connection: Any) -> None:
-        """Stream `profile`'s host over `connection` (restarting after drops) until `unwatch`."""
+        """Stream `profile`'s host over an already connected `connection` until `unwatch` (a
+        connection made elsewhere, e.g. by a benchmark)."""
         if not self.bridge.running:
             return
         self.workspace.add_host(profile)
@@ -110,15 +92,23 @@ class TelemetryHub(QObject):
         self.workspace.state_changed(profile.name, ConnectionState.CONNECTED)
 
     def unwatch(self, host: str) -> None:
-        if self.workspace.host(host) is not None:
+        """Stop following `host` (its session went away)."""
+        record = self.workspace.host(host)
+        if record is not None:
             self.workspace.connection_changed(host, None)
             self.workspace.state_changed(host, ConnectionState.DISCONNECTED)
 
     def shutdown(self) -> None:
+        """Stop the feeds (and close the Workspace when it is the hub's own)."""
+        self._unsubscribe()
         if self._owns_workspace:
             self.workspace.close()
         else:  # the window's Workspace: the window closes it (and ends the cost sessions) itself
             self.workspace.shutdown()
+
+    def _on_workspace_change(self, change: Change, host: str) -> None:
+        if shiboken6.isValid(self):  # the window's Workspace may outlive a hub of a closed window
+            self.host_changed.emit(str(change), host)
 
     def _on_alert_event(self, event: AlertEvent) -> None:
         # Loop thread: hop to the GUI thread; the hub may be gone by then at exit.

@@ -114,11 +114,17 @@ class HostList(WindowBase):
 
     # -- host actions ---------------------------------------------------------------------------
 
-    def reconnect_current(self) -> None:
-        """Connect (and probe) the selected host again."""
+    def retry_current(self) -> None:
+        """Try to reach the shown host at once (it keeps trying by itself, slowly)."""
         profile = self.current_profile()
         if profile is not None:
-            self.sessions[profile.name].connect_host()
+            self.workspace.retry_now(profile.name)
+
+    def reconnect_current(self) -> None:
+        """A new connection for the shown host (Host > Reconnect)."""
+        profile = self.current_profile()
+        if profile is not None:
+            self.workspace.reconnect(profile.name)
 
     def save_profile(
         self, profile: HostProfile, old_name: str | None, kind: SecretKind | None = None, secret: str | None = None

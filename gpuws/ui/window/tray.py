@@ -17,6 +17,7 @@ if TYPE_CHECKING:
 
 _IDLE_CHECK_MS = 10_000  # idle-stop and tray refresh period
 _TRAY_COALESCE_MS = 250  # changes this close together refresh the tray once
+_STALE_CHECK_MS = 1_000  # how often the Workspace looks for hosts that stopped sending samples
 
 
 class TrayChores(WindowBase):
@@ -37,9 +38,16 @@ class TrayChores(WindowBase):
         self._tray_refresh.setInterval(_TRAY_COALESCE_MS)
         self._tray_refresh.timeout.connect(self._refresh_costs_and_tray)
         self._unsubscribe_tray = self.workspace.subscribe(self._on_workspace_change)
+        # "Connected" turns "Stale (no data for N s)" after three missed sample intervals: the
+        # Workspace decides it, on this clock.
+        self._stale_clock = QTimer(self)
+        self._stale_clock.setInterval(_STALE_CHECK_MS)
+        self._stale_clock.timeout.connect(lambda: self.workspace.check_stale())
+        self._stale_clock.start()
 
     def _stop_chores(self) -> None:
         self._idle_clock.stop()
+        self._stale_clock.stop()
         self._tray_refresh.stop()
         self._unsubscribe_tray()
         self.telemetry.notifier.set_tray(None)
@@ -64,7 +72,9 @@ class TrayChores(WindowBase):
         self.detail.tabs.setCurrentWidget(self.detail.session_tab)
         self._raise_window()
 
-    def _on_workspace_change(self, change: Change, _host: str) -> None:
+    def _on_workspace_change(self, change: Change, host: str) -> None:
+        if change is Change.STATE and (record := self.workspace.host(host)) is not None:
+            self.sidebar.set_status(host, record.status_text if record.stale_s is not None else "")
         if change in (Change.STATE, Change.COST, Change.IDLE, Change.REMOVED) and not self._closed:
             self._tray_refresh.start()
 

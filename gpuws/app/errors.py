@@ -1,0 +1,162 @@
+"""The one error table: each error class -> the host's `ConnectionState`, the CLI's exit status
+(as `gpuws --help` prints it) and a reason in words.
+
+Both front ends read it: the window's host state and the CLI's exit status come from `classify`,
+never from an error's message text. The remote error classes are imported when first needed, so
+a command that never connects does not load asyncssh.
+"""
+
+from __future__ import annotations
+
+import socket
+from dataclasses import dataclass
+from enum import IntEnum
+from functools import cache
+
+from gpuws.core.states import ConnectionState
+
+
+class ExitStatus(IntEnum):
+    """The one exit-status table of every `gpuws` command (documented in `gpuws --help`)."""
+
+    OK = 0
+    ERROR = 1  # any other error
+    USAGE = 2  # usage or refused input (a bad value, an unknown profile, a refused confirmation)
+    AUTH = 3  # authentication failed
+    HOST_KEY = 4  # host key unknown, changed or revoked
+    UNREACHABLE = 5  # unreachable, or the connection was lost past the reconnect timeout
+    NO_DRIVER = 6  # no NVIDIA driver on the host
+    TIMEOUT = 7  # a command on the host (or the connection) timed out
+    RESIZE_REFUSED = 8  # resize refused by preflight: nothing changed
+    RESIZE_ROLLED_BACK = 9  # resize failed and the verified previous layout is back
+    RESIZE_ROLLBACK_FAILED = 10  # the rollback failed too: the host needs attention
+    # Verdicts, not errors: a benchmark that ran and found a bad card, or could not decide. Kept
+    # apart from 8/9 so a script never reads "a check failed" as "a resize was refused".
+    CHECK_FAILED = 11  # `gpuws bench`: a check failed
+    INCONCLUSIVE = 12  # `gpuws bench`: something could not be measured (never a pass)
+
+
+EXIT_STATUS_HELP = (
+    "exit status: 0 ok, 1 other error, 2 usage or refused input, 3 authentication failed, "
+    "4 host key unknown/changed/revoked, 5 unreachable or connection lost past the reconnect timeout, "
+    "6 no NVIDIA driver on the host, 7 timed out, 8 resize refused by preflight, "
+    "9 resize rolled back to the verified previous layout, 10 resize rollback failed (host needs attention)"
+)
+
+
+@dataclass(frozen=True)
+class ErrorKind:
+    """What one error class means: the state it leaves a host in, the CLI's exit status, and
+    whether trying again later can fix it (`retry`)."""
+
+    state: ConnectionState
+    exit: ExitStatus
+    retry: bool
+
+
+@dataclass(frozen=True)
+class Classified:
+    """One error, classified: its kind, the reason in words for people, and the error class (for
+    the details line only)."""
+
+    kind: ErrorKind
+    reason: str
+    error_class: str
+
+    @property
+    def state(self) -> ConnectionState:
+        """The state the error leaves the host in."""
+        return self.kind.state
+
+    @property
+    def exit(self) -> ExitStatus:
+        """The CLI's exit status for it."""
+        return self.kind.exit
+
+
+_AUTH = ErrorKind(ConnectionState.AUTH_FAILED, ExitStatus.AUTH, retry=False)
+_KEY_UNKNOWN = ErrorKind(ConnectionState.HOST_KEY_UNKNOWN, ExitStatus.HOST_KEY, retry=False)
+_KEY_CHANGED = ErrorKind(ConnectionState.HOST_KEY_CHANGED, ExitStatus.HOST_KEY, retry=False)
+_UNREACHABLE = ErrorKind(ConnectionState.UNREACHABLE, ExitStatus.UNREACHABLE, retry=True)
+_NO_DRIVER = ErrorKind(ConnectionState.NO_DRIVER, ExitStatus.NO_DRIVER, retry=False)
+_TIMEOUT = ErrorKind(ConnectionState.UNREACHABLE, ExitStatus.TIMEOUT, retry=True)
+_USAGE = ErrorKind(ConnectionState.UNREACHABLE, ExitStatus.USAGE, retry=False)
+_RESIZE_REFUSED = ErrorKind(ConnectionState.UNREACHABLE, ExitStatus.RESIZE_REFUSED, retry=False)
+_OTHER = ErrorKind(ConnectionState.UNREACHABLE, ExitStatus.ERROR, retry=True)
+
+
+@cache
+def table() -> tuple[tuple[tuple[type[BaseException], ...], ErrorKind], ...]:
+    """The table itself, first match wins (subclasses before their bases)."""
+    from gpuws.core.errors import ConnectionLost, NoNvidiaDriver, RefusedInput
+    from gpuws.core.resize.layout import LayoutError
+    from gpuws.core.runner import CommandTimeout
+    from gpuws.core.secrets import KeyringUnavailable
+    from gpuws.remote.auth import AuthFailed
+    from gpuws.remote.connection import HostUnreachable, JumpHostError, NotConnected
+    from gpuws.remote.hostkeys import HostKeyChanged, HostKeyRevoked, UnknownHostKey
+    from gpuws.remote.prometheus import PrometheusAuthFailed, PrometheusUnreachable
+    from gpuws.remote.resize import ResizeRefused
+
+    return (
+        # The password could not be read: not an address problem, and waiting does not fix it (a
+        # script sees "other error": `gpuws secret` meets it without any host).
+        ((KeyringUnavailable,), ErrorKind(ConnectionState.AUTH_FAILED, ExitStatus.ERROR, retry=False)),
+        ((AuthFailed, PrometheusAuthFailed), _AUTH),
+        ((UnknownHostKey,), _KEY_UNKNOWN),
+        ((HostKeyChanged, HostKeyRevoked), _KEY_CHANGED),  # a host certificate refused is a HostKeyRevoked
+        ((JumpHostError,), _USAGE),
+        ((HostUnreachable, NotConnected, ConnectionLost, PrometheusUnreachable), _UNREACHABLE),
+        ((NoNvidiaDriver,), _NO_DRIVER),
+        ((CommandTimeout, TimeoutError), _TIMEOUT),
+        ((ResizeRefused,), _RESIZE_REFUSED),
+        ((RefusedInput, LayoutError), _USAGE),
+    )
+
+
+def kind_of(exc: BaseException) -> ErrorKind:
+    """The table's row for `exc` (by class; anything else is "other error", worth retrying)."""
+    for classes, kind in table():
+        if isinstance(exc, classes):
+            return kind
+    return _OTHER
+
+
+def exit_status_for(exc: BaseException) -> ExitStatus:
+    """The exit status for an error that ended a command."""
+    return kind_of(exc).exit
+
+
+def state_for(exc: BaseException) -> ConnectionState:
+    """The state a failed connect (or a lost connection) leaves the host in."""
+    return kind_of(exc).state
+
+
+def reason_for(exc: BaseException) -> str:
+    """The reason in words ("connection refused on port 22", "no answer for 30 s"), from the
+    error's class and its fields; the message itself only where nothing better is known."""
+    from gpuws.core.runner import CommandTimeout
+    from gpuws.remote.connection import HostUnreachable
+
+    if isinstance(exc, HostUnreachable):
+        cause = exc.__cause__
+        port = f" on port {exc.port}" if exc.port is not None else ""
+        if isinstance(cause, ConnectionRefusedError):
+            return f"connection refused{port}"
+        if isinstance(cause, TimeoutError) and exc.timeout is not None:
+            return f"no answer for {exc.timeout:g} s"
+        if isinstance(cause, socket.gaierror):
+            return "host name not found"
+        if isinstance(cause, ConnectionResetError | BrokenPipeError | EOFError):
+            return f"connection closed by the host{port}"
+        if isinstance(cause, OSError) and cause.strerror:
+            return f"{cause.strerror[:1].lower()}{cause.strerror[1:]}{port}"
+    if isinstance(exc, CommandTimeout | TimeoutError):
+        return "no answer in time"
+    text = str(exc).strip()
+    return text or "error"
+
+
+def classify(exc: BaseException) -> Classified:
+    """`exc`'s row of the table, with its reason in words."""
+    return Classified(kind_of(exc), reason_for(exc), type(exc).__name__)

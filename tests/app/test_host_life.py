@@ -1,0 +1,226 @@
+"""Live state that stays true (#23), driven through the demo host as a process of its own: killed,
+frozen (SIGSTOP/SIGCONT) and restarted on the same port. Qt-free: the Workspace on an event loop.
+
+Time is scaled: the connection's own fast retries are 2 quick tries and the slow pace is one try
+every 2 s (60 s in the app), so an outage of several slow tries stands for the 3-minute reboot.
+Before #23 nothing kept trying after the connection's own retries: the host stayed "Unreachable -
+gave up reconnecting" after it was back, and a frozen host stayed "Connected".
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import queue
+import signal
+import threading
+import time
+from collections.abc import Callable, Coroutine, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from gpuws.app.demo import key_from_known_hosts_line
+from gpuws.app.hosts import HostLink, RetryPace
+from gpuws.app.telemetry import TelemetryService
+from gpuws.app.workspace import Change, Workspace
+from gpuws.core.models import AuthMethod, HostProfile
+from gpuws.core.states import ConnectionState
+from gpuws.core.telemetry.alerts import AlertKind
+from gpuws.remote.connection import ReconnectPolicy
+from tests.support import demo_process
+from tests.support.sshd import free_port
+
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(240)]
+
+PACE = RetryPace(fast=1, fast_delay_s=0.3, slow_s=2.0)
+HZ = 4.0
+PASSWORD = "same-password-after-a-reboot"
+
+
+class Owner:
+    """The Workspace's owner: its thread is the test's; the work runs on an event loop thread."""
+
+    def __init__(self) -> None:
+        self.loop = asyncio.new_event_loop()
+        self.thread = threading.Thread(target=self.loop.run_forever, daemon=True)
+        self.thread.start()
+        self.posted: queue.Queue[Callable[[], None]] = queue.Queue()
+
+    def spawn(self, coro: Coroutine[Any, Any, Any]) -> Any:
+        return asyncio.run_coroutine_threadsafe(coro, self.loop)
+
+    def post(self, func: Callable[[], None]) -> None:
+        self.posted.put(func)
+
+    def wait_until(self, condition: Callable[[], bool], timeout: float = 60.0) -> None:
+        """Run what was posted (on this, the owner's thread) until `condition` holds."""
+        deadline = time.monotonic() + timeout
+        while not condition():
+            if time.monotonic() > deadline:
+                raise AssertionError("condition not met in time")
+            with contextlib.suppress(queue.Empty):
+                self.posted.get(timeout=0.05)()
+
+    def close(self) -> None:
+        async def settle() -> None:  # cancelled feeds clean up (stop their host processes) first
+            others = [t for t in asyncio.all_tasks() if t is not asyncio.current_task()]
+            await asyncio.wait(others, timeout=15) if others else None
+
+        asyncio.run_coroutine_threadsafe(settle(), self.loop).result(20)
+        self.loop.call_soon_threadsafe(self.loop.stop)
+        self.thread.join(10)
+        self.loop.close()
+
+
+def _newest(ws: Workspace) -> float:
+    return max((s.t for s in ws.telemetry.store.latest("rig").values()), default=0.0)
+
+
+def _flowing_since(ws: Workspace, t: float) -> bool:
+    return ws.state("rig") is ConnectionState.CONNECTED and _newest(ws) > t and ws.streaming("rig")
+
+
+@contextlib.contextmanager
+def _opened(tmp_path: Path, pace: RetryPace) -> Iterator[tuple[Workspace, Owner, dict[str, Any]]]:
+    port = free_port()
+    proc, info = demo_process.start(port, tmp_path / "host", PASSWORD)
+    owner = Owner()
+    ws = Workspace(owner.spawn, post=owner.post, telemetry=TelemetryService(hz=HZ))
+    profile = HostProfile(name="rig", host="127.0.0.1", port=port, user=info["user"], auth=AuthMethod.PASSWORD,
+                          simulated=True)
+    link = HostLink(profile, owner.spawn, owner.post, password=PASSWORD, pace=pace,
+                    known_host_key=key_from_known_hosts_line(info["known_hosts_line"]),
+                    connection_options={"reconnect": ReconnectPolicy(base_delay=0.1, max_delay=0.2, max_retries=2),
+                                        "keepalive_interval": 1.0, "connect_timeout": 5.0})
+    ws.attach(link)
+    ws.connect("rig")
+    state = {"proc": proc, "port": port, "dir": tmp_path / "host"}
+    try:
+        owner.wait_until(lambda: _flowing_since(ws, 0.0))
+        yield ws, owner, state
+    finally:
+        closed = ws.close("rig")
+        if closed is not None:
+            closed.result(15)
+        ws.close(timeout=5)
+        owner.close()
+        demo_process.stop(state["proc"])
+
+
+@pytest.fixture
+def host(tmp_path: Path) -> Iterator[tuple[Workspace, Owner, dict[str, Any]]]:
+    with _opened(tmp_path, PACE) as opened:
+        yield opened
+
+
+def test_retry_now_tries_at_once_instead_of_at_the_slow_pace(tmp_path: Path) -> None:
+    hour = RetryPace(fast=1, fast_delay_s=0.3, slow_s=3600.0)  # the next slow try would be an hour away
+    with _opened(tmp_path, hour) as (ws, owner, state):
+        demo_process.stop(state["proc"])
+        owner.wait_until(lambda: ws.state("rig") is ConnectionState.UNREACHABLE
+                         and "trying again in 3600 s" in ws.host("rig").detail)  # type: ignore[union-attr]
+        state["proc"], _ = demo_process.start(state["port"], state["dir"], PASSWORD)
+        back = time.time()
+        ws.retry_now("rig")  # the user's "Retry now"
+        owner.wait_until(lambda: _flowing_since(ws, back))
+
+
+def test_a_killed_host_restarted_on_the_same_port_after_the_outage_comes_back_with_data(
+        host: tuple[Workspace, Owner, dict[str, Any]]) -> None:
+    ws, owner, state = host
+    port = state["port"]
+    details: list[tuple[ConnectionState, str]] = []
+    ws.subscribe(lambda change, name: details.append((ws.state(name), ws.host(name).detail))  # type: ignore[union-attr]
+                 if change is Change.STATE else None)
+    demo_process.stop(state["proc"])  # killed: the port refuses connections
+
+    # The connection's own fast retries are spent and the link is on the slow pace, saying why in words.
+    slow = f"connection refused on port {port}; trying again in {PACE.slow_s:.0f} s"
+    owner.wait_until(lambda: any(s is ConnectionState.UNREACHABLE and d.startswith(slow) for s, d in details))
+    record = ws.host("rig")
+    assert record is not None and record.link is not None and record.link.error is not None
+    assert record.link.error.error_class == "HostUnreachable"  # the class, for the details only
+    # The unreachable alert says it in words too (was "CommandTimeout: date timed out after 10 s").
+    owner.wait_until(lambda: any(a.kind is AlertKind.HOST_UNREACHABLE and f"connection refused on port {port}"
+                                 in a.message for a in ws.telemetry.alert_log.active()))
+    # Several slow tries later (the reboot), still trying: never "gave up".
+    outage_ends = time.monotonic() + 3 * PACE.slow_s
+    owner.wait_until(lambda: time.monotonic() > outage_ends)
+    assert ws.state("rig") is ConnectionState.UNREACHABLE and "gave up" not in ws.host("rig").detail  # type: ignore[union-attr]
+
+    state["proc"], _ = demo_process.start(port, state["dir"], PASSWORD)  # back on the same port
+    back = time.time()
+    owner.wait_until(lambda: _flowing_since(ws, back))  # connected, data flowing, nobody pressed anything
+    assert not [a for a in ws.telemetry.alert_log.active() if a.kind is AlertKind.HOST_UNREACHABLE]
+
+
+def test_a_frozen_host_turns_stale_and_fresh_again(host: tuple[Workspace, Owner, dict[str, Any]]) -> None:
+    ws, owner, state = host
+    state["proc"].send_signal(signal.SIGSTOP)
+    owner.wait_until(lambda: "rig" in ws.check_stale())
+    record = ws.host("rig")
+    assert record is not None and record.state is ConnectionState.CONNECTED  # the link has not dropped yet
+    assert record.status_text.startswith("Stale (no data for ")
+    assert not ws.telemetry.store.status("rig").online  # the readouts grey out
+
+    state["proc"].send_signal(signal.SIGCONT)
+    resumed = time.time()
+    owner.wait_until(lambda: _flowing_since(ws, resumed) and not ws.check_stale())
+    assert ws.host("rig").status_text == "Connected"  # type: ignore[union-attr]
+
+
+def test_stale_after_three_missed_sample_intervals_by_the_workspace_clock() -> None:
+    """Deterministic: the clock is injected, the feed a recorded future."""
+    from gpuws.core.telemetry.sample import GpuSample, SampleBatch
+    from tests.app.test_workspace import Conn, Spawned
+
+    ws = Workspace(Spawned(), telemetry=TelemetryService(hz=1.0), clock=lambda: 1000.0)
+    heard: list[Change] = []
+    ws.subscribe(lambda change, _host: heard.append(change))
+    ws.add_host(HostProfile(name="lab", host="h"))
+    ws.connection_changed("lab", Conn())
+    ws.state_changed("lab", ConnectionState.CONNECTED)
+    ws.telemetry.store.ingest("lab", SampleBatch(1000.0, [GpuSample(t=1000.0, gpu=0)], "nvml"))
+    assert ws.check_stale(1002.9) == [] and ws.host("lab").stale_s is None  # type: ignore[union-attr]
+    heard.clear()
+    assert ws.check_stale(1003.5) == ["lab"]  # three intervals of 1 s missed
+    assert ws.host("lab").status_text == "Stale (no data for 4 s)" and heard == [Change.STATE]  # type: ignore[union-attr]
+    ws.telemetry.store.ingest("lab", SampleBatch(1004.0, [GpuSample(t=1004.0, gpu=0)], "nvml"))
+    assert ws.check_stale(1004.2) == [] and ws.host("lab").status_text == "Connected"  # type: ignore[union-attr]
+
+
+def test_a_script_opens_its_host_on_a_workspace_through_the_same_link() -> None:
+    """Found: the CLI connected on its own (`cli/connecting.py`, `app/targets.py`), the window
+    through `HostSession`: connect-and-probe was written three times."""
+    from gpuws.app.targets import open_host
+
+    async def go() -> None:
+        async with open_host("demo") as (workspace, record):
+            assert record.link is not None and workspace.host("demo") is record
+            assert record.state is ConnectionState.CONNECTED and record.inventory is not None
+            assert record.inventory.gpus and record.inventory.simulated
+        assert record.state is ConnectionState.DISCONNECTED  # closed on the way out
+
+    asyncio.run(go())
+
+
+def test_a_scripts_first_connect_that_fails_is_its_error() -> None:
+    from gpuws.app.errors import ExitStatus, classify
+    from gpuws.app.targets import open_target
+    from gpuws.core.profiles import ProfileStore
+
+    port = free_port()  # nothing listens
+    ProfileStore().add(HostProfile(name="down", host="127.0.0.1", port=port, user="nobody"))
+
+    async def go() -> BaseException:
+        try:
+            async with open_target("down"):
+                raise AssertionError("connected to a closed port")
+        except Exception as exc:
+            return exc
+
+    error = asyncio.run(go())
+    found = classify(error)
+    assert found.exit is ExitStatus.UNREACHABLE and found.reason == f"connection refused on port {port}"

@@ -9,7 +9,7 @@ mode=${1:-runtime}
 runtime_pkgs=(python3 python3-venv libegl1 libgl1 libxkbcommon0 libxkbcommon-x11-0 libfontconfig1
   libdbus-1-3 libglib2.0-0 libxcb-cursor0 libxcb-icccm4 libxcb-keysyms1 libxcb-shape0 libxcb-xinerama0
   libxcb-randr0 libxcb-render-util0 libxcb-image0 fonts-dejavu-core openssh-client)
-test_pkgs=(openssh-server gnome-keyring dbus procps xvfb xauth binutils prometheus)  # binutils: PyInstaller, deb Depends; prometheus: fleet tests
+test_pkgs=(openssh-server gnome-keyring dbus procps xvfb xauth binutils prometheus victoria-metrics)  # binutils: PyInstaller, deb Depends; prometheus, victoria-metrics: fleet tests (two real stores)
 # gpuws desktop / shell tests (#24): a real Xvnc desktop, noVNC and tmux on the demo host.
 test_pkgs+=(tigervnc-standalone-server tigervnc-tools websockify novnc tmux x11-xserver-utils openbox mesa-utils)
 pkgs=("${runtime_pkgs[@]}")

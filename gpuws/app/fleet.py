@@ -20,6 +20,7 @@ from gpuws.remote.prometheus import (
     FleetSource,
     PrometheusClient,
     Snapshot,
+    TlsOptions,
     fleet_credentials,
 )
 
@@ -33,8 +34,11 @@ async def open_fleet(profile: FleetProfile, *, secrets: Any = None, accept_new: 
                      timeout: float = DEFAULT_TIMEOUT_S) -> AsyncIterator[FleetSource]:
     """A `FleetSource` for the profile, through an SSH tunnel over `via` when it has one."""
     credentials = fleet_credentials(profile, secrets)
+    tls = TlsOptions(ca_file=profile.ca_file, client_cert=profile.client_cert, client_key=profile.client_key,
+                     insecure=profile.insecure)
     if profile.via is None:
-        async with PrometheusClient(profile.prometheus, name=profile.name, timeout=timeout, **credentials) as client:
+        async with PrometheusClient(profile.prometheus, name=profile.name, timeout=timeout, tls=tls,
+                                    tenant=profile.tenant, **credentials) as client:
             yield FleetSource(profile, client, thresholds)
         return
     # SSH (asyncssh, cryptography: ~20 MiB) only for a fleet reached through a host.
@@ -50,7 +54,7 @@ async def open_fleet(profile: FleetProfile, *, secrets: Any = None, accept_new: 
         async with tunnel:
             local = f"{url.scheme}://127.0.0.1:{tunnel.local_port}{url.path}"
             async with PrometheusClient(local, name=profile.name, timeout=timeout, host_header=url.netloc,
-                                        **credentials) as client:
+                                        tls=tls, tenant=profile.tenant, **credentials) as client:
                 yield FleetSource(profile, client, thresholds)
 
 

@@ -7,7 +7,11 @@ The same API is served by Thanos, Mimir and VictoriaMetrics, so the same code re
 
 A fleet with `via` reaches a Prometheus that only listens inside the cluster through an SSH port
 forward over an existing host profile. Credentials come from the keyring (bearer token or basic
-auth) and never reach logs, errors or output.
+auth) and never reach logs, errors or output. TLS trusts certifi's bundle, or the fleet's own CA
+file; a client certificate and key (files) answer a server that asks for one; `insecure` skips
+verification and every view of the fleet says so. A tenant is sent as `X-Scope-OrgID` (Mimir,
+Cortex, Loki-style multi-tenant proxies; Thanos receive and VictoriaMetrics cluster's vmauth can
+map it too).
 """
 
 from __future__ import annotations
@@ -15,11 +19,14 @@ from __future__ import annotations
 import asyncio
 import json
 import math
+import re
+import ssl
 import time
 import urllib.parse
-from collections.abc import Iterator, Sequence
+from collections.abc import Awaitable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from enum import StrEnum
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import numpy as np
 
@@ -28,24 +35,40 @@ from gpuws.core.fleet.model import (
     IDENTITY_METRIC,
     IDLE_PEAK,
     KEY_LABELS,
+    REMEMBER_S,
+    SAMPLE_COUNT,
+    SAMPLE_COUNT_WINDOW_S,
+    SAMPLE_TIME,
     SNAPSHOT_METRICS,
+    THROTTLE,
+    THROTTLE_RETIRED,
+    XID_COUNT,
     FleetAssembler,
     FleetGpu,
+    MissingGpu,
     SeriesKey,
+    Vector,
+    number_of,
     promql_duration,
     range_step,
     series_key,
     series_values,
+    uuid_of,
 )
 from gpuws.core.fleet.profiles import SECRET_SERVICE, FleetAuth, FleetProfile
 from gpuws.core.models import AlertThresholds, SecretKind
+from gpuws.core.telemetry.sample import iso8601
 from gpuws.remote.budget import DEFAULT_MAX_OUTPUT, OutputBudget, size_text
 from gpuws.remote.http import httpx
 
 if TYPE_CHECKING:
     from gpuws.core.fleet.advice import FleetUsageWindow
 
+T = TypeVar("T")
 DEFAULT_TIMEOUT_S = 15.0
+#: The resolution of "not reporting since T" (a subquery step over the last hour, evaluated only
+#: for the exporters of the missing devices: 3,600 points per series, within both stores' limits).
+MISSING_STEP_S = 1.0
 QUERY_CONCURRENCY = 4
 _MAX_ERROR_CHARS = 200
 
@@ -67,7 +90,69 @@ class PrometheusUnreachable(PrometheusError):
 
 
 class PrometheusAuthFailed(PrometheusError):
-    """Prometheus (or its proxy) refused our credentials (HTTP 401/403)."""
+    """Prometheus (or its proxy) refused our credentials (HTTP 401/403, or a client certificate)."""
+
+
+class PrometheusTlsUntrusted(PrometheusUnreachable):
+    """The server's certificate does not verify against the CA bundle or the fleet's CA file."""
+
+
+#: The tenant header of Grafana Mimir and Cortex (also what their gateways and proxies check).
+TENANT_HEADER = "X-Scope-OrgID"
+# What a multi-tenant store says when the tenant header is missing (Mimir/Cortex: "no org id").
+_NO_TENANT = re.compile(r"no org ?id|tenant|X-Scope-OrgID", re.IGNORECASE)
+
+
+@dataclass(frozen=True)
+class TlsOptions:
+    """How a fleet's client checks the server and proves itself (paths, never key material)."""
+
+    ca_file: str | None = None
+    client_cert: str | None = None
+    client_key: str | None = None
+    insecure: bool = False  # no verification at all: said wherever the fleet is shown
+
+    def context(self) -> ssl.SSLContext | bool:
+        """httpx's `verify`: an SSL context, or False for insecure."""
+        if self.insecure and not self.client_cert:
+            return False
+        if self.ca_file:
+            context = ssl.create_default_context(cafile=self.ca_file)
+        else:
+            import certifi
+
+            context = ssl.create_default_context(cafile=certifi.where())
+        if self.insecure:
+            context.check_hostname = False
+            context.verify_mode = ssl.CERT_NONE
+        if self.client_cert:
+            context.load_cert_chain(self.client_cert, self.client_key)
+        return context
+
+
+def _tls_message(name: str, base_url: str, exc: BaseException, tls: TlsOptions) -> PrometheusError | None:
+    """A one-line error for a TLS failure (None: not one); the cause says which option is missing."""
+    text = str(exc)
+    cause: BaseException | None = exc
+    while cause is not None and not isinstance(cause, ssl.SSLError):
+        cause = cause.__cause__ or cause.__context__
+    if isinstance(cause, ssl.SSLCertVerificationError) or "CERTIFICATE_VERIFY_FAILED" in text:
+        hint = (f"it does not verify against {tls.ca_file}" if tls.ca_file else
+                "give its CA with --ca-file (or, knowingly, --insecure)")
+        return PrometheusTlsUntrusted(f"{name}: the TLS certificate of {base_url} is not trusted: {hint}")
+    upper = str(cause).upper() if cause is not None else text.upper()
+    if "CERTIFICATE_REQUIRED" in upper or ("BAD_CERTIFICATE" in upper and not tls.client_cert):
+        return PrometheusAuthFailed(f"{name}: {base_url} asks for a client certificate: "
+                                    "give --client-cert and --client-key")
+    if tls.client_cert and ("BAD_CERTIFICATE" in upper or "UNKNOWN_CA" in upper):
+        return PrometheusAuthFailed(f"{name}: {base_url} refused the client certificate {tls.client_cert}")
+    if (base_url.startswith("https://") and not tls.client_cert and not text.strip()
+            and isinstance(exc, httpx.ReadError | httpx.RemoteProtocolError)):
+        # TLS 1.3 sends the server's "certificate required" alert after the handshake: the client
+        # sees the connection closed on its first read, with no words.
+        return PrometheusAuthFailed(f"{name}: {base_url} closed the TLS connection without an answer: it asks "
+                                    "for a client certificate (give --client-cert and --client-key)")
+    return None
 
 
 def _clip(text: str) -> str:
@@ -81,26 +166,37 @@ class PrometheusClient:
     def __init__(self, base_url: str, *, name: str = "prometheus", token: str | None = None,
                  basic: tuple[str, str] | None = None, timeout: float = DEFAULT_TIMEOUT_S,
                  host_header: str | None = None, transport: httpx.AsyncBaseTransport | None = None,
+                 tls: TlsOptions | None = None, tenant: str | None = None,
                  max_output: int = DEFAULT_MAX_OUTPUT) -> None:
         headers = {"Accept": "application/json"}
         self.budget = OutputBudget(max_output)  # the bytes of answers held at once
         if token:
             headers["Authorization"] = f"Bearer {token}"
+        if tenant:
+            headers[TENANT_HEADER] = tenant
+        self.tls = tls or TlsOptions()
+        self.tenant = tenant
         if host_header:
             headers["Host"] = host_header  # through an SSH tunnel: the name the server knows itself by
         self.name = name
         self.base_url = base_url.rstrip("/")
         self._sni = host_header.split(":")[0] if host_header else None
+        try:
+            # Plain http never uses TLS: skip loading the CA bundle (megabytes) for nothing.
+            # Redirects are not followed, so an http client never ends up on an https URL.
+            verify = self.tls.context() if self.base_url.startswith("https://") else False
+        except (OSError, ssl.SSLError) as exc:
+            raise PrometheusError(f"{name}: cannot use the TLS files: "
+                                  f"{_clip(getattr(exc, 'strerror', None) or str(exc))}") from None
         self._client = httpx.AsyncClient(
             base_url=self.base_url, headers=headers, timeout=timeout,
             auth=httpx.BasicAuth(*basic) if basic else None, transport=transport,
-            # Plain http never uses TLS: skip loading the CA bundle (megabytes) for nothing.
-            # Redirects are not followed, so an http client never ends up on an https URL.
-            verify=self.base_url.startswith("https://"),
+            verify=verify,
             limits=httpx.Limits(max_connections=16, max_keepalive_connections=16),
         )
 
     async def aclose(self) -> None:
+        """Close the connection pool."""
         await self._client.aclose()
 
     async def __aenter__(self) -> PrometheusClient:
@@ -118,13 +214,20 @@ class PrometheusClient:
                 headers={"Content-Type": "application/x-www-form-urlencoded"}, extensions=extensions,
             ) as response:
                 if response.status_code in (401, 403):
+                    body = (await self._read_capped(path, response))[:500]
+                    if not self.tenant and _NO_TENANT.search(body):
+                        raise PrometheusAuthFailed(f"{self.name}: {self.base_url} needs a tenant ({TENANT_HEADER}): "
+                                                   f"add the fleet with --tenant ({_clip(body)})")
                     raise PrometheusAuthFailed(
                         f"{self.name}: Prometheus at {self.base_url} refused the credentials "
                         f"(HTTP {response.status_code}); set them with `gpuws fleet add`")
                 return _Answer(response.status_code, await self._read_capped(path, response))
         except httpx.TimeoutException:
             raise PrometheusUnreachable(f"{self.name}: Prometheus at {self.base_url} did not answer in time") from None
-        except httpx.HTTPError as exc:
+        except (httpx.HTTPError, ssl.SSLError) as exc:  # a TLS alert read after the handshake is a bare SSLError
+            tls_error = _tls_message(self.name, self.base_url, exc, self.tls)
+            if tls_error is not None:
+                raise tls_error from None
             raise PrometheusUnreachable(f"{self.name}: cannot reach Prometheus at {self.base_url}: "
                                         f"{_clip(str(exc)) or type(exc).__name__}") from None
 
@@ -248,24 +351,57 @@ def _matrix_series(text: str) -> Iterator[dict[str, Any]] | None:
     return each(head + len(_MATRIX_HEAD))
 
 
+async def all_or_none(*calls: Awaitable[T]) -> list[T]:
+    """`asyncio.gather`, but every query ends (each has its own timeout) before the first failure
+    is raised: a query left running, or cancelled in its TLS handshake, leaks its connection."""
+    results = await asyncio.gather(*calls, return_exceptions=True)
+    done: list[T] = []
+    for result in results:
+        if isinstance(result, BaseException):
+            raise result
+        done.append(result)
+    return done
+
+
+
+def util_query(by: str, whole: str, rng: str) -> str:
+    """Per-GPU utilisation (%) averaged over `rng`: DCGM_FI_DEV_GPU_UTIL, or for a whole GPU whose
+    exporter has none (a profiling-only counters CSV), DCGM_FI_PROF_GR_ENGINE_ACTIVE x 100."""
+    return (f"{by} (avg_over_time(DCGM_FI_DEV_GPU_UTIL{whole}[{rng}])) or "
+            f"{by} (100 * avg_over_time(DCGM_FI_PROF_GR_ENGINE_ACTIVE{whole}[{rng}]))")
+
+
 def selector(profile_selector: str | None, *extra: str) -> str:
     """`{fleet matchers,extra}` (or empty braces' worth of nothing when there are none)."""
     parts = [p for p in (profile_selector, *extra) if p]
     return "{" + ",".join(parts) + "}" if parts else ""
 
 
+class EmptyReason(StrEnum):
+    """Why a snapshot found no GPU at all."""
+
+    NO_SERIES = "no_series"  # nothing matches the selector in the store
+    STALE = "stale"  # series exist, but none has a sample within the store's lookback
+
+
 @dataclass
 class Snapshot:
-    """Every GPU of a fleet at one instant."""
+    """Every GPU of a fleet at one instant, and those seen in the last hour that report nothing now."""
 
     fleet: str
     t: float
     gpus: list[FleetGpu]
+    missing: list[MissingGpu] = field(default_factory=list)
+    empty: EmptyReason | None = None
+    empty_message: str | None = None
+    insecure: bool = False  # TLS verification is off for this fleet
 
     def to_dict(self) -> dict[str, Any]:
-        from gpuws.core.telemetry.sample import iso8601
-
-        return {"fleet": self.fleet, "t": iso8601(self.t), "gpus": [g.to_dict(self.t) for g in self.gpus]}
+        """`gpuws fleet snapshot --json`."""
+        return {"fleet": self.fleet, "t": iso8601(self.t), "gpus": [g.to_dict(self.t) for g in self.gpus],
+                "not_reporting": [m.to_dict() for m in self.missing],
+                "empty": None if self.empty is None else {"reason": self.empty.value, "message": self.empty_message},
+                "insecure": self.insecure}
 
 
 @dataclass
@@ -297,7 +433,11 @@ class FleetSource:
         self.thresholds = thresholds or AlertThresholds()
 
     async def snapshot(self, at: float | None = None) -> Snapshot:
-        """One instant query per metric (all at the same evaluation time), joined per device."""
+        """One instant query per metric (all at the same evaluation time), joined per device.
+
+        Then the devices seen in the last `REMEMBER_S` that answer nothing now (with their
+        exporter's `up` and their newest sample), and, for an empty answer, why it is empty.
+        """
         t = time.time() if at is None else at
         sel = selector(self.profile.selector)
         # One metric brings every label (UUID, model, pod...); the others only the device key, so
@@ -306,8 +446,16 @@ class FleetSource:
         by = f"max by ({','.join(KEY_LABELS)})"
         queries = {metric: f"{metric}{sel}" if metric == IDENTITY_METRIC else f"{by} ({metric}{sel})"
                    for metric in SNAPSHOT_METRICS}
+        queries[XID_COUNT] = f"max by ({','.join(KEY_LABELS)},xid) ({XID_COUNT}{sel})"  # one series per XID
         idle_window = promql_duration(self.thresholds.idle_minutes * 60)
-        queries[IDLE_PEAK] = f"{by} (max_over_time(DCGM_FI_DEV_GPU_UTIL{sel}[{idle_window}]))"
+        # Whole GPUs without GPU_UTIL (a profiling-only counters CSV): the graphics engine instead.
+        whole = selector(self.profile.selector, 'GPU_I_ID=""')
+        queries[IDLE_PEAK] = (f"{by} (max_over_time(DCGM_FI_DEV_GPU_UTIL{sel}[{idle_window}])) or "
+                              f"{by} (100 * max_over_time(DCGM_FI_PROF_GR_ENGINE_ACTIVE{whole}[{idle_window}]))")
+        # The age of the instant values: the newest sample's time, and how often it is scraped.
+        queries[SAMPLE_TIME] = f"{by} (timestamp({IDENTITY_METRIC}{sel}))"
+        queries[SAMPLE_COUNT] = (f"{by} (count_over_time({IDENTITY_METRIC}{sel}"
+                                 f"[{promql_duration(SAMPLE_COUNT_WINDOW_S)}]))")
         # A few at a time: Prometheus runs them side by side anyway, and the app's memory high-water
         # mark stays at a few parsed answers rather than all of them at once.
         gate = asyncio.Semaphore(QUERY_CONCURRENCY)
@@ -318,8 +466,76 @@ class FleetSource:
                 vector = await self.client.query(promql, t)
             assembler.add(name, vector)  # taken in (and dropped) as soon as it arrives
 
-        await asyncio.gather(*(one(name, q) for name, q in queries.items()))
-        return Snapshot(self.profile.name, t, assembler.result())
+        remembered: list[Mapping[str, object]] = []
+
+        async def seen() -> None:
+            # Every device of the last hour, with what names it (for one that is gone now).
+            async with gate:
+                remembered.extend(await self.client.query(
+                    f"max by ({','.join(KEY_LABELS)},UUID,uuid,modelName,GPU_I_PROFILE) "
+                    f"(last_over_time({IDENTITY_METRIC}{sel}[{promql_duration(REMEMBER_S)}]))", t))
+
+        await all_or_none(*(one(name, q) for name, q in queries.items()), seen())
+        gpus = assembler.result(t)
+        missing = await self._missing(gpus, remembered, t)
+        snap = Snapshot(self.profile.name, t, gpus, missing, insecure=self.profile.insecure)
+        if not gpus and not missing:
+            snap.empty, snap.empty_message = await self._why_empty(sel, t)
+        return snap
+
+    async def _missing(self, gpus: Sequence[FleetGpu], remembered: Vector,
+                       t: float) -> list[MissingGpu]:
+        """The devices of `remembered` that are not in `gpus`, each with its exporter's `up` and newest sample."""
+        present = {g.key for g in gpus}
+        gone: dict[SeriesKey, dict[str, str]] = {}
+        for item in remembered:
+            labels = item.get("metric") or {}
+            key = series_key(labels)
+            if key is not None and key not in present:
+                gone.setdefault(key, labels)
+        if not gone:
+            return []
+        instances = sorted({labels["instance"] for labels in gone.values() if labels.get("instance")})
+        pattern = "|".join(re.escape(i) for i in instances).replace("\\", "\\\\")
+        where = f'instance=~"{pattern}"' if instances else None
+        up: dict[str, bool] = {}
+        newest: dict[SeriesKey, float] = {}
+        if where:
+            for item in await self.client.query(f"max by (instance) (up{{{where}}})", t):
+                value = item.get("value")
+                instance = (item.get("metric") or {}).get("instance")
+                if instance and isinstance(value, list | tuple) and len(value) == 2:
+                    up[instance] = value[1] == "1"
+            # Newest sample of each gone device: a subquery over the hour, only for their exporters.
+            sel = selector(self.profile.selector, where)
+            for item in await self.client.query(
+                    f"max by ({','.join(KEY_LABELS)}) (max_over_time(timestamp({IDENTITY_METRIC}{sel})"
+                    f"[{promql_duration(REMEMBER_S)}:{promql_duration(MISSING_STEP_S)}]))", t):
+                key = series_key(item.get("metric") or {})
+                value = item.get("value")
+                if key is not None and key in gone and isinstance(value, list | tuple) and len(value) == 2:
+                    since = number_of(value[1])
+                    if since is not None:
+                        newest[key] = since
+        out = [MissingGpu(host=key.host, gpu=key.gpu, gi=key.gi, uuid=uuid_of(labels),
+                          model=labels.get("modelName") or None, instance=labels.get("instance") or None,
+                          since=newest.get(key), exporter_up=up.get(labels.get("instance", "")))
+               for key, labels in gone.items()]
+        return sorted(out, key=lambda m: (m.host, m.gpu, -1 if m.gi is None else m.gi))
+
+    async def _why_empty(self, sel: str, t: float) -> tuple[EmptyReason, str]:
+        """Why no device answered: no series at all, or none with a sample inside the lookback."""
+        found = await self.client.series([f"{IDENTITY_METRIC}{sel}"], start=t - REMEMBER_S, end=t)
+        what = f"{IDENTITY_METRIC}{sel}"
+        if not found:
+            return EmptyReason.NO_SERIES, (
+                f"{self.profile.name}: no series matched {what} in the last hour: check the selector, and that "
+                "the store scrapes dcgm-exporter")
+        return EmptyReason.STALE, (
+            f"{self.profile.name}: {len(found)} series match {what}, but none has a sample within the "
+            f"store's lookback at {iso8601(t)}: the newest data is older than the lookback (exporters down?), "
+            "or the store hides recent data (VictoriaMetrics shows nothing newer than -search.latencyOffset, 30 s "
+            "by default)")
 
     async def history(self, window_s: float, points: int = 600, *, end: float | None = None,
                       per_gpu: bool = True) -> FleetHistory:
@@ -329,15 +545,18 @@ class FleetSource:
         start = stop - window_s
         rng = promql_duration(step)
         whole = selector(self.profile.selector, 'GPU_I_ID=""')  # MIG instances are inside their GPU
+        # Each GPU once in every total: `max by` the device key first (Kubernetes publishes one
+        # series per pod sharing a GPU, each with the whole GPU's memory and power).
+        by = f"max by ({','.join(KEY_LABELS)})"
+        util = util_query(by, whole, rng)
         queries = [
-            f"avg(avg_over_time(DCGM_FI_DEV_GPU_UTIL{whole}[{rng}]))",
-            f"sum(avg_over_time(DCGM_FI_DEV_FB_USED{whole}[{rng}]))",
-            f"sum(avg_over_time(DCGM_FI_DEV_POWER_USAGE{whole}[{rng}]))",
+            f"avg({util})",
+            f"sum({by} (avg_over_time(DCGM_FI_DEV_FB_USED{whole}[{rng}])))",
+            f"sum({by} (avg_over_time(DCGM_FI_DEV_POWER_USAGE{whole}[{rng}])))",
         ]
         # Per GPU: the labels of the device key only (Prometheus sends and we parse a fraction of
         # the bytes); `max by` also merges the duplicates a shared GPU has (one series per pod).
-        per_gpu_query = (f"max by ({','.join(KEY_LABELS)}) "
-                         f"(avg_over_time(DCGM_FI_DEV_GPU_UTIL{selector(self.profile.selector)}[{rng}]))")
+        per_gpu_query = util
 
         async def per_gpu_series() -> dict[SeriesKey, np.ndarray]:
             out: dict[SeriesKey, np.ndarray] = {}
@@ -349,6 +568,8 @@ class FleetSource:
             return out
 
         times = np.arange(start, stop + step / 2, step, dtype=np.float64)
+        # gather (not all_or_none) here: its tasks exist at once, so a history cancelled before it
+        # starts leaves no query coroutine never awaited.
         results, per = await asyncio.gather(
             asyncio.gather(*(self.client.query_range(q, start, stop, step) for q in queries)), per_gpu_series())
         totals = [series_values(r[0] if r else None, times) for r in results]
@@ -383,12 +604,14 @@ class FleetSource:
         rng = promql_duration(max(step, fa.MIN_RANGE_S))
         by = f"max by ({','.join(KEY_LABELS)})"
         queries = {
-            fa.UTIL: f"{by} (avg_over_time(DCGM_FI_DEV_GPU_UTIL{whole}[{rng}]))",
+            fa.UTIL: util_query(by, whole, rng),
             fa.ENGINE: f"{by} (avg_over_time(DCGM_FI_PROF_GR_ENGINE_ACTIVE{mig}[{rng}]))",
             fa.MEM: f"max_over_time(DCGM_FI_DEV_FB_USED{every}[{rng}])",  # every label: the identity
             fa.MEM_TOTAL: f"{by} (last_over_time(DCGM_FI_DEV_FB_USED{every}[{rng}])"
                           f" + last_over_time(DCGM_FI_DEV_FB_FREE{every}[{rng}]))",
-            fa.THROTTLE: f"{by} (last_over_time(DCGM_FI_DEV_CLOCK_THROTTLE_REASONS{whole}[{rng}]))",
+            # The current name, else the retired one (`or` keeps a device's first answer).
+            fa.THROTTLE: f"{by} (last_over_time({THROTTLE}{whole}[{rng}])) or "
+                         f"{by} (last_over_time({THROTTLE_RETIRED}{whole}[{rng}]))",
         }
         gate = asyncio.Semaphore(QUERY_CONCURRENCY)
 
@@ -396,7 +619,7 @@ class FleetSource:
             async with gate:
                 return await self.client.query_range(promql, start, stop, step)
 
-        answers = await asyncio.gather(*(one(q) for q in queries.values()))
+        answers = await all_or_none(*(one(q) for q in queries.values()))
         return fa.window_from_answers(start, stop, step, dict(zip(queries, answers, strict=True)))
 
     async def series_count(self) -> int:

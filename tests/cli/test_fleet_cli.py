@@ -36,7 +36,8 @@ def test_add_list_remove(capsys: pytest.CaptureFixture[str]) -> None:
     assert code == 0, err
     assert json.loads(out) == {"name": "lab", "prometheus": "http://prom.internal:9090", "via": None,
                                "selector": 'cluster="a"', "auth": "none", "user": None,
-                               "price_per_gpu_hour": None}
+                               "price_per_gpu_hour": None, "ca_file": None, "client_cert": None,
+                               "client_key": None, "tenant": None, "insecure": False}
     code, out, _ = run(capsys, "fleet", "list")
     assert code == 0 and 'lab  http://prom.internal:9090 {cluster="a"}' in out
     code, _, err = run(capsys, "fleet", "add", "LAB", "--prometheus", "http://x:9090")
@@ -89,7 +90,7 @@ def test_snapshot_and_watch_json(capsys: pytest.CaptureFixture[str], sim_prometh
     lines = [json.loads(line) for line in out.splitlines()]
     assert len(lines) == 40 and all(line["fleet"] == "lab" and line["source"] == "prometheus" for line in lines)
     code, out, _ = run(capsys, "fleet", "snapshot", "lab")
-    assert code == 0 and out.startswith("[SIMULATED] fleet lab") and "20 GPUs on 4 hosts" in out
+    assert code == 0 and out.startswith("[SIMULATED] fleet lab") and "16 GPUs (4 MIG instances) on 4 hosts" in out
     # Most urgent first: the near-OOM GPU heads the table.
     assert out.splitlines()[2].endswith("OOM risk")
 
@@ -159,6 +160,33 @@ def test_demo_fleet_prints_its_targets_and_prometheus_scrapes_them(tmp_path: Pat
 def test_demo_fleet_refuses_bad_sizes(capsys: pytest.CaptureFixture[str]) -> None:
     code, _, err = run(capsys, "demo-fleet", "--hosts", "0")
     assert code == 2 and "--hosts" in err
+    for bad in ("gpu-gone:0/1", "gpu-lost:5/0", "gpu-lost:0/9", "gpu-lost"):
+        code, _, err = run(capsys, "demo-fleet", "--hosts", "2", "--gpus-per-host", "2", "--fault", bad)
+        assert code == 2 and "gpu-lost, xid-app" in err and err.count("\n") == 1
+
+
+@pytest.mark.parametrize(("argv", "needle"), [
+    (["--prometheus", "http://p:9090", "--ca-file", "/ca.pem"], "need an https:// URL"),
+    (["--prometheus", "https://p:9090", "--client-cert", "/c.pem"], "needs its key"),
+    (["--prometheus", "https://p:9090", "--insecure", "--ca-file", "/ca.pem"], "does not go with --ca-file"),
+    (["--prometheus", "https://p:9090", "--tenant", "a b"], "tenant ID"),
+])
+def test_bad_connection_options_are_one_line(capsys: pytest.CaptureFixture[str], argv: list[str],
+                                             needle: str) -> None:
+    code, _out, err = run(capsys, "fleet", "add", "x", *argv)
+    assert code == 2 and needle in err and err.count("\n") == 1
+    assert not FleetStore().path.exists()
+
+
+def test_connection_options_are_kept_and_listed(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    code, out, err = run(capsys, "fleet", "add", "mimir", "--prometheus", "https://mimir.example/prometheus",
+                         "--tenant", "team-a", "--ca-file", "ca.pem", "--json")
+    assert code == 0, err
+    doc = json.loads(out)
+    assert doc["tenant"] == "team-a" and doc["ca_file"] == str(Path("ca.pem").resolve()) and doc["insecure"] is False
+    assert FleetStore().get("mimir").tenant == "team-a"
+    code, out, _ = run(capsys, "fleet", "list")
+    assert "tenant team-a" in out and "INSECURE" not in out
 
 
 def test_a_hand_edited_fleets_file_keeps_every_fleet_listed(capsys: pytest.CaptureFixture[str]) -> None:

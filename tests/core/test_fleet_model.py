@@ -117,3 +117,104 @@ def test_range_step_stays_under_prometheus_point_limit(window: float, points: in
 def test_range_step_refuses_more_than_30_days() -> None:
     with pytest.raises(ValueError):
         range_step(31 * 86_400)
+
+
+# --- #26: current DCGM names, XIDs by kind, identity, staleness ------------------------------
+
+_GPU = 'gpu="0",UUID="GPU-a",Hostname="n1"'
+
+
+def test_throttle_from_the_current_name_and_the_retired_one_as_fallback() -> None:
+    from gpuws.core.fleet.model import NOT_EXPORTED, THROTTLE, THROTTLE_RETIRED
+
+    (current,) = assemble(as_vectors(f"{THROTTLE}{{{_GPU}}} 64\n{THROTTLE_RETIRED}{{{_GPU}}} 0\n"))
+    assert current.throttle_source == THROTTLE and current.throttle_reasons == ["hw_thermal_slowdown"]
+    (retired,) = assemble(as_vectors(f"{THROTTLE_RETIRED}{{{_GPU}}} 4\n"))
+    assert retired.throttle_source == THROTTLE_RETIRED and retired.to_dict(0)["throttle_source"] == THROTTLE_RETIRED
+    assert attention_of_gpu(current) is Attention.THROTTLING
+    (neither,) = assemble(as_vectors(f"DCGM_FI_DEV_GPU_TEMP{{{_GPU}}} 50\n"))
+    assert neither.to_dict(0)["throttle_source"] == NOT_EXPORTED and neither.to_dict(0)["throttle_reasons"] is None
+
+
+def attention_of_gpu(gpu: FleetGpu) -> Attention:
+    from gpuws.core.fleet.model import attention_of
+
+    return attention_of(gpu)
+
+
+def test_xids_by_kind_application_ones_are_information() -> None:
+    # The last XID (it stays set) when the exporter has no XID counter.
+    (last_app,) = assemble(as_vectors(f"DCGM_FI_DEV_XID_ERRORS{{{_GPU}}} 13\n"))
+    assert last_app.to_dict(0)["xid_class"] == "application"
+    assert attention_of_gpu(last_app) is Attention.XID_INFO and not Attention.XID_INFO.urgent
+    (last_hw,) = assemble(as_vectors(f"DCGM_FI_DEV_XID_ERRORS{{{_GPU}}} 79\n"))
+    assert attention_of_gpu(last_hw) is Attention.XID and Attention.XID.urgent
+    # With DCGM_EXP_XID_ERRORS_COUNT the window's counts decide, not the stale last value.
+    text = (f"DCGM_FI_DEV_XID_ERRORS{{{_GPU}}} 79\n"
+            f'DCGM_EXP_XID_ERRORS_COUNT{{{_GPU},window_size_in_ms="300000",xid="31"}} 2\n')
+    (counted,) = assemble(as_vectors(text))
+    assert counted.to_dict(0)["xids"] == [{"xid": 31, "count": 2, "class": "application",
+                                           "name": "GPU memory page fault"}]
+    assert attention_of_gpu(counted) is Attention.XID_INFO
+
+
+def test_the_uuid_label_of_use_old_namespace() -> None:
+    (gpu,) = assemble(as_vectors('DCGM_FI_DEV_FB_USED{gpu="2",uuid="GPU-old",Hostname="n1"} 5\n'))
+    assert gpu.uuid == "GPU-old"
+
+
+def test_gr_engine_active_stands_in_for_a_missing_gpu_util_on_whole_gpus() -> None:
+    mig_labels = 'gpu="0",UUID="GPU-a",GPU_I_ID="3",GPU_I_PROFILE="1g.10gb",Hostname="n1"'
+    text = f"DCGM_FI_PROF_GR_ENGINE_ACTIVE{{{_GPU}}} 0.25\nDCGM_FI_PROF_GR_ENGINE_ACTIVE{{{mig_labels}}} 0.5\n"
+    whole, mig = assemble(as_vectors(text))
+    assert whole.value("util_gpu_pct") == pytest.approx(25) and whole.util_source == "DCGM_FI_PROF_GR_ENGINE_ACTIVE"
+    assert mig.value("util_gpu_pct") is None  # a MIG instance has no utilisation of its own
+    (util,) = assemble(as_vectors(f"DCGM_FI_DEV_GPU_UTIL{{{_GPU}}} 70\nDCGM_FI_PROF_GR_ENGINE_ACTIVE{{{_GPU}}} 0.1\n"))
+    assert util.value("util_gpu_pct") == 70 and util.util_source == "DCGM_FI_DEV_GPU_UTIL"
+
+
+def test_summary_counts_gpus_and_mig_instances_apart_and_each_gpu_once() -> None:
+    text = (f"DCGM_FI_DEV_POWER_USAGE{{{_GPU}}} 300\n"
+            'DCGM_FI_DEV_POWER_USAGE{gpu="1",UUID="GPU-b",Hostname="n1"} 100\n'
+            'DCGM_FI_DEV_FB_USED{gpu="1",UUID="GPU-b",GPU_I_ID="1",GPU_I_PROFILE="3g.40gb",Hostname="n1"} 10\n')
+    gpus = assemble(as_vectors(text))
+    # The same card seen by a second scrape job under another node name (same UUID): once.
+    twin = FleetGpu(host="n1-alias", gpu=0, uuid="GPU-a", model=None, values={"power_w": 300.0})
+    s = summarize([*gpus, twin])
+    assert (s.gpus, s.mig_instances, s.power_w) == (2, 1, 400.0)
+    assert s.counted() == "2 GPUs (1 MIG instance) on 1 host"
+
+
+def test_values_older_than_two_scrape_intervals_are_stale() -> None:
+    from gpuws.core.fleet.model import SAMPLE_COUNT, SAMPLE_TIME, FleetAssembler
+
+    assembler = FleetAssembler()
+    assembler.add("DCGM_FI_DEV_FB_USED", [{"metric": {"gpu": "0", "Hostname": "n"}, "value": [100, "5"]}])
+    assembler.add(SAMPLE_TIME, [{"metric": {"gpu": "0", "Hostname": "n"}, "value": [100, "40"]}])
+    assembler.add(SAMPLE_COUNT, [{"metric": {"gpu": "0", "Hostname": "n"}, "value": [100, "20"]}])  # every 15 s
+    (gpu,) = assembler.result(100.0)
+    assert gpu.age_s == 60 and gpu.scrape_interval_s == 15 and gpu.stale
+    assert gpu.to_dict(100.0)["stale"] is True
+
+
+def test_a_device_known_only_from_window_answers_is_not_in_the_snapshot() -> None:
+    from gpuws.core.fleet.model import SAMPLE_TIME, FleetAssembler
+
+    assembler = FleetAssembler()
+    assembler.add("DCGM_FI_DEV_FB_USED", [{"metric": {"gpu": "0", "Hostname": "n"}, "value": [100, "5"]}])
+    for name in (IDLE_PEAK, SAMPLE_TIME):  # a GPU gone since: still in the idle window and in timestamp()
+        assembler.add(name, [{"metric": {"gpu": "1", "Hostname": "n"}, "value": [100, "50"]}])
+    assert [g.gpu for g in assembler.result(100.0)] == [0]
+
+
+def test_simulated_and_the_first_pod_whatever_the_order() -> None:
+    from gpuws.core.fleet.model import FleetAssembler
+
+    def labels(pod: str) -> dict[str, str]:
+        return {"gpu": "0", "UUID": "GPU-a", "Hostname": "n", "pod": pod, "namespace": "ml", "simulated": "true"}
+
+    for order in (["job-1", "job-0"], ["job-0", "job-1"]):
+        assembler = FleetAssembler()
+        assembler.add("DCGM_FI_DEV_FB_USED", [{"metric": labels(p), "value": [1, "5"]} for p in order])
+        (gpu,) = assembler.result()
+        assert gpu.simulated and gpu.kube == {"pod": "job-0", "namespace": "ml"}

@@ -46,8 +46,8 @@ def test_every_default_counter_is_served_with_the_csvs_help() -> None:
     rows = [[c.strip() for c in line.split(",", 2)] for line in csv if line.strip() and not line.startswith("#")]
     ours = _help_type(_sim_text())
     for name, kind, help_text in rows:
-        if kind == "label" or name in ("DCGM_FI_DEV_NVLINK_BANDWIDTH_TOTAL",):
-            continue  # a label field; NVLink is not on these simulated boards
+        if kind == "label":
+            continue
         assert ours[name] == (f"# HELP {name} {help_text}", f"# TYPE {name} {kind}")
 
 
@@ -96,3 +96,44 @@ def test_fleet_serves_metrics_over_http_on_loopback() -> None:
             assert response.headers["Content-Type"].startswith("text/plain; version=0.0.4")
         assert 'Hostname="sim-gpu-node-001"' in body
         assert body == fleet.hosts[1].render()
+
+
+def test_faults_and_exporter_settings_a_real_fleet_has() -> None:
+    from gpuws.sim.dcgm_exporter import CLOCK_THROTTLE_REASONS, CLOCKS_EVENT_REASONS, ExporterFault, ThrottleMetric
+    from gpuws.sim.models import GPU_MODELS
+
+    host = make_hosts(1, 2, mig_every=0)[0]
+    served = {(m, labels.get("gpu")) for m, labels, _ in parse(host.render())}
+    assert (CLOCKS_EVENT_REASONS, "1") in served and not any(m == CLOCK_THROTTLE_REASONS for m, _ in served)
+    assert ("DCGM_FI_DEV_NVLINK_BANDWIDTH_TOTAL", "0") in served  # an H100 SXM board has NVLink
+    host.fault(ExporterFault.GPU_LOST, 1)
+    samples = parse(host.render())
+    assert {labels["gpu"] for _, labels, _ in samples} == {"0"}  # fell off the bus: not published at all
+    host.fault(ExporterFault.GPU_LOST, 1, on=False)
+    host.fault(ExporterFault.XID_APP, 0)
+    host.throttle_metric, host.old_namespace = ThrottleMetric.NONE, True
+    samples = parse(host.render())
+    xid = [(labels["xid"], labels["window_size_in_ms"], v) for m, labels, v in samples
+           if m == "DCGM_EXP_XID_ERRORS_COUNT"]
+    assert xid == [("13", "300000", "1")]
+    assert not any(m in (CLOCKS_EVENT_REASONS, CLOCK_THROTTLE_REASONS) for m, _, _ in samples)
+    assert all("uuid" in labels and "UUID" not in labels for _, labels, _ in samples)
+    # GPU facts are the simulated host's (core/gpus): framebuffer, reserved memory, power limit.
+    h100 = GPU_MODELS["h100"]
+    fb = {m: float(v) for m, labels, v in samples if labels["gpu"] == "1"}
+    total = fb["DCGM_FI_DEV_FB_USED"] + fb["DCGM_FI_DEV_FB_FREE"] + fb["DCGM_FI_DEV_FB_RESERVED"]
+    assert total == h100.memory_total_mib
+    assert fb["DCGM_FI_DEV_FB_RESERVED"] == h100.memory_reserved_mib
+    assert fb["DCGM_FI_DEV_POWER_MGMT_LIMIT"] == h100.power_limit_w
+
+
+def test_mig_instances_have_the_registrys_size() -> None:
+    from gpuws.core.gpus.models import MIG_GPUS
+
+    host = make_hosts(1, 1, mig_every=1)[0]
+    expected = next(p.memory_mib for p in MIG_GPUS["h100-80gb"].profiles if p.name == "3g.40gb")
+    totals: dict[str, float] = {}
+    for m, labels, v in parse(host.render()):
+        if m in ("DCGM_FI_DEV_FB_USED", "DCGM_FI_DEV_FB_FREE") and "GPU_I_ID" in labels:
+            totals[labels["GPU_I_ID"]] = totals.get(labels["GPU_I_ID"], 0.0) + float(v)
+    assert len(totals) == 2 and set(totals.values()) == {expected} == {40448}  # was 40192 (the A100's) for an H100

@@ -44,7 +44,8 @@ def test_a_fleet_from_prometheus(qtbot: Any, bridge: Any, sim_prometheus: Any) -
         assert tiles[0].attention is Attention.OOM_RISK
         order = [t.attention for t in tiles]
         assert order == sorted(order)
-        assert "20 GPUs on 4 hosts" in view.summary.text() and "needs attention" in view.summary.text()
+        assert "16 GPUs (4 MIG instances) on 4 hosts" in view.summary.text()
+        assert "needs attention" in view.summary.text()
         assert view.sim_badge.isVisibleTo(view)
         assert any("GPU" in line and "memory" in line.lower() for line in view.alerts_label.text().splitlines())
         assert any(t.history is not None for t in tiles)  # per-GPU history from query_range
@@ -152,12 +153,15 @@ def test_the_advice_column_from_prometheus(qtbot: Any, bridge: Any, sim_promethe
             view.open_profile(FleetProfile("lab", server.url))
         table = view.advice_table
         header = [table.horizontalHeaderItem(c).text() for c in range(table.columnCount())]
-        assert header == ["Host", "GPU", "Now", "Advice", "$/h", "$/month"]
+        assert header == ["Host", "GPU", "Now", "Advice", "Per hour", "Per month", "Basis"]
         assert table.rowCount() == 16 and table.isVisibleTo(view)
-        rows = {(table.item(r, 0).text(), table.item(r, 1).text()): [table.item(r, c).text() for c in range(6)]
+        rows = {(table.item(r, 0).text(), table.item(r, 1).text()): [table.item(r, c).text() for c in range(7)]
                 for r in range(table.rowCount())}
-        assert rows[("sim-gpu-node-000", "3")][2:] == ["full", "stop (idle); or 1g.10gb", "-$3.00", "-$2,190.00"]
-        assert rows[("sim-gpu-node-001", "3")][2:] == ["full", "keep", "-", "-"]
+        assert rows[("sim-gpu-node-000", "3")][2:6] == ["full", "stop (idle); or 1g.10gb", "-$3.00", "-$2,190.00"]
+        assert rows[("sim-gpu-node-001", "3")][2:6] == ["full", "keep", "-", "-"]
+        # The projection's basis is in the table: low confidence on seconds of data, and how much.
+        basis = rows[("sim-gpu-node-000", "3")][6]
+        assert basis.startswith("low, ") and basis[5].isdigit()
         assert rows[("sim-gpu-node-000", "0")][2:4] == ["2x3g.40gb", "smaller → 3g.40gb"]
         assert table.item(0, 3).text().startswith("stop")  # the most worth acting on first
         assert "to act on" in view.advice_summary.text() and "saves" in view.advice_summary.text()
@@ -223,6 +227,66 @@ def test_tiles_share_the_row_and_the_advice_money_stays_in_view(qtbot: Any) -> N
     table = view.advice_table
     qtbot.waitUntil(lambda: table.viewport().width() > 0)
     money = table.horizontalHeader()
-    right = money.sectionViewportPosition(5) + money.sectionSize(5)
-    assert right <= table.viewport().width()  # $/month is in view, no horizontal scroll needed
+    right = money.sectionViewportPosition(6) + money.sectionSize(6)
+    assert right <= table.viewport().width()  # money and its basis are in view, no horizontal scroll needed
     assert view.splitter.sizes()[1] >= 0.35 * sum(view.splitter.sizes())
+
+
+def test_the_fleet_view_fits_900_by_600(make_window: Any, qtbot: Any) -> None:
+    """Found (#27): selecting a fleet grew a 900x600 window to 1212 px: the summary line did not
+    wrap and the Advice table's money columns were off-screen."""
+    from gpuws.app.advice import FleetAdviceReport
+    from gpuws.core.fleet.model import MissingGpu
+
+    window = _window_with_fleet_lab(make_window, qtbot)
+    window.resize(900, 600)
+    window.show()
+    qtbot.waitExposed(window)
+    view = window.fleet_view
+    qtbot.wait(200)  # the window settles on its first host first
+    window.fleet_list.list.setCurrentRow(0)
+    assert window.stack.currentWidget() is view
+    snap = _fleet(64)
+    snap.missing = [MissingGpu("node-003", 5, None, "GPU-gone", "NVIDIA H100 80GB HBM3", "10.0.0.3:9400",
+                               1.7e9, True)]
+    view.profile = FleetProfile("lab", "http://127.0.0.1:9", price_per_gpu_hour=3.0)
+    view.apply_snapshot(snap)
+    view.apply_advice(FleetAdviceReport("lab", 86_400, [
+        _advice("a-very-long-node-name-from-a-cloud.example.internal", 3, Advice.STOP, None, -1234.5),
+        _advice("node-001", 0, Advice.SMALLER, "2x3g.40gb+1g.10gb", -2.25)]))
+    qtbot.wait(50)  # let the layouts settle
+    assert window.stack.currentWidget() is view
+    assert window.width() <= 900, window.width()
+    assert view.width() <= 900 and view.summary.width() <= view.width()
+    # The summary counts GPUs and MIG instances apart, carries its currency, and wraps.
+    text = view.summary.text()
+    assert "GPUs on" in text and "1 not reporting" in text and "/h" in text and "$" in text
+    assert view.summary.wordWrap()
+    assert view.missing_label.isVisibleTo(view) and "not reporting since" in view.missing_label.text()
+    first = view.grid.tiles()[0]  # the GPU that stopped reporting heads the tiles
+    assert (first.gpu.host, first.attention, first.note.startswith("not reporting since")) == (
+        "node-003", Attention.NOT_REPORTING, True)
+    table = view.advice_table
+    header = table.horizontalHeader()
+    for column in (4, 5, 6):  # per hour, per month, basis
+        right = header.sectionViewportPosition(column) + header.sectionSize(column)
+        assert right <= table.viewport().width(), (column, right, table.viewport().width())
+    assert table.item(0, 5).text() == "-$901,185.00" and table.item(0, 6).text() == "medium"
+
+
+def test_nvlink_in_the_summary_and_not_exported_on_a_tile(qtbot: Any) -> None:
+    view = FleetView(None)
+    qtbot.addWidget(view)
+    view.resize(1000, 700)
+    view.show()
+    qtbot.waitExposed(view)
+    snap = _fleet(2)
+    for g in snap.gpus:
+        g.values["util_gpu_pct"] = 80.0
+        g.values["nvlink_bandwidth_total"] = 120_000.0  # MB/s, as DCGM field 449 reads
+    snap.gpus[0].throttle_source = "DCGM_FI_DEV_CLOCKS_EVENT_REASONS"
+    view.apply_snapshot(snap)
+    _frame(qtbot, view.grid)
+    assert "NVLink 240 GB/s" in view.summary.text()
+    texts = {t.gpu.gpu: t._texts[1].text() for t in view.grid.tiles() if t._texts is not None}
+    assert "thrott" in texts[1] and "thrott" not in texts[0], texts

@@ -23,7 +23,7 @@ pytestmark = [pytest.mark.gui, pytest.mark.slow]
 
 ROOT = Path(__file__).resolve().parents[2]
 SHOTS = Path("/tmp/gpuws-shots")
-TABS = ("overview", "telemetry", "benchmarks", "resize", "session", "alerts", "processes")
+TABS = ("overview", "telemetry", "health", "benchmarks", "resize", "session", "alerts", "processes")
 
 
 @pytest.mark.skipif(shutil.which("xvfb-run") is None, reason="needs xvfb-run (scripts/install-deps.sh)")

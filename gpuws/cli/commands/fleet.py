@@ -5,18 +5,24 @@ from __future__ import annotations
 import argparse
 import getpass
 import sys
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
 from gpuws.cli.commands.hosts import json_flag, profile_store
 from gpuws.cli.output import Subcommands, fail, print_json
 from gpuws.core.errors import GpuwsError
 
+if TYPE_CHECKING:
+    from gpuws.core.fleet.profiles import FleetProfile
+
 MIN_INTERVAL_S = 1.0
 MAX_INTERVAL_S = 3600.0
 MAX_DEMO_HOSTS = 256
 
-_EPILOG = """JSON output: {"fleet": NAME, "t": ISO, "gpus": [...]}, one object per GPU and per MIG instance with
-host, gpu, uuid, model and the fields of `gpuws watch --json` (a metric the exporter does not publish is null).
+_EPILOG = """JSON output: {"fleet": NAME, "t": ISO, "gpus": [...], "not_reporting": [...], "empty": null or
+{"reason": "no_series"|"stale", "message"}, "insecure": BOOL}; one object per GPU and per MIG instance with
+host, gpu, uuid, model and the fields of `gpuws watch --json` (a metric the exporter does not publish is null),
+throttle_source (the metric, or "not exported"), xids/xid_class, age_s, scrape_interval_s and stale;
+not_reporting: GPUs seen in the last hour that report nothing now, with since and exporter_up.
 exit status (the table of `gpuws --help`): 0 ok, 2 refused input, 3 Prometheus refused the credentials,
 5 Prometheus unreachable, 1 any other error"""
 
@@ -39,6 +45,12 @@ def register(sub: Subcommands) -> None:
                      help="read the basic-auth password from stdin (kept in the keyring)")
     add.add_argument("--price-per-gpu-hour", type=float, metavar="PRICE",
                      help="what one GPU costs per hour, for the idle-GPU alert")
+    add.add_argument("--ca-file", metavar="PEM", help="trust this CA (a private CA) instead of the public bundle")
+    add.add_argument("--client-cert", metavar="PEM", help="client certificate for a server that asks for one")
+    add.add_argument("--client-key", metavar="PEM", help="the client certificate's private key (a file)")
+    add.add_argument("--tenant", metavar="ID", help="tenant sent as X-Scope-OrgID (Grafana Mimir, Cortex)")
+    add.add_argument("--insecure", action="store_true",
+                     help="do not verify the server's TLS certificate (said wherever the fleet is shown)")
     add.set_defaults(handler=cmd_add)
 
     lst = actions.add_parser("list", parents=common, help="list fleets")
@@ -68,6 +80,9 @@ def register(sub: Subcommands) -> None:
     demo = sub.add_parser("demo-fleet", help="run SIMULATED dcgm-exporters on loopback for a Prometheus to scrape")
     demo.add_argument("--hosts", type=int, required=True, metavar="N", help=f"simulated hosts (1-{MAX_DEMO_HOSTS})")
     demo.add_argument("--gpus-per-host", type=int, default=8, metavar="M", help="GPUs per host (1-16, default 8)")
+    demo.add_argument("--fault", action="append", default=[], metavar="KIND:HOST/GPU",
+                      help="play a fault on GPU GPU of host number HOST: gpu-lost (XID 79, the exporter stops "
+                           "publishing it), xid-app (XID 13); repeatable")
     demo.set_defaults(handler=run_demo_fleet)
 
 
@@ -104,7 +119,9 @@ def cmd_add(args: argparse.Namespace) -> int:
     auth = FleetAuth.BEARER if args.token_stdin else FleetAuth.BASIC if args.user else FleetAuth.NONE
     profile = validate_fleet(FleetProfile(
         name=args.name, prometheus=args.prometheus, via=args.via, selector=args.selector, auth=auth,
-        user=args.user, price_per_gpu_hour=args.price_per_gpu_hour))
+        user=args.user, price_per_gpu_hour=args.price_per_gpu_hour, ca_file=_abspath(args.ca_file),
+        client_cert=_abspath(args.client_cert), client_key=_abspath(args.client_key), tenant=args.tenant,
+        insecure=args.insecure))
     if profile.via is not None:
         with profile_store() as hosts:
             hosts.get(profile.via)  # the tunnel host must be a profile already
@@ -125,6 +142,21 @@ def cmd_add(args: argparse.Namespace) -> int:
     return 0
 
 
+def _abspath(path: str | None) -> str | None:
+    """A file option as an absolute path (the profile is used from any directory)."""
+    import os
+
+    return None if path is None else os.path.abspath(os.path.expanduser(path))
+
+
+def connection_words(profile: FleetProfile) -> str:
+    """How a fleet connects, in words: " INSECURE (TLS not verified)", tenant, CA (empty: defaults)."""
+    return "".join([" INSECURE (TLS not verified)" if profile.insecure else "",
+                    f" tenant {profile.tenant}" if profile.tenant else "",
+                    f" CA {profile.ca_file}" if profile.ca_file else "",
+                    " client certificate" if profile.client_cert else ""])
+
+
 def cmd_list(args: argparse.Namespace) -> int:
     """`gpuws fleet list`: the saved fleets."""
     from gpuws.core.fleet.profiles import FleetStore
@@ -141,7 +173,7 @@ def cmd_list(args: argparse.Namespace) -> int:
         print("No fleets. Add one with `gpuws fleet add NAME --prometheus URL`.")
     for f in fleets:
         extra = "".join([f" via {f.via}" if f.via else "", f" {{{f.selector}}}" if f.selector else "",
-                         f" ({f.auth} auth)" if f.auth != "none" else ""])
+                         f" ({f.auth} auth)" if f.auth != "none" else "", connection_words(f)])
         print(f"{f.name}  {f.prometheus}{extra}")
     return 0
 
@@ -201,19 +233,27 @@ async def _stream(args: argparse.Namespace, *, count: int | None, interval: floa
 
     from gpuws.app.fleet import open_fleet
     from gpuws.core.fleet.profiles import FleetStore
+    from gpuws.core.telemetry.sample import iso8601
 
     profile = FleetStore().get(args.name)
+    if profile.insecure:
+        print(f"gpuws: warning: {profile.name}: INSECURE: the TLS certificate of {profile.prometheus} is not "
+              "verified", file=sys.stderr, flush=True)
     async with open_fleet(profile, accept_new=args.accept_new) as source:
         seen = 0
         loop = asyncio.get_running_loop()
         while True:
             started = loop.time()
             snap = await source.snapshot()
+            if snap.empty_message:
+                print(f"gpuws: warning: {snap.empty_message}", file=sys.stderr, flush=True)
             if args.json and document:
                 print_json(snap.to_dict())
             elif args.json:
                 for gpu in snap.gpus:  # one object per line, as `gpuws watch --json`
                     print_json({"fleet": snap.fleet, **gpu.to_dict(snap.t)})
+                for gone in snap.missing:
+                    print_json({"fleet": snap.fleet, "t": iso8601(snap.t), **gone.to_dict()})
             else:
                 out.write(format_snapshot(snap) + "\n")
                 out.flush()
@@ -232,16 +272,24 @@ def format_snapshot(snap: Any) -> str:
         """A figure with its unit, or "-" when there is none."""
         return "-" if value is None else f"{value:.0f}{unit}"
 
-    s = summarize(snap.gpus, price_per_gpu_hour=None)
+    s = summarize(snap.gpus, price_per_gpu_hour=None, missing=snap.missing)
     sim = "[SIMULATED] " if any(g.simulated for g in snap.gpus) else ""
-    lines = [f"{sim}fleet {snap.fleet}  {iso8601(snap.t)}  {s.gpus} GPUs on {s.hosts} hosts  "
+    insecure = "[INSECURE: TLS not verified] " if snap.insecure else ""
+    lines = [f"{sim}{insecure}fleet {snap.fleet}  {iso8601(snap.t)}  {s.counted()}  "
              f"util {v(s.util_avg_pct, '%')}  mem {v(s.mem_used_mib)}/{v(s.mem_total_mib)} MiB  "
              f"power {v(s.power_w, ' W')}"]
     rows = [("HOST", "GPU", "MODEL", "UTIL", "MEMORY MiB", "TEMP", "POWER W", "ATTENTION")]
+    for gone in snap.missing:  # at the top: a GPU that fell off the bus says nothing any more
+        rows.append((gone.host, gone.device_key, gone.model or "-", "-", "-", "-", "-", gone.describe()))
     for attention, g in rank(snap.gpus):
+        notes = [attention.label]
+        if g.gi is None and g.throttle_source is None:
+            notes.append("throttle not exported")
+        if g.stale and g.age_s is not None:
+            notes.append(f"values {g.age_s:.0f} s old")
         rows.append((g.host, g.device_key, g.model or "-", v(g.value("util_gpu_pct"), "%"),
                      f"{v(g.value('mem_used_mib'))}/{v(g.value('mem_total_mib'))}", v(g.value("temp_c"), "C"),
-                     v(g.value("power_w")), attention.label))
+                     v(g.value("power_w")), ", ".join(notes)))
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
     lines += ["  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip() for r in rows]
     return "\n".join(lines)
@@ -252,16 +300,27 @@ def run_demo_fleet(args: argparse.Namespace) -> int:
     import signal
     import threading
 
-    from gpuws.sim.dcgm_exporter import SimFleet, make_hosts
+    from gpuws.sim.dcgm_exporter import ExporterFault, SimFleet, make_hosts
 
     if not 1 <= args.hosts <= MAX_DEMO_HOSTS:
         return fail(f"--hosts must be between 1 and {MAX_DEMO_HOSTS}", 2)
     if not 1 <= args.gpus_per_host <= 16:
         return fail("--gpus-per-host must be between 1 and 16", 2)
+    hosts = make_hosts(args.hosts, args.gpus_per_host, dynamic=True)
+    for spec in args.fault:
+        kind_text, _, where = spec.partition(":")
+        host_text, _, gpu_text = where.partition("/")
+        try:
+            kind = ExporterFault(kind_text)
+            hosts[int(host_text)].fault(kind, int(gpu_text))
+        except (ValueError, IndexError):
+            kinds = ", ".join(k.value for k in ExporterFault)
+            return fail(f"--fault {spec[:40]!r}: give KIND:HOST/GPU with KIND one of {kinds}, HOST 0-"
+                        f"{args.hosts - 1}, GPU 0-{args.gpus_per_host - 1}", 2)
     stop = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
     try:
-        fleet = SimFleet(make_hosts(args.hosts, args.gpus_per_host, dynamic=True)).start()
+        fleet = SimFleet(hosts).start()
     except OSError as exc:
         return fail(f"cannot start the simulated exporters: {exc.strerror or exc}")
     try:

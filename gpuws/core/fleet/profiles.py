@@ -75,6 +75,13 @@ class FleetProfile:
     auth: FleetAuth = FleetAuth.NONE
     user: str | None = None
     price_per_gpu_hour: float | None = None  # for the idle-GPU alert's money, like a host profile's price
+    # Connection (#26): a private CA, a client certificate and key (paths), a tenant sent as
+    # X-Scope-OrgID (Mimir, Cortex), and `insecure` (no TLS verification; said wherever shown).
+    ca_file: str | None = None
+    client_cert: str | None = None
+    client_key: str | None = None
+    tenant: str | None = None
+    insecure: bool = False
 
     def to_dict(self) -> dict[str, Any]:
         """The `--json` shape (no secrets: there are none in a profile)."""
@@ -86,6 +93,11 @@ class FleetProfile:
             "auth": self.auth.value,
             "user": self.user,
             "price_per_gpu_hour": self.price_per_gpu_hour,
+            "ca_file": self.ca_file,
+            "client_cert": self.client_cert,
+            "client_key": self.client_key,
+            "tenant": self.tenant,
+            "insecure": self.insecure,
         }
 
 
@@ -148,15 +160,29 @@ def validate_fleet(profile: FleetProfile) -> FleetProfile:
         raise ValidationError("user", "a user name only goes with basic auth")
     if profile.price_per_gpu_hour is not None and not 0 <= profile.price_per_gpu_hour < 1e6:
         raise ValidationError("price_per_gpu_hour", "must be a price from 0 upwards")
-    return FleetProfile(
-        name=profile.name,
-        prometheus=validate_url(profile.prometheus),
-        via=profile.via,
-        selector=normalize_selector(profile.selector),
-        auth=profile.auth,
-        user=profile.user,
-        price_per_gpu_hour=profile.price_per_gpu_hour,
-    )
+    _validate_connection(profile)
+    return dataclasses.replace(profile, prometheus=validate_url(profile.prometheus),
+                               selector=normalize_selector(profile.selector))
+
+
+_TENANT = re.compile(r"[A-Za-z0-9!._*'()|-]{1,150}")  # Mimir's tenant ID characters (and `|` for several)
+
+
+def _validate_connection(profile: FleetProfile) -> None:
+    """TLS files are absolute paths, a client certificate comes with its key, the tenant is one ID."""
+    for key in ("ca_file", "client_cert", "client_key"):
+        value = getattr(profile, key)
+        if value is not None and not Path(value).is_absolute():
+            raise ValidationError(key, f"give an absolute path, not {value[:60]!r}")
+    if bool(profile.client_cert) != bool(profile.client_key):
+        raise ValidationError("client_key", "a client certificate needs its key (--client-cert with --client-key)")
+    tls_options = profile.ca_file or profile.client_cert or profile.insecure
+    if tls_options and not profile.prometheus.strip().startswith("https://"):
+        raise ValidationError("prometheus", "TLS options (--ca-file, --client-cert, --insecure) need an https:// URL")
+    if profile.insecure and profile.ca_file:
+        raise ValidationError("insecure", "--insecure skips verification: it does not go with --ca-file")
+    if profile.tenant is not None and not _TENANT.fullmatch(profile.tenant):
+        raise ValidationError("tenant", "a tenant ID is 1-150 letters, digits or !-_.*'()")
 
 
 def _from_table(table: dict[str, Any]) -> tuple[FleetProfile, list[UnknownKey]]:
@@ -166,9 +192,11 @@ def _from_table(table: dict[str, Any]) -> tuple[FleetProfile, list[UnknownKey]]:
     for key in ("name", "prometheus"):
         if not isinstance(table.get(key), str):
             raise ValidationError(key, "is required text")
-    for key in ("via", "selector", "user"):
+    for key in ("via", "selector", "user", "ca_file", "client_cert", "client_key", "tenant"):
         if key in table and not isinstance(table[key], str):
             raise ValidationError(key, "must be text")
+    if not isinstance(table.get("insecure", False), bool):
+        raise ValidationError("insecure", "must be true or false")
     price = table.get("price_per_gpu_hour")
     if price is not None and (isinstance(price, bool) or not isinstance(price, int | float)):
         raise ValidationError("price_per_gpu_hour", "must be a number")
@@ -179,7 +207,9 @@ def _from_table(table: dict[str, Any]) -> tuple[FleetProfile, list[UnknownKey]]:
     return validate_fleet(FleetProfile(
         name=table["name"], prometheus=table["prometheus"], via=table.get("via"),
         selector=table.get("selector"), auth=auth, user=table.get("user"),
-        price_per_gpu_hour=None if price is None else float(price),
+        price_per_gpu_hour=None if price is None else float(price), ca_file=table.get("ca_file"),
+        client_cert=table.get("client_cert"), client_key=table.get("client_key"), tenant=table.get("tenant"),
+        insecure=table.get("insecure", False),
     )), unknown
 
 

@@ -44,6 +44,8 @@ class AlertKind(StrEnum):
     ECC_ERRORS = "ecc_errors"
     HOST_UNREACHABLE = "host_unreachable"
     IDLE_GPU = "idle_gpu"
+    GPU_NOT_REPORTING = "gpu_not_reporting"  # fleet: a GPU seen before reports nothing now (XID 79)
+    NOT_EXPORTED = "not_exported"  # fleet: the exporter publishes no throttle reasons for a GPU
 
 
 class Severity(StrEnum):
@@ -69,6 +71,8 @@ DEFAULT_POLICIES: Final[dict[AlertKind, KindPolicy]] = {
     AlertKind.ECC_ERRORS: KindPolicy(hold_s=0.0),
     AlertKind.HOST_UNREACHABLE: KindPolicy(hold_s=0.0),
     AlertKind.IDLE_GPU: KindPolicy(hold_s=-1.0),  # < 0: the profile's idle minutes decide
+    AlertKind.GPU_NOT_REPORTING: KindPolicy(hold_s=0.0),
+    AlertKind.NOT_EXPORTED: KindPolicy(hold_s=0.0, repeat_s=86_400.0),
 }
 
 
@@ -226,6 +230,11 @@ class AlertEngine:
         message = f"{host} is unreachable" + (f": {reason}" if reason else "")
         return self._set(host, None, AlertKind.HOST_UNREACHABLE, True, t, message=message,
                          severity=Severity.CRITICAL)
+
+    def condition(self, host: str, gpu: str | None, kind: AlertKind, on: bool, t: float, *, message: str,
+                  severity: Severity = Severity.WARNING) -> list[AlertEvent]:
+        """A condition found outside the samples (a fleet's missing GPU or metric): on, or cleared at once."""
+        return self._set(host, gpu, kind, on, t, clear_after=0.0, severity=severity, message=message)
 
     def host_reachable(self, host: str, t: float) -> list[AlertEvent]:
         """Samples arrive again: clear the unreachable alert at once."""

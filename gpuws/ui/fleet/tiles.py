@@ -35,6 +35,7 @@ class FleetTile:
     gpu: FleetGpu
     attention: Attention
     history: np.ndarray | None = None  # float32 utilisation %, NaN gaps
+    note: str | None = None  # replaces the status text ("not reporting since 12:03:04")
     _texts: tuple[QStaticText, QStaticText] | None = field(default=None, repr=False)
     _lines: list[QPolygonF] | None = field(default=None, repr=False)
 
@@ -113,7 +114,8 @@ class FleetTileGrid(QWidget):
         colours = {
             Attention.OOM_RISK: theme.error_colour(palette), Attention.XID: theme.error_colour(palette),
             Attention.THROTTLING: theme.warning_colour(palette), Attention.IDLE: muted,
-            Attention.NONE: border,
+            Attention.XID_INFO: border, Attention.NONE: border,
+            Attention.NOT_REPORTING: theme.error_colour(palette),
         }
         util_colour = palette.highlight().color()
         painted = 0
@@ -138,7 +140,11 @@ class FleetTileGrid(QWidget):
         if tile._texts is None:
             util = g.values.get("util_gpu_pct")
             mem = g.mem_used_pct
-            status = tile.attention.label if tile.attention is not Attention.NONE else (g.model or "")
+            status = (tile.attention.label if tile.attention is not Attention.NONE
+                      else "throttle not exported" if g.gi is None and g.throttle_source is None else (g.model or ""))
+            if g.stale and g.age_s is not None:
+                status = f"{g.age_s:.0f} s old  {status}"
+            status = tile.note or status
             line2 = (f"{'-' if util is None else f'{util:.0f}%'} util  "
                      f"{'-' if mem is None else f'{mem:.0f}%'} mem  {status}")
             # QStaticText keeps the laid-out glyphs: drawing it again costs a fraction of drawText.

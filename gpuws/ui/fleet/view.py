@@ -19,7 +19,7 @@ from typing import Any
 
 import numpy as np
 from PySide6.QtCore import Qt, QTimer, Signal
-from PySide6.QtGui import QShowEvent
+from PySide6.QtGui import QResizeEvent, QShowEvent
 from PySide6.QtWidgets import (
     QAbstractItemView,
     QComboBox,
@@ -36,12 +36,13 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from gpuws.core.advice import HOURS_PER_MONTH, Advice, AdvicePolicy
+from gpuws.core.advice import HOURS_PER_MONTH, Advice, AdvicePolicy, GpuAdvice
 from gpuws.core.fleet.advice import FleetGpuAdvice
 from gpuws.core.fleet.alerts import FleetAlerts
-from gpuws.core.fleet.model import FleetGpu, SeriesKey, rank, summarize
+from gpuws.core.fleet.model import Attention, FleetGpu, SeriesKey, rank, summarize
 from gpuws.core.fleet.profiles import FleetProfile
 from gpuws.core.models import AlertThresholds
+from gpuws.core.money import currency_of, money, rate
 from gpuws.core.simulation import SIM_LABEL
 from gpuws.core.telemetry.alerts import AlertKind
 from gpuws.ui.bridge import AsyncBridge
@@ -53,20 +54,32 @@ from gpuws.ui.widgets import heading, muted_label
 WINDOWS: tuple[tuple[str, int], ...] = (("1 h", 3600), ("6 h", 6 * 3600), ("24 h", 86_400), ("7 days", 7 * 86_400),
                                         ("30 days", 30 * 86_400))
 SNAPSHOT_MS = 5000
+NARROW_PX = 1000  # narrower than this, the Advice table goes under the tiles
 HISTORY_MS = 60_000
 TILE_POINTS = 120  # per-GPU history points: a tile's sparkline is about this wide
 
 
 #: Advice rows, most worth acting on first (then the biggest saving).
 _ADVICE_ORDER = {Advice.STOP: 0, Advice.SMALLER: 1, Advice.LARGER: 2, Advice.KEEP: 3, Advice.NOT_ENOUGH_DATA: 4}
-ADVICE_COLUMNS = ("Host", "GPU", "Now", "Advice", "$/h", "$/month")
+ADVICE_COLUMNS = ("Host", "GPU", "Now", "Advice", "Per hour", "Per month", "Basis")
 
 
-def _money(delta: float | None, scale: float = 1.0) -> str:
+def _money(delta: float | None, currency: str, scale: float = 1.0) -> str:
+    """A price change with its sign and currency: "+$1.20", "-€3.00"."""
     if delta is None:
         return "-"
     value = delta * scale
-    return f"{'-' if value < 0 else '+' if value > 0 else ''}${abs(value):,.2f}"
+    return ("+" if value > 0 else "") + money(value, currency)
+
+
+def basis_text(advice: GpuAdvice) -> str:
+    """What a projection rests on, in the table: its confidence and how much data ("low, 2 min")."""
+    span = None if advice.stats is None else advice.stats.span_s
+    if span is None:
+        return advice.confidence.value
+    minutes = span / 60
+    amount = f"{span:.0f} s" if span < 120 else f"{minutes:.0f} min" if minutes < 120 else f"{minutes / 60:.0f} h"
+    return f"{advice.confidence.value}, {amount}"
 
 
 def advice_text(entry: FleetGpuAdvice) -> str:
@@ -116,6 +129,9 @@ class FleetView(QWidget):
         self.title = heading("Fleet", parent=self)
         self.sim_badge = QLabel(f"{SIM_LABEL}", self)
         self.sim_badge.setVisible(False)
+        self.insecure_badge = QLabel("INSECURE: TLS not verified", self)
+        self.insecure_badge.setToolTip("This fleet is read without checking the server's TLS certificate (--insecure)")
+        self.insecure_badge.setVisible(False)
         self.window_box = QComboBox(self)
         for label, seconds in WINDOWS:
             self.window_box.addItem(label, seconds)
@@ -130,6 +146,7 @@ class FleetView(QWidget):
         top = QHBoxLayout()
         top.addWidget(self.title)
         top.addWidget(self.sim_badge)
+        top.addWidget(self.insecure_badge)
         top.addStretch(1)
         top.addWidget(muted_label("Window", self))
         top.addWidget(self.window_box)
@@ -137,6 +154,11 @@ class FleetView(QWidget):
 
         self.summary = QLabel("", self)
         self.summary.setTextFormat(Qt.TextFormat.PlainText)
+        self.summary.setWordWrap(True)  # 900 px wide windows: the line wraps instead of widening the window
+        self.missing_label = QLabel("", self)  # GPUs not reporting: above everything else urgent
+        self.missing_label.setTextFormat(Qt.TextFormat.PlainText)
+        self.missing_label.setWordWrap(True)
+        self.missing_label.setVisible(False)
         self.alerts_label = QLabel("", self)
         self.alerts_label.setTextFormat(Qt.TextFormat.PlainText)
         self.alerts_label.setWordWrap(True)
@@ -172,6 +194,7 @@ class FleetView(QWidget):
         # The advice text takes what is left and is elided (the tooltip has it whole), so the money
         # columns stay in view instead of behind a horizontal scroll.
         header.setSectionResizeMode(ADVICE_COLUMNS.index("Advice"), QHeaderView.ResizeMode.Stretch)
+        header.setSectionResizeMode(ADVICE_COLUMNS.index("Host"), QHeaderView.ResizeMode.Stretch)  # long node names
         header.setStretchLastSection(False)
         self.advice_table.setTextElideMode(Qt.TextElideMode.ElideRight)
         self.advice_table.setWordWrap(False)
@@ -195,6 +218,7 @@ class FleetView(QWidget):
         layout.setContentsMargins(16, 12, 16, 8)
         layout.addLayout(top)
         layout.addWidget(self.summary)
+        layout.addWidget(self.missing_label)
         layout.addWidget(self.alerts_label)
         layout.addWidget(self.plot)
         layout.addWidget(self.status)
@@ -223,6 +247,7 @@ class FleetView(QWidget):
         self.close_fleet()
         self.profile = profile
         self.title.setText(f"Fleet {profile.name}")
+        self.insecure_badge.setVisible(profile.insecure)
         self.status.setText(f"Reading {profile.prometheus}" + (f" via {profile.via}" if profile.via else "") + " …")
         self._alerts = FleetAlerts(profile.name, self.thresholds, profile.price_per_gpu_hour)
         self._connection = FleetConnection(profile, thresholds=self.thresholds)
@@ -287,45 +312,90 @@ class FleetView(QWidget):
     def apply_snapshot(self, snapshot: Any) -> None:
         """Show a `Snapshot`: rank, sum up, evaluate alerts, lay out tiles."""
         self._gpus = list(snapshot.gpus)
+        missing = list(snapshot.missing)
         ranked = rank(self._gpus, self.thresholds)
-        self.grid.set_tiles([FleetTile(g, a, self._per_gpu.get(g.key)) for a, g in ranked])
+        # GPUs that stopped reporting head the tiles: nothing else about them will say so.
+        gone = [FleetTile(FleetGpu(host=m.host, gpu=m.gpu, uuid=m.uuid, model=m.model, gi=m.gi),
+                          Attention.NOT_REPORTING, None,
+                          note="exporter down" if m.exporter_up is False else "not reporting" + (
+                              "" if m.since is None else time.strftime(" since %H:%M:%S", time.localtime(m.since))))
+                for m in missing]
+        self.grid.set_tiles(gone + [FleetTile(g, a, self._per_gpu.get(g.key)) for a, g in ranked])
         price = self.profile.price_per_gpu_hour if self.profile else None
-        s = summarize(self._gpus, self.thresholds, price)
+        s = summarize(self._gpus, self.thresholds, price, missing=missing)
         simulated = any(g.simulated for g in self._gpus)
         self.sim_badge.setVisible(simulated)
-        attention = ", ".join(f"{n} {k.replace('_', ' ')}" for k, n in sorted(s.attention.items())) or "nothing"
-        money = "" if s.idle_cost_per_hour is None else f"  ·  idle GPUs burn {s.idle_cost_per_hour:,.2f}/h"
+        self.insecure_badge.setVisible(snapshot.insecure)
+        # Urgent kinds only; application XIDs are information, said apart.
+        attention = ", ".join(f"{n} {Attention[k.upper()].label}" for k, n in sorted(s.attention.items())
+                              if Attention[k.upper()].urgent) or "nothing"
+        if info := s.attention.get(Attention.XID_INFO.name.lower()):
+            attention += f"  ·  {info} with an application XID (information)"
+        money = ("" if s.idle_cost_per_hour is None
+                 else f"  ·  idle GPUs burn {rate(s.idle_cost_per_hour, currency_of(None))}")
         self.summary.setText(
-            f"{s.gpus} GPUs on {s.hosts} hosts  ·  util {_num(s.util_avg_pct, ' %')}  ·  memory "
+            f"{s.counted()}  ·  util {_num(s.util_avg_pct, ' %')}  ·  memory "
             f"{_num(s.mem_used_mib, ' GiB', 1 / 1024)} of {_num(s.mem_total_mib, ' GiB', 1 / 1024)}  ·  power "
-            f"{_num(s.power_w, ' kW', 1 / 1000, 1)}  ·  needs attention: {attention}{money}")
+            f"{_num(s.power_w, ' kW', 1 / 1000, 1)}"
+            + ("" if s.nvlink_mb_s is None else f"  ·  NVLink {_num(s.nvlink_mb_s, ' GB/s', 1 / 1000)}")
+            + f"  ·  needs attention: {attention}{money}")
+        self.missing_label.setText("\n".join(f"{m.host} GPU {m.device_key}: {m.describe()}" for m in missing[:5])
+                                   + (f"\n… and {len(missing) - 5} more" if len(missing) > 5 else ""))
+        self.missing_label.setVisible(bool(missing))
         if self._alerts is not None:
-            self._alerts.evaluate(snapshot.t, self._gpus)
+            self._alerts.evaluate(snapshot.t, self._gpus, missing)
             active = self._alerts.active()
-            shown = [a for a in active if a.kind in (AlertKind.OOM_RISK, AlertKind.IDLE_GPU)] + \
-                    [a for a in active if a.kind not in (AlertKind.OOM_RISK, AlertKind.IDLE_GPU)]
+            first = (AlertKind.GPU_NOT_REPORTING, AlertKind.OOM_RISK, AlertKind.IDLE_GPU)
+            shown = [a for a in active if a.kind in first] + \
+                    [a for a in active if a.kind not in (*first, AlertKind.NOT_EXPORTED)]
             lines = [a.message for a in shown[:3]] + ([f"… and {len(shown) - 3} more"] if len(shown) > 3 else [])
+            blind = sum(1 for g in self._gpus if g.gi is None and g.throttle_source is None)
+            if blind:  # information, one line: never pushes an urgent alert out of view
+                lines.append(f"Throttle reasons not exported for {blind} GPU{'s' * (blind != 1)} "
+                             "(DCGM_FI_DEV_CLOCKS_EVENT_REASONS): throttling cannot be seen there")
             self.alerts_label.setText("\n".join(lines))
-        self.status.setText(f"Read {len(self._gpus)} devices from {snapshot.fleet} at "
-                            f"{time.strftime('%H:%M:%S', time.localtime(snapshot.t))}")
+        if snapshot.empty_message:
+            self.status.setText(snapshot.empty_message)  # why nothing shows: no series, or all too old
+        else:
+            stale = [g for g in self._gpus if g.stale]
+            old = (f"; values of {len(stale)} older than two scrape intervals (up to "
+                   f"{max(g.age_s or 0.0 for g in stale):.0f} s)") if stale else ""
+            self.status.setText(f"Read {s.counted()} from {snapshot.fleet} at "
+                                f"{time.strftime('%H:%M:%S', time.localtime(snapshot.t))}{old}")
         self.snapshot_applied.emit()
 
     def apply_history(self, history: Any) -> None:
         """Show a `FleetHistory`: the fleet's utilisation line and each tile's sparkline."""
         self.plot.set_data(history.times, history.util_avg_pct, history.start, history.end)
         self._per_gpu = dict(history.per_gpu_util)
-        tiles = [FleetTile(t.gpu, t.attention, self._per_gpu.get(t.gpu.key)) for t in self.grid.tiles()]
+        tiles = [FleetTile(t.gpu, t.attention, self._per_gpu.get(t.gpu.key), note=t.note) for t in self.grid.tiles()]
         self.grid.set_tiles(tiles)
         self.history_applied.emit()
 
+    def resizeEvent(self, event: QResizeEvent) -> None:
+        """Advice beside the tiles, or under them when the window is narrow."""
+        super().resizeEvent(event)
+        # Narrow windows (900 px screens): the advice goes under the tiles at full width, so its
+        # money columns stay in view; side by side again when there is room.
+        wanted = Qt.Orientation.Vertical if self.width() < NARROW_PX else Qt.Orientation.Horizontal
+        if self.splitter.orientation() != wanted:
+            self.splitter.setOrientation(wanted)
+            self._split_done = False
+            self._share_split()
+
+    def _share_split(self) -> None:
+        if self._split_done or not self.isVisible():
+            return
+        self._split_done = True
+        horizontal = self.splitter.orientation() == Qt.Orientation.Horizontal
+        size = max(1, self.splitter.width() if horizontal else self.splitter.height())
+        self.splitter.setSizes([size * 3 // 5, size - size * 3 // 5])
+
     def showEvent(self, event: QShowEvent) -> None:
         super().showEvent(event)
-        if not self._split_done:
-            # Stretch factors share only what is left after the tiles' size hint, which left the
-            # advice a sliver with its money columns scrolled away: 3/5 tiles, 2/5 advice instead.
-            self._split_done = True
-            width = max(1, self.splitter.width())
-            self.splitter.setSizes([width * 3 // 5, width - width * 3 // 5])
+        # Stretch factors share only what is left after the tiles' size hint, which left the
+        # advice a sliver with its money columns scrolled away: 3/5 tiles, 2/5 advice instead.
+        self._share_split()
 
     def apply_advice(self, report: Any) -> None:
         """Show a `FleetAdviceReport` (None: clear): one row per GPU, most worth acting on first."""
@@ -338,8 +408,9 @@ class FleetView(QWidget):
         table.setRowCount(len(entries))
         for r, entry in enumerate(entries):
             a = entry.advice
-            cells = (entry.host, str(a.gpu), a.current, advice_text(entry), _money(a.price_delta_per_hour),
-                     _money(a.price_delta_per_hour, HOURS_PER_MONTH))
+            currency = self._currency(entry)
+            cells = (entry.host, str(a.gpu), a.current, advice_text(entry), _money(a.price_delta_per_hour, currency),
+                     _money(a.price_delta_per_hour, currency, HOURS_PER_MONTH), basis_text(a))
             tip = "\n".join((f"{entry.host} GPU {a.gpu} ({entry.model or 'unknown model'}, {entry.uuid or 'no UUID'})",
                              f"{a.confidence.value} confidence" + (f"; host profile {entry.profile}"
                                                                    if entry.profile else "; no host profile"),
@@ -347,18 +418,32 @@ class FleetView(QWidget):
             for c, text in enumerate(cells):
                 item = QTableWidgetItem(text)  # plain text: host names and layouts are remote strings
                 item.setToolTip(tip)
-                if c >= 4:
+                if c in (4, 5):
                     item.setTextAlignment(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
                 table.setItem(r, c, item)
         if report is None:
             self.advice_summary.setText("")
         else:
             act = [e for e in entries if e.advice.advice in (Advice.STOP, Advice.SMALLER, Advice.LARGER)]
-            saving = sum(d for e in act if (d := e.advice.price_delta_per_hour) is not None and d < 0)
-            money = f"; saves ${-saving:,.2f}/h (${-saving * HOURS_PER_MONTH:,.2f}/month)" if saving else ""
-            self.advice_summary.setText(f"Over {_window_label(report.window_s)}: {len(act)} of {len(entries)} "
-                                        f"GPUs to act on{money}")
+            savings: dict[str, float] = {}  # per currency: hosts priced in EUR and USD are never summed
+            for e in act:
+                if (d := e.advice.price_delta_per_hour) is not None and d < 0:
+                    savings[self._currency(e)] = savings.get(self._currency(e), 0.0) + d
+            saved = "; ".join(f"{rate(-v, c)} ({money(-v * HOURS_PER_MONTH, c)}/month)"
+                              for c, v in sorted(savings.items()))
+            self.advice_summary.setText(f"Over {_window_label(report.window_s)}: {len(act)} of {len(entries)} GPUs "
+                                        "to act on" + (f"; saves {saved}" if saved else "")
+                                        + " (projections from the data in Basis)")
             self.advice_applied.emit()
+
+    def _currency(self, entry: FleetGpuAdvice) -> str:
+        """The currency of an advice row's prices: its host profile's, else the fleet's (the locale's)."""
+        if entry.profile and self.host_profiles is not None:
+            profiles, _ = self.host_profiles()
+            for profile in profiles:
+                if profile.name == entry.profile:
+                    return currency_of(getattr(profile, "currency", None))
+        return currency_of(None)
 
     def activate_advice(self, row: int) -> None:
         """A click on an advice row: its host with the wizard on the target, or the host alone."""

@@ -34,6 +34,8 @@ KIND_LABELS: dict[str, str] = {
     AlertKind.ECC_ERRORS: "ECC errors",
     AlertKind.HOST_UNREACHABLE: "Host unreachable",
     AlertKind.IDLE_GPU: "Idle GPU",
+    AlertKind.GPU_NOT_REPORTING: "GPU not reporting",
+    AlertKind.NOT_EXPORTED: "Not exported",
 }
 COLUMNS = ("Time", "Severity", "Host", "GPU", "Kind", "Message", "Count", "Status")
 COL_SEVERITY, COL_KIND, COL_MESSAGE, COL_COUNT, COL_STATUS = 1, 4, 5, 6, 7

@@ -16,7 +16,8 @@ from gpuws.core.errors import GpuwsError
 from gpuws.core.tunnels import Preset, RemoteServiceDown, spec_for
 
 if TYPE_CHECKING:
-    from gpuws.remote.tunnels import Tunnel
+    # Re-exported: the window names the tunnels it is given without importing gpuws.remote.
+    from gpuws.remote.tunnels import Tunnel as Tunnel
 
 DEFAULT_TENSORBOARD_LOGDIR = "~"  # when none is named: TensorBoard looks for runs below it
 TENSORBOARD_PORT = 6006

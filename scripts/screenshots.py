@@ -102,6 +102,7 @@ def main() -> int:
     from gpuws.ui.bridge import AsyncBridge
     from gpuws.ui.main_window import MainWindow
     from gpuws.ui.tabs.benchmarks import BenchmarksTab
+    from gpuws.ui.tabs.health import HealthTab
     from gpuws.ui.tabs.resize import ResizeTab
     from gpuws.ui.tabs.session import SessionTab
     from gpuws.ui.tabs.telemetry import PAGE_ALERTS, PAGE_HOST, PAGE_PROCESSES, TelemetryTab
@@ -132,6 +133,7 @@ def main() -> int:
         resize: ResizeTab = tabs[ResizeTab]
         session: SessionTab = tabs[SessionTab]
         bench: BenchmarksTab = tabs[BenchmarksTab]
+        health: HealthTab = tabs[HealthTab]
 
         # An alert: tight thresholds on the demo host, and power capping reported at once.
         hub = telemetry.hub
@@ -172,6 +174,12 @@ def main() -> int:
         bench.start("quick")
         if not wait_until(app, lambda: not bench.running, 120):
             print("the benchmark did not finish", file=sys.stderr)
+
+        # The passive health check, as a user would run it from the Health tab.
+        window.detail.tabs.setCurrentWidget(health)
+        health.start()
+        if not wait_until(app, lambda: health.tree.topLevelItemCount() > 0, 60):
+            print("the health check did not finish", file=sys.stderr)
 
         args.out.mkdir(parents=True, exist_ok=True)
 

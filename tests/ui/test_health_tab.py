@@ -49,3 +49,15 @@ def test_health_tab_needs_a_connection(qtbot: Any, bridge: AsyncBridge) -> None:
     assert not tab.check_button.isEnabled() and "Connect" in tab.check_button.toolTip()
     tab.start()  # does nothing without a connection
     assert tab.health is None
+
+
+def test_showing_the_tab_checks_a_connected_host_once(qtbot: Any, bridge: AsyncBridge, tmp_path: Path) -> None:
+    tab = make_tab(qtbot, bridge, tmp_path)
+    assert tab.health is None
+    tab.show()  # what selecting the tab does: a user never meets an empty table
+    qtbot.waitUntil(lambda: tab.health is not None, timeout=30000)
+    assert tab.items()[0][:2] == ("host", "\u2713 healthy")
+    first = tab.health
+    tab.hide()
+    tab.show()
+    assert tab.health is first and tab._running_for is None  # shown again: the result stays, no new run

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import contextlib
 
-from PySide6.QtGui import QGuiApplication
+from PySide6.QtGui import QGuiApplication, QShowEvent
 from PySide6.QtWidgets import QHBoxLayout, QPushButton, QTreeWidget, QTreeWidgetItem, QVBoxLayout, QWidget
 
 from gpuws.core.health import HealthVerdict, HostHealth, provider_report
@@ -81,6 +81,13 @@ class HealthTab(QWidget):
         if context is not None:
             context.session.state_changed.connect(self._update_button)
         self._update_button()
+
+    def showEvent(self, event: QShowEvent) -> None:
+        """Check a connected host the first time its tab is shown: passive, seconds, no load, so an
+        empty table is never what a user meets."""
+        super().showEvent(event)
+        if self.health is None and self.problem.isHidden():
+            self.start()
 
     def _update_button(self, *_: object) -> None:
         connected = self.context is not None and self.context.session.connection is not None

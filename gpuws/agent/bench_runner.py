@@ -54,6 +54,7 @@ import sys
 import threading
 import time
 from collections.abc import Callable
+from types import FrameType
 from typing import Any
 
 PROTOCOL = 1
@@ -156,6 +157,7 @@ class Emitter:
         self.results: list[dict[str, Any]] = []
 
     def emit(self, obj: dict[str, Any]) -> None:
+        """Write `obj` as one JSON line (NaN and infinity refused: the client parses strict JSON)."""
         line = json.dumps(jsonable(obj), default=str, allow_nan=False)
         with self._lock:
             try:
@@ -166,14 +168,17 @@ class Emitter:
                 os._exit(141)
 
     def log(self, message: str, level: str = "info") -> None:
+        """Emit a log line at `level`."""
         self.emit({"type": "log", "level": level, "message": message})
 
     def progress(self, step: int, total: int, check: str, message: str) -> None:
+        """Emit step `step` of `total` (the check about to run)."""
         self.emit({"type": "progress", "step": step, "total": total, "check": check, "message": message})
 
     def result(self, check: str, *, gpu: int | None = None, value: float | None = None,
                unit: str | None = None, status: str = "ok", reason: str | None = None,
                harness: str = "gpu", simulated: bool = False, **extra: Any) -> None:
+        """Record and emit one check's result; a value that is not finite becomes inconclusive."""
         if value is not None and (math.isnan(value) or math.isinf(value)):
             value, status, reason = None, "inconclusive", reason or "measurement was not a finite number"
         obj: dict[str, Any] = {"type": "result", "check": check, "gpu": gpu, "value": value, "unit": unit,
@@ -202,6 +207,7 @@ def run_cmd(argv: list[str], timeout: float = 20.0) -> tuple[int, str]:
 
 
 def csv_value(raw: str) -> str | None:
+    """One nvidia-smi CSV field; None for its words for no value (N/A, Not Supported, ...)."""
     value = raw.strip()
     if not value or value.strip("[]") in ("N/A", "Not Supported", "Unknown Error", "Insufficient Permissions") \
             or value.startswith("[Requested functionality"):
@@ -230,6 +236,7 @@ def query_gpus(fields: list[str]) -> list[dict[str, str | None]] | None:
 
 
 def to_int(value: str | None) -> int | None:
+    """An nvidia-smi number (decimal, float or 0x hex) as int; None when it is not one."""
     if value is None:
         return None
     try:
@@ -239,6 +246,7 @@ def to_int(value: str | None) -> int | None:
 
 
 def to_float(value: str | None) -> float | None:
+    """An nvidia-smi number as float; None when it is not one."""
     try:
         return None if value is None else float(value)
     except ValueError:
@@ -246,6 +254,7 @@ def to_float(value: str | None) -> float | None:
 
 
 def decode_throttle(mask: int | None) -> list[str] | None:
+    """The names of the throttle reasons set in `mask`; unknown bits as `unknown_0x..`."""
     if mask is None:
         return None
     names = [name for bit, name in THROTTLE_BITS.items() if mask & bit]
@@ -486,7 +495,7 @@ class Backend:
         """For each GEMM check: None when it can run, else (status, reason)."""
         raise NotImplementedError
 
-    def make_gemm(self, dev: int, check: str, n: int) -> Callable[[], Any]:
+    def make_gemm(self, dev: int, check: str, n: int) -> Callable[[], object]:
         """The timed GEMM; it keeps its operands in `last_gemm` = (a, b, holder) for `check_gemm`,
         holder["c"] being the last product."""
         raise NotImplementedError
@@ -509,19 +518,19 @@ class Backend:
         ref, got = self.grid(dev, a, b, c, rows, cols)
         return answer_check(ref, got, GEMM_TOLERANCE[check], rows, cols)
 
-    def make_copy(self, dev: int, nbytes: int) -> tuple[Callable[[], Any], Verify]:
+    def make_copy(self, dev: int, nbytes: int) -> tuple[Callable[[], object], Verify]:
         raise NotImplementedError
 
-    def make_triad(self, dev: int, nbytes: int) -> tuple[Callable[[], Any], Verify]:
+    def make_triad(self, dev: int, nbytes: int) -> tuple[Callable[[], object], Verify]:
         raise NotImplementedError
 
-    def make_h2d(self, dev: int, nbytes: int) -> tuple[Callable[[], Any], Verify]:
+    def make_h2d(self, dev: int, nbytes: int) -> tuple[Callable[[], object], Verify]:
         raise CheckError("host-to-device copies need a GPU")
 
-    def make_d2h(self, dev: int, nbytes: int) -> tuple[Callable[[], Any], Verify]:
+    def make_d2h(self, dev: int, nbytes: int) -> tuple[Callable[[], object], Verify]:
         raise CheckError("device-to-host copies need a GPU")
 
-    def make_p2p(self, src: int, dst: int, nbytes: int) -> tuple[Callable[[], Any], Verify, bool]:
+    def make_p2p(self, src: int, dst: int, nbytes: int) -> tuple[Callable[[], object], Verify, bool]:
         raise CheckError("peer-to-peer copies need two GPUs")
 
     def stress_dtype(self, dev: int) -> str:
@@ -691,7 +700,7 @@ class TorchBackend(Backend):
     def _randn(self, shape: tuple[int, ...], dtype: Any, dev: int) -> Any:
         return self.t.randn(*shape, dtype=dtype, device=self._dev(dev))
 
-    def make_gemm(self, dev: int, check: str, n: int) -> Callable[[], Any]:
+    def make_gemm(self, dev: int, check: str, n: int) -> Callable[[], object]:
         t = self.t
         if check == "gemm_fp8":
             a = self._randn((n, n), t.bfloat16, dev).to(t.float8_e4m3fn)
@@ -739,12 +748,12 @@ class TorchBackend(Backend):
     def _verify(self, got: Any, want: Any) -> Verify:
         return lambda: (int(want.numel()), int((got != want).sum()))
 
-    def make_copy(self, dev: int, nbytes: int) -> tuple[Callable[[], Any], Verify]:
+    def make_copy(self, dev: int, nbytes: int) -> tuple[Callable[[], object], Verify]:
         src = self._pattern(nbytes, dev)
         dst = self.t.zeros_like(src)
         return (lambda: dst.copy_(src)), self._verify(dst, src)
 
-    def make_triad(self, dev: int, nbytes: int) -> tuple[Callable[[], Any], Verify]:
+    def make_triad(self, dev: int, nbytes: int) -> tuple[Callable[[], object], Verify]:
         n = nbytes // 4
         b = self.t.ones(n, dtype=self.t.float32, device=self._dev(dev))
         c = self.t.ones_like(b)
@@ -752,7 +761,7 @@ class TorchBackend(Backend):
         # 1 + 3 * 1 is exact in FP32: every element must be 4 (a NaN is != 4, so it counts).
         return (lambda: self.t.add(b, c, alpha=3.0, out=a)), (lambda: (n * 4, 4 * int((a != 4.0).sum())))
 
-    def make_h2d(self, dev: int, nbytes: int) -> tuple[Callable[[], Any], Verify]:
+    def make_h2d(self, dev: int, nbytes: int) -> tuple[Callable[[], object], Verify]:
         if not self.cuda:
             raise CheckError("host-to-device copies need a GPU")
         host = self._pattern(nbytes, None).pin_memory()
@@ -761,7 +770,7 @@ class TorchBackend(Backend):
         return (lambda: devbuf.copy_(host, non_blocking=True)), \
             (lambda: self._verify(devbuf, self._pattern(nbytes, dev))())
 
-    def make_d2h(self, dev: int, nbytes: int) -> tuple[Callable[[], Any], Verify]:
+    def make_d2h(self, dev: int, nbytes: int) -> tuple[Callable[[], object], Verify]:
         if not self.cuda:
             raise CheckError("device-to-host copies need a GPU")
         host = self.t.zeros(nbytes, dtype=self.t.uint8).pin_memory()
@@ -773,7 +782,7 @@ class TorchBackend(Backend):
 
         return (lambda: host.copy_(devbuf, non_blocking=True)), verify
 
-    def make_p2p(self, src: int, dst: int, nbytes: int) -> tuple[Callable[[], Any], Verify, bool]:
+    def make_p2p(self, src: int, dst: int, nbytes: int) -> tuple[Callable[[], object], Verify, bool]:
         if not self.cuda:
             raise CheckError("peer-to-peer copies need two GPUs")
         peer = bool(self.t.cuda.can_device_access_peer(dst, src))
@@ -880,7 +889,7 @@ class NumpyBackend(Backend):
                 "gemm_bf16": ("inconclusive", "NumPy has no bfloat16"),
                 "gemm_fp8": ("inconclusive", "FP8 GEMM needs a GPU")}
 
-    def make_gemm(self, dev: int, check: str, n: int) -> Callable[[], Any]:
+    def make_gemm(self, dev: int, check: str, n: int) -> Callable[[], object]:
         np = self.np
         # NumPy's float16 matmul has no BLAS behind it: keep it small.
         dtype = np.float16 if check == "gemm_fp16" else np.float32
@@ -898,12 +907,12 @@ class NumpyBackend(Backend):
     def _pattern(self, nbytes: int) -> Any:
         return self.np.tile(self.np.arange(251, dtype=self.np.uint8), -(-nbytes // 251))[:nbytes]
 
-    def make_copy(self, dev: int, nbytes: int) -> tuple[Callable[[], Any], Verify]:
+    def make_copy(self, dev: int, nbytes: int) -> tuple[Callable[[], object], Verify]:
         src = self._pattern(nbytes)
         dst = self.np.zeros_like(src)
         return (lambda: self.np.copyto(dst, src)), (lambda: (nbytes, int(self.np.count_nonzero(dst != src))))
 
-    def make_triad(self, dev: int, nbytes: int) -> tuple[Callable[[], Any], Verify]:
+    def make_triad(self, dev: int, nbytes: int) -> tuple[Callable[[], object], Verify]:
         np = self.np
         n = nbytes // 4
         b = np.ones(n, dtype=np.float32)
@@ -981,7 +990,7 @@ class CupyBackend(Backend):
         return {"gemm_fp32": None, "gemm_fp16": None, "gemm_tf32": ("inconclusive", "TF32 " + why),
                 "gemm_bf16": ("inconclusive", "BF16 " + why), "gemm_fp8": ("inconclusive", "FP8 " + why)}
 
-    def make_gemm(self, dev: int, check: str, n: int) -> Callable[[], Any]:
+    def make_gemm(self, dev: int, check: str, n: int) -> Callable[[], object]:
         cp = self.cp
         dtype = cp.float16 if check == "gemm_fp16" else cp.float32
         with cp.cuda.Device(dev):
@@ -1009,14 +1018,14 @@ class CupyBackend(Backend):
         with self.cp.cuda.Device(dev):
             return int(want.size), int(self.cp.count_nonzero(got != want))
 
-    def make_copy(self, dev: int, nbytes: int) -> tuple[Callable[[], Any], Verify]:
+    def make_copy(self, dev: int, nbytes: int) -> tuple[Callable[[], object], Verify]:
         cp = self.cp
         src = self._pattern(nbytes, dev)
         with cp.cuda.Device(dev):
             dst = cp.zeros_like(src)
         return (lambda: cp.copyto(dst, src)), (lambda: self._count_wrong(dst, src, dev))
 
-    def make_triad(self, dev: int, nbytes: int) -> tuple[Callable[[], Any], Verify]:
+    def make_triad(self, dev: int, nbytes: int) -> tuple[Callable[[], object], Verify]:
         cp = self.cp
         with cp.cuda.Device(dev):
             b = cp.ones(nbytes // 4, dtype=cp.float32)
@@ -1036,7 +1045,7 @@ class CupyBackend(Backend):
         mem = self.cp.cuda.alloc_pinned_memory(nbytes)
         return np.frombuffer(mem, dtype=np.uint8, count=nbytes)
 
-    def make_h2d(self, dev: int, nbytes: int) -> tuple[Callable[[], Any], Verify]:
+    def make_h2d(self, dev: int, nbytes: int) -> tuple[Callable[[], object], Verify]:
         import numpy as np
 
         host = self._pinned(nbytes)
@@ -1045,7 +1054,7 @@ class CupyBackend(Backend):
             devbuf = self.cp.zeros(nbytes, dtype=self.cp.uint8)
         return (lambda: devbuf.set(host)), (lambda: self._count_wrong(devbuf, self._pattern(nbytes, dev), dev))
 
-    def make_d2h(self, dev: int, nbytes: int) -> tuple[Callable[[], Any], Verify]:
+    def make_d2h(self, dev: int, nbytes: int) -> tuple[Callable[[], object], Verify]:
         import numpy as np
 
         host = self._pinned(nbytes)
@@ -1059,7 +1068,7 @@ class CupyBackend(Backend):
 
         return (lambda: devbuf.get(out=host)), verify
 
-    def make_p2p(self, src: int, dst: int, nbytes: int) -> tuple[Callable[[], Any], Verify, bool]:
+    def make_p2p(self, src: int, dst: int, nbytes: int) -> tuple[Callable[[], object], Verify, bool]:
         cp = self.cp
         peer = bool(cp.cuda.runtime.deviceCanAccessPeer(dst, src))
         a = self._pattern(nbytes, src)
@@ -1281,6 +1290,7 @@ class NvccBackend(Backend):
 
 
 def median_or_none(times: list[float]) -> float | None:
+    """The median of the positive times; None when there is none."""
     good = [t for t in times if t > 0]
     return statistics.median(good) if good else None
 
@@ -1327,9 +1337,11 @@ class Harness:
         self.busy = busy or {}
 
     def left(self) -> float:
+        """Seconds left before the run's deadline."""
         return self.deadline - time.monotonic()
 
     def check_time(self) -> None:
+        """Raise Deadline once the run's time is spent."""
         if self.left() <= 0:
             raise Deadline()
 
@@ -1350,13 +1362,13 @@ class Harness:
             kw.setdefault("busy", self.busy[gpu])  # measured on a GPU in use (--allow-busy)
         self.out.result(check, harness=self.b.harness, **kw)
 
-    def time_op(self, dev: int, fn: Callable[[], Any], warmup: int, repeats: int) -> list[float]:
+    def time_op(self, dev: int, fn: Callable[[], object], warmup: int, repeats: int) -> list[float]:
         """Seconds per call over `repeats` timed windows (each of at least MIN_WINDOW_S, events
         on a GPU), after the warm-up."""
         times, per = self.time_windows(dev, fn, warmup, repeats, 0.0)
         return [t / per for t in times]
 
-    def time_windows(self, dev: int, fn: Callable[[], Any], warmup: int, windows: int,
+    def time_windows(self, dev: int, fn: Callable[[], object], warmup: int, windows: int,
                      window_s: float) -> tuple[list[float], int]:
         """Seconds of each timed window of back-to-back calls, and the calls per window (sized
         from one timed call so that a window lasts about `window_s`, at least MIN_WINDOW_S).
@@ -1739,6 +1751,7 @@ class Harness:
 
 
 def first_line(exc: BaseException) -> str:
+    """The first line of `exc`'s text (its class name when empty), at most 300 characters."""
     text = str(exc).strip().splitlines()
     return (text[0] if text else type(exc).__name__)[:300]
 
@@ -2204,7 +2217,7 @@ def run(args: argparse.Namespace, out: Emitter) -> dict[str, Any]:
     return summary
 
 
-def _uuid_key(text: Any) -> str | None:
+def _uuid_key(text: object) -> str | None:
     """A GPU UUID compared without its "GPU-" prefix or case."""
     if not text:
         return None
@@ -2212,7 +2225,7 @@ def _uuid_key(text: Any) -> str | None:
     return value[4:] if value.startswith("gpu-") else value
 
 
-def _bus_key(text: Any) -> tuple[int, int, int] | None:
+def _bus_key(text: object) -> tuple[int, int, int] | None:
     """A PCI bus id ("00000000:06:00.0", "0000:06:00.0") as (domain, bus, device)."""
     parts = str(text or "").strip().split(".")[0].split(":")
     try:
@@ -2311,6 +2324,7 @@ def measure(backend: Backend, out: Emitter, args: argparse.Namespace, deadline: 
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    """The command line; the mode defaults to quick and the timeout to that mode's limit."""
     p = argparse.ArgumentParser(description="gpuws GPU sanity benchmark (JSON lines on stdout)")
     p.add_argument("--json", action="store_true", help="JSON lines output (the only format)")
     g = p.add_mutually_exclusive_group()
@@ -2342,7 +2356,8 @@ def main(argv: list[str] | None = None) -> int:
             out.emit({"type": "summary", "protocol": PROTOCOL, "error": "--expected is not valid JSON"})
             return 2
 
-    def on_signal(signum: int, _frame: Any) -> None:
+    def on_signal(signum: int, _frame: FrameType | None) -> None:
+        """A stop signal ends the run through SystemExit, so `finally` still writes the summary."""
         raise SystemExit(128 + signum)
 
     for sig in (signal.SIGTERM, signal.SIGHUP, signal.SIGINT):

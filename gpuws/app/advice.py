@@ -10,10 +10,10 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
 
 from gpuws.core.advice import DEFAULT_WINDOW_S, AdvicePolicy
 from gpuws.core.fleet.advice import FleetGpuAdvice, advise_fleet_window, fleet_report
+from gpuws.core.jsontypes import JsonObject
 from gpuws.core.models import HostProfile
 from gpuws.remote.prometheus import FleetSource
 
@@ -26,12 +26,13 @@ class FleetAdviceReport:
     window_s: float
     gpus: list[FleetGpuAdvice]
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> JsonObject:
         """`gpuws advise FLEET --json`."""
         return fleet_report(self.fleet, self.window_s, self.gpus)
 
     @property
     def simulated(self) -> bool:
+        """Whether any of its GPUs is simulated (the demo host)."""
         return any(g.simulated for g in self.gpus)
 
 

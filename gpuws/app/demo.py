@@ -9,10 +9,13 @@ only in memory (never saved) and its password and host key go to the connection 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Final
+from typing import TYPE_CHECKING, Final
 
 from gpuws.core.models import HostProfile
 from gpuws.core.simulation import DEMO_ALIAS
+
+if TYPE_CHECKING:
+    from gpuws.sim.server import DemoHost
 
 DEMO_NAME: Final = DEMO_ALIAS  # = gpuws.sim.server.DEMO_PROFILE_NAME (checked by a test)
 DEMO_GPUS: Final = "h100,a100,l40s,vgpu"
@@ -22,12 +25,13 @@ DEMO_GPUS: Final = "h100,a100,l40s,vgpu"
 class RunningDemo:
     """A started demo server and what it takes to connect to it."""
 
-    server: Any  # gpuws.sim.server.DemoHost
+    server: DemoHost
     profile: HostProfile
     password: str
     known_host_key: str  # "ssh-ed25519 AAAA…" (the key alone)
 
     async def stop(self) -> None:
+        """Stop the demo server."""
         await self.server.stop()
 
 

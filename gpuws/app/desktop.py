@@ -18,7 +18,6 @@ import subprocess
 import time
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
-from typing import Any
 
 from gpuws.core.desktop import (
     DesktopCheck,
@@ -31,6 +30,7 @@ from gpuws.core.desktop import (
     write_password_file,
 )
 from gpuws.core.errors import RefusedInput
+from gpuws.core.jsontypes import JsonObject
 from gpuws.core.models import SecretKind
 from gpuws.core.runner import CommandResult
 from gpuws.core.secrets import SecretStore
@@ -68,14 +68,16 @@ class DesktopSession:
 
     @property
     def url(self) -> str:
+        """The noVNC page's address through the local tunnel."""
         return self.tunnel.url
 
     @property
     def local_port(self) -> int:
+        """The tunnel's port on this computer."""
         assert self.tunnel.local_port is not None
         return self.tunnel.local_port
 
-    def first_line(self) -> dict[str, Any]:
+    def first_line(self) -> JsonObject:
         """What `gpuws desktop --json` prints first."""
         return {"url": self.url, "local_port": self.local_port, "display": self.desktop.display,
                 "reused": self.desktop.reused}
@@ -208,6 +210,7 @@ async def run_in_shell(connection: HostConnection, argv: list[str], timeout: flo
 
 
 async def has_tmux(connection: HostConnection) -> bool:
+    """Whether tmux is installed on the host."""
     return await remote.has_tmux(connection.runner)
 
 

@@ -116,7 +116,7 @@ async def follow_telemetry(
                 await connection.connect()
 
 
-def _raise_failure(connection: Any) -> None:
+def _raise_failure(connection: object) -> None:
     """The connection's own reconnect met a wrong key or a refused login: waiting would not change
     that, and the caller's exit status (or state) should say which it was."""
     failure = getattr(connection, "failure", None)

@@ -7,7 +7,7 @@ Health panel all go through here.
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Mapping
 
 from gpuws.core.health import HostHealth, evaluate, script_argv
 from gpuws.core.runner import CommandRunner
@@ -16,7 +16,7 @@ DEFAULT_TIMEOUT_S = 10.0  # the issue's "in under 10 seconds"
 DCGM_TIMEOUT_S = 120.0  # dcgmi diag -r 1 takes seconds, its start-up sometimes more
 
 
-async def check_health(runner: CommandRunner, host: str, *, expected: dict[str, Any] | None = None,
+async def check_health(runner: CommandRunner, host: str, *, expected: Mapping[str, object] | None = None,
                        cuda: str | None = None, dcgm: bool = False, timeout: float | None = None) -> HostHealth:
     """Run the passive health checks on the host behind `runner`; `CommandTimeout` past `timeout`."""
     limit = timeout if timeout is not None else (DCGM_TIMEOUT_S if dcgm else DEFAULT_TIMEOUT_S)

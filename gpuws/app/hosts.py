@@ -24,20 +24,54 @@ import asyncio
 import concurrent.futures
 import contextlib
 import logging
-from collections.abc import Callable, Coroutine
+from collections.abc import Callable, Coroutine, Mapping
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from gpuws.app.errors import Classified, classify
 from gpuws.core.inventory import Inventory
 from gpuws.core.models import HostProfile
+from gpuws.core.runner import CommandRunner
 from gpuws.core.states import ConnectionState
+
+if TYPE_CHECKING:
+    from gpuws.remote.auth import KbdintPrompt as KbdintPrompt  # re-exported for the window
 
 log = logging.getLogger(__name__)
 
-Spawn = Callable[[Coroutine[Any, Any, Any]], "concurrent.futures.Future[Any]"]
+
+
+class LinkConnection(Protocol):
+    """What a link needs of a connection (a `HostConnection`, or a stand-in such as a local runner)."""
+
+    @property
+    def runner(self) -> CommandRunner:
+        """Runs commands on the host."""
+        ...
+
+    async def connect(self) -> None:
+        """Connect (and authenticate); raises what went wrong."""
+
+    async def close(self) -> None:
+        """Close for good."""
+
+
+@runtime_checkable
+class Reconnecting(Protocol):
+    """A connection that rides through drops itself and says where it stands (`HostConnection`);
+    a stand-in without states never drops."""
+
+    @property
+    def state(self) -> ConnectionState:
+        """Where the connection stands now."""
+        ...
+
+
+# What runs a coroutine on the event loop (it returns nothing) and what runs a function on the
+# owner's thread soon; the Workspace and its links share them.
+Spawn = Callable[[Coroutine[Any, Any, None]], "concurrent.futures.Future[None]"]
 Post = Callable[[Callable[[], None]], None]
-ConnectionFactory = Callable[..., Any]
+ConnectionFactory = Callable[..., LinkConnection]  # (profile, **options) -> a connection
 
 # The states that need the user, or wait for the host: the detail line says why.
 FAILED_STATES = frozenset({ConnectionState.AUTH_FAILED, ConnectionState.HOST_KEY_CHANGED,
@@ -93,7 +127,7 @@ class HostLink:
         password: str | None = None,
         known_host_key: str | None = None,
         pace: RetryPace | None = None,
-        connection_options: dict[str, Any] | None = None,
+        connection_options: Mapping[str, object] | None = None,
         probe: bool = True,
         fail_first: bool = False,
     ) -> None:
@@ -104,19 +138,19 @@ class HostLink:
         self._password = password  # in memory (the demo host); saved hosts read the keyring
         self._known_host_key = known_host_key
         self.pace = pace or RetryPace()
-        self.connection_options: dict[str, Any] = dict(connection_options or {})
+        self.connection_options: dict[str, object] = dict(connection_options or {})
         self._probe = probe  # read the inventory after each connect (a command that only copies need not)
         # A script's first connect that fails ends it with the error (its exit status says why);
         # the window keeps trying instead.
         self._fail_first = fail_first
         self.failure: BaseException | None = None  # the error that stopped it for good (None: going on)
         self.on_host_key: HostKeyCallback | None = None
-        self.kbdint_prompt: Callable[..., Any] | None = None
+        self.kbdint_prompt: KbdintPrompt | None = None
         self._token = 0  # results of an older connect() are ignored
-        self._task: concurrent.futures.Future[Any] | None = None
+        self._task: concurrent.futures.Future[None] | None = None
         self._wake: asyncio.Event | None = None  # set on the loop: "try now"
         self._listeners: list[Callable[[], None]] = []
-        self.connection: Any = None  # the connection object (kept through drops; None when closed)
+        self.connection: LinkConnection | None = None  # the connection object (kept through drops; None when closed)
         self.state = ConnectionState.DISCONNECTED
         self.detail = ""  # one line for people: the reason in words, and what happens next
         self.error: Classified | None = None  # the last failure, classified (class name for details)
@@ -134,7 +168,7 @@ class HostLink:
         return self._password if self.profile.simulated else None
 
     @property
-    def live_connection(self) -> Any:
+    def live_connection(self) -> LinkConnection | None:
         """The connection while the host is connected (with a driver), else None."""
         return self.connection if self.state is ConnectionState.CONNECTED else None
 
@@ -205,7 +239,7 @@ class HostLink:
 
         self._spawn(again())
 
-    def close(self) -> concurrent.futures.Future[Any] | None:
+    def close(self) -> concurrent.futures.Future[None] | None:
         """Close the connection for good (returns the close's future, or None: nothing to close)."""
         self._token += 1
         connection, self.connection = self.connection, None
@@ -219,7 +253,7 @@ class HostLink:
 
     # -- the loop (event loop thread) -----------------------------------------------------------------
 
-    async def _life(self, token: int, connection: Any, old: Any) -> None:
+    async def _life(self, token: int, connection: LinkConnection, old: LinkConnection | None) -> None:
         from gpuws.remote.probe import probe
 
         if old is not None:
@@ -249,7 +283,7 @@ class HostLink:
             if inventory is not None and not inventory.host.driver_found and hasattr(connection, "note_no_driver"):
                 connection.note_no_driver(NO_DRIVER_TEXT)
             self._post(lambda inv=inventory: self._probed(token, connection, inv))  # type: ignore[misc]
-            if not hasattr(connection, "state"):
+            if not isinstance(connection, Reconnecting):
                 return  # a stand-in without states (a local runner) never drops: nothing to keep up
             # Connected: the connection rides through drops itself (its fast retries); once those are
             # spent (or a fatal error ends them) this loop takes over again.
@@ -268,7 +302,7 @@ class HostLink:
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(wake.wait(), seconds)
 
-    async def _until_given_up(self, connection: Any) -> BaseException | None:
+    async def _until_given_up(self, connection: Reconnecting) -> BaseException | None:
         """Wait until the connection's own reconnects stop for good; returns why (if it knows)."""
         gone = (ConnectionState.UNREACHABLE, ConnectionState.AUTH_FAILED, ConnectionState.HOST_KEY_CHANGED,
                 ConnectionState.HOST_KEY_UNKNOWN, ConnectionState.DISCONNECTED)
@@ -279,18 +313,18 @@ class HostLink:
 
     # -- reports (owner's thread) --------------------------------------------------------------------
 
-    def _make_connection(self, accept_new: bool, token: int) -> Any:
+    def _make_connection(self, accept_new: bool, token: int) -> LinkConnection:
         def on_state(state: ConnectionState | str, detail: str = "", *_: object) -> None:
             value = ConnectionState(state)  # the connection's enum (or its value, from a stand-in)
             self._post(lambda: self._on_state(token, value, str(detail)))
 
         factory = self._factory or _default_factory()
-        kwargs: dict[str, Any] = {"accept_new": accept_new}
+        kwargs: dict[str, object] = {"accept_new": accept_new}
         if self._factory is None and not self.profile.simulated:
             kwargs.update(_stores())
         kwargs.update(self.connection_options)  # the caller's stores, prompts, policies win
         theirs = kwargs.pop("on_state", None)
-        if theirs is not None:  # a script's own progress lines ("reconnecting...") too
+        if callable(theirs):  # a script's own progress lines ("reconnecting...") too
             def both(state: ConnectionState | str, detail: str = "", *rest: object) -> None:
                 on_state(state, detail)
                 theirs(state, detail)
@@ -306,7 +340,7 @@ class HostLink:
             kwargs["known_host_key"] = self._known_host_key
         return factory(self.profile, **kwargs)
 
-    async def ready(self) -> Any:
+    async def ready(self) -> LinkConnection:
         """Wait (on the owner's event loop: a script's) until the host is connected and return
         the connection, or raise the error that stopped the link."""
         changed = asyncio.Event()
@@ -337,7 +371,7 @@ class HostLink:
             self.error = None
             self._set(state, "")
 
-    def _probed(self, token: int, connection: Any, inventory: Inventory | None) -> None:
+    def _probed(self, token: int, connection: LinkConnection, inventory: Inventory | None) -> None:
         if token != self._token:
             return
         self.inventory = inventory if inventory is not None else self.inventory
@@ -347,7 +381,7 @@ class HostLink:
         else:
             self._set(ConnectionState.NO_DRIVER, NO_DRIVER_TEXT)
 
-    def _probed_again(self, token: int, connection: Any, inventory: Inventory) -> None:
+    def _probed_again(self, token: int, connection: LinkConnection, inventory: Inventory) -> None:
         if token == self._token and self.connection is connection:
             self.inventory = inventory
             self._notify()
@@ -393,7 +427,7 @@ def _default_factory() -> ConnectionFactory:
     return HostConnection
 
 
-def _stores() -> dict[str, Any]:
+def _stores() -> dict[str, object]:
     """The keyring and profile store a saved host's connection reads (passwords, jump hosts)."""
     from gpuws.core.profiles import ProfileStore
     from gpuws.core.secrets import SecretStore

@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 from gpuws.app.providers import provider_token_async
 from gpuws.core.errors import GpuwsError, ParseError, RefusedInput
 from gpuws.core.files import read_text_file
+from gpuws.core.jsontypes import JsonObject, JsonValue
 from gpuws.core.models import HostProfile
 from gpuws.core.nvsmi.compute_apps import ComputeApp
 from gpuws.core.resize.audit import AuditLog, AuditRecord, now_iso
@@ -90,6 +91,7 @@ class MigApplied:
 
     @property
     def outcome(self) -> ResizeOutcome:
+        """How the resize ended (the result's kind)."""
         return self.result.kind
 
 
@@ -348,7 +350,7 @@ class PendingGpu:
     gpu_name: str
     target: str
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> JsonObject:
         """The journal's form (`JournalEntry.pending`)."""
         return {"gpu": self.gpu, "gpu_name": self.gpu_name, "target": self.target}
 
@@ -487,9 +489,9 @@ async def apply_mig_config(
     return run
 
 
-def config_result_json(config: str, targets: list[GpuTarget], run: LayoutRun) -> dict[str, Any]:
+def config_result_json(config: str, targets: list[GpuTarget], run: LayoutRun) -> JsonObject:
     """The `mig-parted apply --json` fields of a run: per GPU its action and outcome."""
-    gpus = []
+    gpus: list[JsonValue] = []
     for t in targets:
         row = t.to_dict()
         result = run.results.get(t.gpu.index)

@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections.abc import AsyncIterator, Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypedDict
 
 from gpuws.app.demo import DEMO_NAME, RunningDemo, start_demo
 from gpuws.app.hosts import HostLink, RetryPace
@@ -28,6 +28,13 @@ __all__ = ["DEMO_NAME", "open_host", "open_target", "reconnect_and_probe"]
 SCRIPT_PACE = RetryPace(fast=3, fast_delay_s=1.0, slow_s=5.0)
 
 
+class _DemoCredentials(TypedDict, total=False):
+    """What only the demo host's link is given: its throwaway password and its host key."""
+
+    password: str
+    known_host_key: str
+
+
 def _find_profile(name: str, profiles: ProfileStore) -> HostProfile | None:
     return next((p for p in profiles.load() if p.name == name), None)
 
@@ -41,7 +48,7 @@ async def open_target(
     secrets: SecretStore | None = None,
     probe: bool = False,
     pace: RetryPace | None = None,
-    **connection_options: Any,
+    **connection_options: object,
 ) -> AsyncIterator[HostConnection]:
     """A connected `HostConnection` for profile NAME, closed (and the demo stopped) on exit.
 
@@ -67,7 +74,7 @@ async def open_host(
     secrets: SecretStore | None = None,
     probe: bool = True,
     pace: RetryPace | None = None,
-    **connection_options: Any,
+    **connection_options: object,
 ) -> AsyncIterator[tuple[Workspace, HostRecord]]:
     """Profile NAME (or the demo) opened on a Workspace owned by the running loop: the Workspace
     and the host's record (connection, state, inventory), once connected."""
@@ -77,7 +84,7 @@ async def open_host(
         profiles = ProfileStore()
     profile = _find_profile(name, profiles)
     demo: RunningDemo | None = None
-    credentials: dict[str, Any] = {}
+    credentials: _DemoCredentials = {}
     if profile is None:
         if name != DEMO_NAME:
             from gpuws.core.profiles import ProfileNotFound

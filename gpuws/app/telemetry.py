@@ -17,7 +17,7 @@ import logging
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Final
+from typing import Final, Protocol, runtime_checkable
 
 from gpuws.core.errors import GpuwsError
 from gpuws.core.models import HostProfile
@@ -27,6 +27,20 @@ from gpuws.core.telemetry.sample import SampleBatch
 from gpuws.core.telemetry.store import TelemetryStore
 from gpuws.remote.connection import ReconnectPolicy
 from gpuws.remote.telemetry import TelemetryStream, describe_source
+
+
+@runtime_checkable
+class HasRunner(Protocol):
+    """A connection: its `.runner` is the current one (a new one after each reconnect)."""
+
+    @property
+    def runner(self) -> CommandRunner:
+        """The runner for commands now."""
+        ...
+
+
+# What a feed reads its runner from: a connection, a runner, or a callable giving the current one.
+RunnerSource = HasRunner | CommandRunner | Callable[[], CommandRunner]
 
 log = logging.getLogger(__name__)
 
@@ -70,6 +84,7 @@ class TelemetryService:
 
     @property
     def alert_log(self) -> AlertLog:
+        """The log of alerts raised and cleared."""
         return self.alerts.log
 
     def feed(self, host: str) -> HostFeed | None:
@@ -81,7 +96,7 @@ class TelemetryService:
         """Use the profile's alert thresholds and hourly price for its host."""
         self.alerts.configure(profile.name, profile.alerts, profile.price_per_hour, profile.currency or "")
 
-    async def watch(self, profile: HostProfile, runner: Any) -> None:
+    async def watch(self, profile: HostProfile, runner: RunnerSource) -> None:
         """Stream `profile`'s host until cancelled, restarting after drops (the one retry loop,
         `gpuws.app.feeds.follow_telemetry`). Never raises GpuwsError: a failure retrying cannot fix
         ends the watch with the reason in `feed(host).problem` and an unreachable alert.
@@ -159,7 +174,7 @@ class TelemetryService:
 class _Source:
     """What the retry loop reads a runner from: a connection, a runner, or a callable giving one."""
 
-    def __init__(self, source: Any) -> None:
+    def __init__(self, source: RunnerSource) -> None:
         self._source = source
         self.profile = getattr(source, "profile", None)
 
@@ -167,11 +182,12 @@ class _Source:
     def runner(self) -> CommandRunner:
         """The runner for the next stream (a connection's current one)."""
         source = self._source
-        runner: CommandRunner = source() if callable(source) else getattr(source, "runner", source)
-        return runner
+        if callable(source):
+            return source()
+        return source.runner if isinstance(source, HasRunner) else source
 
 
-def runner_of(connection: Any) -> Callable[[], CommandRunner]:
+def runner_of(connection: HasRunner) -> Callable[[], CommandRunner]:
     """The current runner of a `HostConnection` (looked up afresh on every restart)."""
 
     def current() -> CommandRunner:

@@ -10,10 +10,14 @@ off. A service that does not answer leaves the tunnel open for when it starts: i
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from gpuws.core.errors import GpuwsError
 from gpuws.core.tunnels import Preset, RemoteServiceDown, spec_for
+
+if TYPE_CHECKING:
+    # Re-exported: the window names the tunnels it is given without importing gpuws.remote.
+    from gpuws.remote.tunnels import Tunnel as Tunnel
 
 DEFAULT_TENSORBOARD_LOGDIR = "~"  # when none is named: TensorBoard looks for runs below it
 TENSORBOARD_PORT = 6006
@@ -38,7 +42,7 @@ class TunnelRequest:
         return TENSORBOARD_PORT if self.preset is Preset.TENSORBOARD and self.remote is None else self.remote
 
 
-async def open_tunnel(connection: Any, request: TunnelRequest, **tunnel_options: Any) -> Any:
+async def open_tunnel(connection: Any, request: TunnelRequest, **tunnel_options: Any) -> Tunnel:
     """Open a `Tunnel` over `connection` as `request` says, starting the service if needed; a
     service that does not answer leaves `tunnel.last_error` set (the tunnel stays open)."""
     from gpuws.remote.jupyter import find_or_start, start_tensorboard

@@ -31,12 +31,13 @@ from __future__ import annotations
 import concurrent.futures
 import logging
 import time
-from collections.abc import Callable, Coroutine, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import TYPE_CHECKING, Any, Protocol
 
 from gpuws.app.costs import CostBook, IdlePolicy
+from gpuws.app.hosts import Post, Spawn
 from gpuws.app.telemetry import TelemetryService
 from gpuws.core.errors import GpuwsError
 from gpuws.core.idle import IdleEvent
@@ -49,6 +50,7 @@ from gpuws.core.states import ConnectionState
 if TYPE_CHECKING:
     from gpuws.app.hosts import HostLink, RetryPace
     from gpuws.app.tunnels import TunnelRequest
+    from gpuws.remote.tunnels import Tunnel
 
 log = logging.getLogger(__name__)
 
@@ -74,21 +76,28 @@ class Connection(Protocol):
     """What the Workspace needs of a connection (a `HostConnection`, or a local stand-in)."""
 
     @property
-    def runner(self) -> CommandRunner: ...
+    def runner(self) -> CommandRunner:
+        """Runs commands on the host (a new runner after each reconnect)."""
+        ...
 
 
 class Rebindable(Protocol):
     """A tunnel: it forwards over whatever connection it is given (`gpuws.remote.tunnels.Tunnel`)."""
 
-    connection: Any
+    @property
+    def connection(self) -> object:
+        """The connection it forwards over now (compared by identity only)."""
+        ...
 
-    def rebind(self, connection: Any) -> None: ...
+    def rebind(self, connection: Any) -> None:
+        """Forward over `connection` from now on."""
 
-    def sync_state(self) -> Any: ...
+    def sync_state(self) -> object:
+        """Update its state from its connection's ("waiting for the SSH connection" while down)."""
+        ...
 
-
-Spawn = Callable[[Coroutine[Any, Any, None]], "concurrent.futures.Future[None]"]
-Post = Callable[[Callable[[], None]], None]  # run a function on the owner's thread soon
+    async def close(self) -> None:
+        """Stop forwarding for good."""
 
 
 class Change(StrEnum):
@@ -182,12 +191,15 @@ class Workspace:
     # -- reading --------------------------------------------------------------------------------
 
     def hosts(self) -> list[str]:
+        """The names of the hosts it knows, sorted."""
         return sorted(self._hosts)
 
     def host(self, name: str) -> HostRecord | None:
+        """Host `name`'s record (connection, state, inventory, tunnels), or None when unknown."""
         return self._hosts.get(name)
 
     def state(self, name: str) -> ConnectionState:
+        """Host `name`'s connection state (DISCONNECTED when unknown)."""
         record = self._hosts.get(name)
         return record.state if record is not None else ConnectionState.DISCONNECTED
 
@@ -297,6 +309,7 @@ class Workspace:
         self._notify(Change.TUNNELS, name)
 
     def remove_tunnel(self, name: str, tunnel: Rebindable) -> None:
+        """Forget one of the host's tunnels (it is not closed here)."""
         record = self._record(name)
         if tunnel in record.tunnels:
             record.tunnels.remove(tunnel)
@@ -355,7 +368,7 @@ class Workspace:
             self.inventory_changed(link.name, link.inventory)
 
     def open_tunnel(self, name: str, request: TunnelRequest, *,
-                    connection: Connection | None = None) -> concurrent.futures.Future[Any]:
+                    connection: Connection | None = None) -> concurrent.futures.Future[Tunnel]:
         """Open a tunnel to the host (`gpuws.app.tunnels.open_tunnel`) over its live connection (or
         `connection`) and keep it with the host, rebound on reconnects. The future is settled on
         the owner's thread: the tunnel (kept here by then; listeners heard TUNNELS), or the error."""
@@ -367,7 +380,7 @@ class Workspace:
             connection = record.connection if record.live else None
         if connection is None:
             raise NotConnected(f"{name} is not connected")
-        result: concurrent.futures.Future[Any] = concurrent.futures.Future()
+        result: concurrent.futures.Future[Tunnel] = concurrent.futures.Future()
 
         async def go() -> None:
             try:
@@ -391,7 +404,7 @@ class Workspace:
         self.remove_tunnel(name, tunnel)
 
         async def go() -> None:
-            await tunnel.close()  # type: ignore[attr-defined]
+            await tunnel.close()
 
         return self._spawn(go())
 
@@ -427,7 +440,7 @@ class Workspace:
         for name in list(self._feeds):
             self._stop_feed(name)
 
-    def close(self, name: str | None = None, timeout: float = 3.0) -> concurrent.futures.Future[Any] | None:
+    def close(self, name: str | None = None, timeout: float = 3.0) -> concurrent.futures.Future[None] | None:
         """Close host `name` for good (its connection; its feed stops, its cost session ends);
         returns the close's future. Without a name, at exit: stop every feed and end every open
         cost session (no billing while gpuws is closed), waiting at most `timeout` s for the ledger."""

@@ -6,7 +6,7 @@ import argparse
 import json
 import sys
 from collections.abc import Sequence
-from typing import Any, NoReturn
+from typing import Any, NoReturn, TypeAlias
 
 from gpuws.core.simulation import SIM_LABEL
 
@@ -33,11 +33,16 @@ class OneLineParser(argparse.ArgumentParser):
     and the usage text is left to `--help`. Subcommand parsers inherit it."""
 
     def error(self, message: str) -> NoReturn:
+        """Exit with status 2 and one printable line naming the command."""
         from gpuws.core.terminal import printable
 
         command = self.prog.removeprefix("gpuws").strip()
         text = f"{command}: {message}" if command else message
         self.exit(2, f"gpuws: error: {printable(text)} (see {printable(self.prog)} --help)\n")
+
+
+# What each command module's `register(sub)` is given: the subcommands of `gpuws` (OneLineParsers).
+Subcommands: TypeAlias = "argparse._SubParsersAction[OneLineParser]"
 
 
 def undecodable_argument(argv: Sequence[str]) -> str | None:

@@ -84,6 +84,7 @@ class PresetInfo:
 
     @property
     def opens_in_browser(self) -> bool:
+        """Whether the service is a web page (http or https)."""
         return self.scheme in ("http", "https")
 
 
@@ -116,6 +117,7 @@ def vnc_port(display: int) -> int:
 
 
 def check_port(port: int, field: str = "port") -> int:
+    """`port` when it is a TCP port (1-65535); else ValidationError naming `field`."""
     if isinstance(port, bool) or not isinstance(port, int) or not 1 <= port <= 65535:
         raise ValidationError(field, f"{port!r} is not a TCP port (1-65535)")
     return port
@@ -180,6 +182,7 @@ def redact_url(url: str) -> str:
 
 
 def is_address_in_use(exc: OSError) -> bool:
+    """Whether binding failed because the local port is taken (or, EACCES, not ours to bind)."""
     return exc.errno in (errno.EADDRINUSE, errno.EACCES) or "address already in use" in str(exc).lower()
 
 

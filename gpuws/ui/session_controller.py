@@ -8,8 +8,9 @@ The window's `TelemetryHub` attaches the link to the Workspace, which then owns 
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Any
+import concurrent.futures
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
 
 from PySide6.QtCore import QObject, Signal
 
@@ -18,6 +19,9 @@ from gpuws.core.inventory import Inventory
 from gpuws.core.models import HostProfile
 from gpuws.core.states import ConnectionState
 from gpuws.ui.bridge import AsyncBridge
+
+if TYPE_CHECKING:
+    from gpuws.app.hosts import KbdintPrompt
 
 __all__ = ["FAILED_STATES", "HostSession"]
 
@@ -39,7 +43,7 @@ class HostSession(QObject):
         known_host_key: str | None = None,
         connection_factory: ConnectionFactory | None = None,
         pace: RetryPace | None = None,
-        connection_options: dict[str, Any] | None = None,
+        connection_options: Mapping[str, object] | None = None,
         parent: QObject | None = None,
     ) -> None:
         super().__init__(parent)
@@ -102,12 +106,12 @@ class HostSession(QObject):
         return self.link.live_connection
 
     @property
-    def kbdint_prompt(self) -> Callable[..., Any] | None:
+    def kbdint_prompt(self) -> KbdintPrompt | None:
         """async (title, instructions, [(prompt, echo)]) -> answers | None; set by the window."""
         return self.link.kbdint_prompt
 
     @kbdint_prompt.setter
-    def kbdint_prompt(self, prompt: Callable[..., Any] | None) -> None:
+    def kbdint_prompt(self, prompt: KbdintPrompt | None) -> None:
         self.link.kbdint_prompt = prompt
 
     # -- verbs -----------------------------------------------------------------------------------
@@ -125,7 +129,7 @@ class HostSession(QObject):
         """Probe the connected host again (its GPU layout changed): views follow `inventory_changed`."""
         self.link.reprobe()
 
-    def close(self) -> Any:
+    def close(self) -> concurrent.futures.Future[None] | None:
         """Close the connection (returns the close future, or None when there was nothing to close)."""
         if not self._bridge.running:
             self.link.connection = None  # the loop is gone: nothing can close it any more

@@ -33,9 +33,6 @@ def test_the_issue_targets_hold() -> None:
         assert (total - missing) / total >= 0.80, f"gpuws/{package}: {total - missing} of {total} documented"
 
 
-# Strict: the day it holds, this test fails until the mark is removed, and the target is kept.
-@pytest.mark.xfail(strict=True, reason="49 lines after the desktop merge, all in files other branches are "
-                   "rewriting (tabs/session.py, session_controller.py, telemetry/hub.py, fleet/)")
 def test_ui_names_any_on_at_most_40_lines() -> None:
     """Issue 23: at most 40 lines of gpuws/ui name `Any` (as `grep -rnw Any` counts them)."""
     assert ratchet.any_lines("ui") <= 40

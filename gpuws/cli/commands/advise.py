@@ -18,7 +18,7 @@ from collections import defaultdict
 from typing import TYPE_CHECKING, Any
 
 from gpuws.cli.connecting import tty_prompts
-from gpuws.cli.output import fail, print_json, sim_banner
+from gpuws.cli.output import Subcommands, fail, print_json, sim_banner
 from gpuws.core.advice import DEFAULT_MIN_DATA_S, AdvicePolicy, GpuAdvice, parse_duration
 from gpuws.core.errors import ValidationError
 from gpuws.core.telemetry.sample import GpuSample
@@ -50,7 +50,7 @@ exit status: 0 ok, 1 other error, 2 bad arguments, 3 authentication failed, 4 un
 host key, 5 host unreachable or the stream dropped, 6 no NVIDIA driver, 7 timed out"""
 
 
-def register(sub: argparse._SubParsersAction[Any]) -> None:
+def register(sub: Subcommands) -> None:
     """Register `gpuws advise`."""
     parser = sub.add_parser(
         "advise",

@@ -11,7 +11,7 @@ from typing import Any
 from gpuws.app.bench import keep_run
 from gpuws.cli.connecting import EXIT_TIMEOUT, ExitStatus, tty_prompts
 from gpuws.cli.expect import add_expect_flags, expected_from
-from gpuws.cli.output import fail, print_json, sim_banner
+from gpuws.cli.output import Subcommands, fail, print_json, sim_banner
 from gpuws.core.bench.check import check_markdown, check_report, check_screen
 from gpuws.core.bench.report import build_report, text_table, to_json, to_markdown
 from gpuws.core.bench.results import BenchRun, ResultStore, compare
@@ -25,7 +25,7 @@ changed host key, 5 host unreachable, 7 timed out.
 Runs are kept per host under the data directory (bench/NAME/) and compared with earlier runs."""
 
 
-def register(sub: argparse._SubParsersAction[Any]) -> None:
+def register(sub: Subcommands) -> None:
     """Register `gpuws bench`."""
     parser = sub.add_parser(
         "bench",

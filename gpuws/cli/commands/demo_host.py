@@ -4,12 +4,11 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
-from typing import Any
 
-from gpuws.cli.output import fail
+from gpuws.cli.output import Subcommands, fail
 
 
-def register(sub: argparse._SubParsersAction[Any]) -> None:
+def register(sub: Subcommands) -> None:
     """Register `gpuws demo-host`."""
     parser = sub.add_parser(
         "demo-host",

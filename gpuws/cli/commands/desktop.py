@@ -13,7 +13,7 @@ import sys
 from typing import TYPE_CHECKING, Any
 
 from gpuws.cli.connecting import add_accept_new, tty_prompts
-from gpuws.cli.output import print_json, sim_banner
+from gpuws.cli.output import Subcommands, print_json, sim_banner
 
 if TYPE_CHECKING:
     from gpuws.core.desktop import DesktopCheck
@@ -24,7 +24,7 @@ A second `gpuws desktop NAME` reuses the running desktop. Ctrl-C closes the tunn
 running on the host until --stop. Exit status: see `gpuws --help`."""
 
 
-def register(sub: argparse._SubParsersAction[Any]) -> None:
+def register(sub: Subcommands) -> None:
     """Register `gpuws desktop`."""
     p = sub.add_parser(
         "desktop",

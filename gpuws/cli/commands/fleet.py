@@ -8,7 +8,7 @@ import sys
 from typing import TYPE_CHECKING, Any, TextIO
 
 from gpuws.cli.commands.hosts import json_flag, profile_store
-from gpuws.cli.output import fail, print_json
+from gpuws.cli.output import Subcommands, fail, print_json
 from gpuws.core.errors import GpuwsError
 
 if TYPE_CHECKING:
@@ -27,7 +27,7 @@ exit status (the table of `gpuws --help`): 0 ok, 2 refused input, 3 Prometheus r
 5 Prometheus unreachable, 1 any other error"""
 
 
-def register(sub: argparse._SubParsersAction[Any]) -> None:
+def register(sub: Subcommands) -> None:
     """Register `gpuws fleet` and `gpuws demo-fleet`."""
     fleet = sub.add_parser("fleet", help="fleets of GPUs read from Prometheus (dcgm-exporter metrics)")
     actions = fleet.add_subparsers(dest="fleet_action", metavar="ACTION")

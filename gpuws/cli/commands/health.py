@@ -6,11 +6,10 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-from typing import Any
 
 from gpuws.cli.connecting import ExitStatus, tty_prompts
 from gpuws.cli.expect import add_expect_flags, expected_from
-from gpuws.cli.output import print_json, sim_banner
+from gpuws.cli.output import Subcommands, print_json, sim_banner
 from gpuws.core.health import HealthVerdict, HostHealth, provider_report
 
 _EPILOG = """exit status: 0 healthy, 11 degraded or unhealthy, 12 inconclusive (e.g. the kernel log
@@ -18,7 +17,7 @@ cannot be read), 1 other error, 3 authentication failed, 4 unknown or changed ho
 5 host unreachable, 7 timed out."""
 
 
-def register(sub: argparse._SubParsersAction[Any]) -> None:
+def register(sub: Subcommands) -> None:
     """Register `gpuws health`."""
     parser = sub.add_parser(
         "health",

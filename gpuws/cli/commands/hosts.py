@@ -13,7 +13,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from gpuws.cli.output import fail, print_json
+from gpuws.cli.output import OneLineParser, Subcommands, fail, print_json
 from gpuws.core.errors import ValidationError
 from gpuws.core.models import AuthMethod, HostProfile, ProviderInfo, SecretKind
 from gpuws.core.profiles import ProfileStore, profile_to_dict
@@ -56,14 +56,15 @@ def profile_store(*, broken_too: bool = True) -> Iterator[ProfileStore]:
             print(f"gpuws: warning: {printable(line)}", file=sys.stderr, flush=True)
 
 
-def json_flag() -> argparse.ArgumentParser:
-    """A parent parser giving a subcommand `--json`."""
-    parent = argparse.ArgumentParser(add_help=False)
+def json_flag() -> OneLineParser:
+    """A parent parser giving a subcommand `--json` (a OneLineParser, the class of the parsers it
+    is a parent of; argparse reads only its arguments)."""
+    parent = OneLineParser(add_help=False)
     parent.add_argument("--json", action="store_true", help="print JSON for scripts")
     return parent
 
 
-def register(sub: argparse._SubParsersAction[Any]) -> None:
+def register(sub: Subcommands) -> None:
     """Register `gpuws hosts` and its actions."""
     hosts = sub.add_parser("hosts", help="manage host profiles")
     actions = hosts.add_subparsers(dest="hosts_action", metavar="ACTION")

@@ -20,7 +20,7 @@ from typing import Any
 
 from gpuws.cli.commands.resize import RESIZE_EXIT_STATUS
 from gpuws.cli.connecting import ExitStatus, tty_prompts
-from gpuws.cli.output import fail, print_json, sim_banner
+from gpuws.cli.output import Subcommands, fail, print_json, sim_banner
 from gpuws.core.errors import GpuwsError, ParseError, RefusedInput
 from gpuws.core.resize.layout import LayoutError
 from gpuws.core.resize.migparted import (
@@ -37,7 +37,7 @@ EXIT_ASSERT_DIFFERS = 1
 _REFUSED = RESIZE_EXIT_STATUS[ResizeOutcome.REFUSED]
 
 
-def register(sub: argparse._SubParsersAction[Any]) -> None:
+def register(sub: Subcommands) -> None:
     """Register `gpuws mig-parted` and its subcommands."""
     group = sub.add_parser("mig-parted", help="export, apply and assert NVIDIA mig-parted v1 MIG configs",
                            description=__doc__.split("\n\n")[0] if __doc__ else None)

@@ -4,17 +4,16 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-from typing import Any
 
 from gpuws.cli.connecting import EXIT_STATUS_HELP, tty_prompts
-from gpuws.cli.output import print_json, sim_banner
+from gpuws.cli.output import Subcommands, print_json, sim_banner
 from gpuws.core.inventory import GpuInfo, Inventory
 from gpuws.core.terminal import printable
 
 _EPILOG = EXIT_STATUS_HELP
 
 
-def register(sub: argparse._SubParsersAction[Any]) -> None:
+def register(sub: Subcommands) -> None:
     """Register `gpuws probe`."""
     parser = sub.add_parser(
         "probe",

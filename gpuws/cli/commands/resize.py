@@ -19,7 +19,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from gpuws.cli.connecting import ExitStatus, resize_exit_status, tty_prompts
-from gpuws.cli.output import fail, print_json, sim_banner
+from gpuws.cli.output import Subcommands, fail, print_json, sim_banner
 from gpuws.core.resize.audit import AuditLog
 from gpuws.core.resize.journal import ResizeJournal, interrupted_resize_json
 from gpuws.core.resize.outcome import ResizeOutcome
@@ -39,7 +39,7 @@ RESIZE_EXIT_STATUS: dict[ResizeOutcome, int] = {o: int(resize_exit_status(o)) fo
 PROVIDER_PREFIX = "type:"
 
 
-def register(sub: argparse._SubParsersAction[Any]) -> None:
+def register(sub: Subcommands) -> None:
     """Register `gpuws slices` and `gpuws resize`."""
     slices = sub.add_parser("slices", help="list the layouts each GPU of a host can be resized to")
     slices.add_argument("name", help="host profile name ('demo' for the built-in simulated host)")

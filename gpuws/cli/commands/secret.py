@@ -9,17 +9,16 @@ from __future__ import annotations
 import argparse
 import getpass
 import sys
-from typing import Any
 
 from gpuws.cli.commands.hosts import guarded, json_flag, profile_store
-from gpuws.cli.output import print_json
+from gpuws.cli.output import Subcommands, print_json
 from gpuws.core.errors import GpuwsError, RefusedInput
 from gpuws.core.models import SecretKind
 from gpuws.core.secrets import SecretStore, describe_backend
 from gpuws.core.validation import validate_name
 
 
-def register(sub: argparse._SubParsersAction[Any]) -> None:
+def register(sub: Subcommands) -> None:
     """Register `gpuws secret` and its actions."""
     secret = sub.add_parser("secret", help="store credentials in the OS keyring")
     actions = secret.add_subparsers(dest="secret_action", metavar="ACTION")

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from gpuws.cli.connecting import tty_prompts
-from gpuws.cli.output import fail, print_json
+from gpuws.cli.output import Subcommands, fail, print_json
 from gpuws.core.errors import ValidationError
 
 if TYPE_CHECKING:
@@ -22,7 +22,7 @@ if TYPE_CHECKING:
 PRESET_CHOICES = ("jupyter", "tensorboard", "vnc", "dcv", "novnc")
 
 
-def register(sub: argparse._SubParsersAction[Any]) -> None:
+def register(sub: Subcommands) -> None:
     """Register `gpuws tunnel`, `cost`, `cp`, `start` and `stop`."""
     p = sub.add_parser(
         "tunnel",
@@ -89,6 +89,7 @@ def _run(coro: Any) -> int:
 
 
 def run_tunnel(args: argparse.Namespace) -> int:
+    """`gpuws tunnel`: open a tunnel to the host and keep it until Ctrl-C."""
     return _run(_tunnel(args))
 
 
@@ -157,6 +158,7 @@ def _open(url: str, browser: bool, viewer: list[str] | None) -> None:
 
 
 def run_cost(args: argparse.Namespace) -> int:
+    """`gpuws cost`: what the sessions cost (a report, totals or CSV)."""
     from gpuws.core.cost import sessions_csv
     from gpuws.core.profiles import ProfileStore
     from gpuws.core.session import SessionLedger, budget_warning, cost_report, cost_totals
@@ -226,6 +228,7 @@ def _cost_table(report: list[HostCost], totals: dict[str, tuple[float, float]]) 
 
 
 def run_cp(args: argparse.Namespace) -> int:
+    """`gpuws cp SRC DST`: copy files to or from a host."""
     from gpuws.app.files import plan_copy
 
     return _run(_cp(args, plan_copy(args.src, args.dst)))  # RefusedInput: exit status 2, as before
@@ -275,6 +278,7 @@ class _Progress:
 
 
 def run_power_cli(args: argparse.Namespace) -> int:
+    """`gpuws start` / `gpuws stop`: start or stop the host's instance through its provider."""
     from gpuws.app.power import parse_pre_stop, power, power_plan
     from gpuws.core.profiles import ProfileStore
 

@@ -16,7 +16,7 @@ from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
 from gpuws.cli.connecting import add_accept_new, tty_prompts
-from gpuws.cli.output import fail, print_json
+from gpuws.cli.output import Subcommands, fail, print_json
 
 _EPILOG = """Without CMD: an interactive terminal in the host's tmux session `gpuws` (`tmux new -A -s gpuws`);
 after a dropped connection gpuws attaches to the same session again, so what runs there goes on. Without
@@ -25,7 +25,7 @@ With CMD: runs CMD once on the host, next to that tmux session (created first), 
 `gpuws shell NAME -- tmux capture-pane -p -t gpuws`. Exit status: CMD's, or see `gpuws --help`."""
 
 
-def register(sub: argparse._SubParsersAction[Any]) -> None:
+def register(sub: Subcommands) -> None:
     """Register `gpuws shell`."""
     p = sub.add_parser("shell", help="a terminal on the host inside tmux, which survives a dropped connection",
                        description="Open a terminal on the host of profile NAME inside its tmux session "

@@ -5,10 +5,10 @@ from __future__ import annotations
 import argparse
 import asyncio
 import sys
-from typing import Any, TextIO
+from typing import TextIO
 
 from gpuws.cli.connecting import EXIT_STATUS_HELP, add_accept_new, tty_prompts
-from gpuws.cli.output import fail, print_json, sim_banner
+from gpuws.cli.output import Subcommands, fail, print_json, sim_banner
 from gpuws.core.telemetry.sample import GpuSample, SampleBatch, iso8601
 
 MIN_INTERVAL_S = 0.05  # 20 Hz
@@ -23,7 +23,7 @@ reconnects. Lost for longer than --reconnect-timeout: exit status 5.
 {EXIT_STATUS_HELP}"""
 
 
-def register(sub: argparse._SubParsersAction[Any]) -> None:
+def register(sub: Subcommands) -> None:
     """Register `gpuws watch`."""
     parser = sub.add_parser(
         "watch",

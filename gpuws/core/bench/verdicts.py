@@ -79,6 +79,8 @@ _VGPU_PROFILE_RE = re.compile(r"\b([A-Z]\d+[A-Z]?)-(\d+)[ABCQ]\b")
 
 
 class Verdict(StrEnum):
+    """How one benchmark check scored."""
+
     PASS = "pass"  # noqa: S105 - a verdict, not a password
     WARN = "warn"
     FAIL = "fail"
@@ -94,6 +96,7 @@ class Thresholds:
     warn_at: float
 
     def judge(self, ratio: float) -> Verdict:
+        """The verdict of a measured/expected `ratio`."""
         if ratio >= self.pass_at:
             return Verdict.PASS
         return Verdict.WARN if ratio >= self.warn_at else Verdict.FAIL

@@ -27,13 +27,13 @@ finding, the host's the worst GPU's (and its host-wide findings'):
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import Any
 
 from gpuws.core.gpus.models import datasheet_for_variant, variant_for_name
 from gpuws.core.health.facts import GpuFacts, NvlinkCounters, SmiDocument
+from gpuws.core.jsontypes import JsonObject
 from gpuws.core.xid import XidClass, XidEvent
 
 
@@ -81,7 +81,7 @@ class Finding:
     verdict: HealthVerdict
     detail: str
 
-    def to_json(self) -> dict[str, str]:
+    def to_json(self) -> JsonObject:
         """The JSON shape of the issue: {"check", "verdict", "detail"}."""
         return {"check": self.check, "verdict": self.verdict.value, "detail": self.detail}
 
@@ -101,7 +101,7 @@ class GpuHealth:
         """The worst finding (INFO counts as healthy)."""
         return worst(f.verdict for f in self.findings)
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JsonObject:
         """{"index", "uuid", "serial", "verdict", "findings"} (plus the product name)."""
         return {"index": self.index, "uuid": self.uuid, "serial": self.serial, "name": self.name,
                 "verdict": self.verdict.value, "findings": [f.to_json() for f in self.findings]}
@@ -127,7 +127,7 @@ class HostHealth:
             return worst([*(f.verdict for f in self.findings), _V.INCONCLUSIVE])
         return worst([*(g.verdict for g in self.gpus), *(f.verdict for f in self.findings)])
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JsonObject:
         """{"host", "verdict", "gpus": [...]} plus host-wide findings and identity."""
         return {"host": self.host, "verdict": self.verdict.value, "gpus": [g.to_json() for g in self.gpus],
                 "findings": [f.to_json() for f in self.findings], "driver_version": self.driver_version,
@@ -387,7 +387,7 @@ def cuda_finding(driver_version: str | None, driver_cuda: str | None, wanted: st
     return Finding("cuda", _V.INCONCLUSIVE, f"CUDA {wanted} is not in gpuws's minimum-driver table")
 
 
-def expectation_findings(doc: SmiDocument, expected: dict[str, Any]) -> list[Finding]:
+def expectation_findings(doc: SmiDocument, expected: Mapping[str, object]) -> list[Finding]:
     """Count, model and MIG mode against `--expect-gpus` / `--expect-model` / `--expect-mig`."""
     out = []
     count = expected.get("gpu_count")

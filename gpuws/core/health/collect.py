@@ -10,8 +10,8 @@ the host name and the cloud instance id where the DMI board asset tag holds it (
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
 
 from gpuws.core.errors import ParseError
 from gpuws.core.health.checks import (
@@ -23,6 +23,7 @@ from gpuws.core.health.checks import (
     gpu_findings,
 )
 from gpuws.core.health.facts import parse_nvlink, parse_smi_document
+from gpuws.core.jsontypes import JsonObject, JsonValue
 from gpuws.core.xid import XidEvent, parse_xid_lines
 
 MARK = "@@gpuws-health "
@@ -141,7 +142,7 @@ def dcgm_findings(section: Section | None) -> list[Finding]:
     warned: list[str] = []
     passed = 0
 
-    def walk(node: Any, test: str) -> None:
+    def walk(node: JsonValue, test: str) -> None:
         nonlocal passed
         if isinstance(node, dict):
             name = str(node.get("name") or node.get("test_name") or test)
@@ -168,7 +169,8 @@ def dcgm_findings(section: Section | None) -> list[Finding]:
     return [Finding("dcgm", HealthVerdict.HEALTHY, f"dcgmi diag -r 1: {passed} results passed")]
 
 
-def evaluate(host: str, output: str, *, expected: dict[str, Any] | None = None, cuda: str | None = None) -> HostHealth:
+def evaluate(host: str, output: str, *, expected: Mapping[str, object] | None = None,
+             cuda: str | None = None) -> HostHealth:
     """Judge the health script's `output` for `host`."""
     sections = split_sections(output)
     health = HostHealth(host=host)
@@ -226,10 +228,10 @@ def provider_report(health: HostHealth) -> str:
     return "\n".join(out)
 
 
-def health_results(health: HostHealth) -> list[dict[str, Any]]:
+def health_results(health: HostHealth) -> list[JsonObject]:
     """The findings as benchmark result lines ("health.<check>", per GPU or host-wide), so that
     `bench --check` scores and reports them with its own checks (gpuws.core.bench.verdicts)."""
-    out: list[dict[str, Any]] = []
+    out: list[JsonObject] = []
     rows = [(None, f) for f in health.findings] + [(g.index, f) for g in health.gpus for f in g.findings]
     for gpu, f in rows:
         out.append({"type": "result", "check": f"health.{f.check}", "gpu": gpu, "value": None, "unit": None,

@@ -28,6 +28,7 @@ import yaml
 
 from gpuws.core.errors import ParseError
 from gpuws.core.gpus.models import normalise_pci_id
+from gpuws.core.jsontypes import JsonObject
 from gpuws.core.resize.catalog import GpuModel
 from gpuws.core.resize.layout import FULL_LAYOUT, Layout, LayoutError, fit_placements, make_layout
 
@@ -140,7 +141,8 @@ class GpuTarget:
     target: Layout | None
     note: str = ""
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> JsonObject:
+        """One GPU's row of `mig-parted apply --json`: what it has, what it gets, and why."""
         return {"gpu": self.gpu.index, "name": self.gpu.name, "pci_device_id": self.gpu.pci_device_id,
                 "action": str(self.action), "current": self.gpu.layout.describe(),
                 "target": self.target.describe() if self.target else None, "note": self.note}

@@ -8,7 +8,6 @@ healthy are listed, and "Copy report" puts the plain-text provider report on the
 from __future__ import annotations
 
 import contextlib
-from typing import Any
 
 from PySide6.QtGui import QGuiApplication, QShowEvent
 from PySide6.QtWidgets import QHBoxLayout, QPushButton, QTreeWidget, QTreeWidgetItem, QVBoxLayout, QWidget
@@ -90,7 +89,7 @@ class HealthTab(QWidget):
         if self.health is None and self.problem.isHidden():
             self.start()
 
-    def _update_button(self, *_: Any) -> None:
+    def _update_button(self, *_: object) -> None:
         connected = self.context is not None and self.context.session.connection is not None
         self.check_button.setEnabled(connected and self._running_for is None)
         self.check_button.setToolTip("" if connected else "Connect to the host to check its health.")

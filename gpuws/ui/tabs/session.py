@@ -15,10 +15,10 @@ import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from PySide6.QtCore import QSignalBlocker, Qt, QTimer
-from PySide6.QtGui import QGuiApplication
+from PySide6.QtGui import QGuiApplication, QResizeEvent
 from PySide6.QtWidgets import (
     QCheckBox,
     QComboBox,
@@ -52,6 +52,12 @@ from gpuws.core.terminal import ssh_command_line, terminal_argv
 from gpuws.core.tunnels import PRESETS, Preset, vnc_viewer_argv
 from gpuws.ui.tabs import HostContext
 from gpuws.ui.widgets import Banner, BannerKind, Card, heading, muted_label
+
+if TYPE_CHECKING:
+    from gpuws.app.desktop import DesktopSession, ViewerLaunch
+    from gpuws.app.tunnels import Tunnel
+    from gpuws.core.desktop import DesktopCheck
+    from gpuws.core.runner import CommandResult
 
 REFRESH_MS = 2000
 TWO_COLUMNS_MIN_WIDTH = 1100  # narrower (900 px and up): one card a row, never a horizontal scroll bar
@@ -100,8 +106,8 @@ class SessionTab(QWidget):
         layout.addLayout(self._grid)
         layout.addStretch(1)
         scroll.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
-        self.desktop_session: Any = None  # gpuws.app.desktop.DesktopSession while the tab holds one
-        self._viewer: Any = None
+        self.desktop_session: DesktopSession | None = None  # while the tab holds one
+        self._viewer: ViewerLaunch | None = None
 
         self.timer = QTimer(self)
         self.timer.setInterval(REFRESH_MS)
@@ -134,7 +140,7 @@ class SessionTab(QWidget):
         for column in (0, 1):
             self._grid.setColumnStretch(column, 1 if column < columns else 0)
 
-    def resizeEvent(self, event: Any) -> None:
+    def resizeEvent(self, event: QResizeEvent) -> None:
         """Re-arrange the cards for the new width."""
         self._arrange(2 if event.size().width() >= TWO_COLUMNS_MIN_WIDTH else 1)
         super().resizeEvent(event)
@@ -340,7 +346,7 @@ class SessionTab(QWidget):
         self.desktop_status.setWordWrap(True)
         self.desktop_status.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
         box.addWidget(self.desktop_status)
-        self.desktop_check: Any = None
+        self.desktop_check: DesktopCheck | None = None
         return card
 
     def _instance_card(self, parent: QWidget) -> Card:
@@ -654,7 +660,7 @@ class SessionTab(QWidget):
             lambda f: self._on_tunnel_open(f.result()) if f.exception() is None
             else self.tunnel_status.setText(str(f.exception())))
 
-    def _on_tunnel_open(self, tunnel: Any) -> None:
+    def _on_tunnel_open(self, tunnel: Tunnel) -> None:
         self.tunnel_status.setText(tunnel.last_error or f"Tunnel open: {tunnel.display_url}")
         self._fill_tunnels()
         if not tunnel.last_error:
@@ -678,7 +684,7 @@ class SessionTab(QWidget):
         index = self.tunnel_table.currentRow()
         return rows[index] if 0 <= index < len(rows) else None
 
-    def _open_url(self, tunnel: Any) -> None:
+    def _open_url(self, tunnel: Tunnel) -> None:
         from gpuws.ui.external import open_in_browser
 
         # Never QDesktopServices: it prints the whole URL (token included) on stderr when it fails.
@@ -735,7 +741,7 @@ class SessionTab(QWidget):
         self.context.bridge.run_async(desktop.check(connection), self.show_desktop_check,
                                       lambda exc: self.desktop_status.setText(str(exc)))
 
-    def show_desktop_check(self, found: Any) -> None:
+    def show_desktop_check(self, found: DesktopCheck) -> None:
         """Show a `DesktopCheck`: the VNC server, VirtualGL, renderer, NVENC, what is missing."""
         self.desktop_check = found
         renderer = found.opengl_renderer or "unknown"
@@ -773,7 +779,7 @@ class SessionTab(QWidget):
         self.context.bridge.run_async(desktop.install(connection, found), self._installed,
                                       lambda exc: self.desktop_status.setText(str(exc)))
 
-    def _installed(self, result: Any) -> None:
+    def _installed(self, result: CommandResult | None) -> None:
         if result is not None and not result.ok:
             self.desktop_status.setText(f"The install failed (exit {result.exit_status}): "
                                         f"{result.stderr.strip()[-300:]}")
@@ -794,12 +800,12 @@ class SessionTab(QWidget):
         geometry = self.geometry_combo.currentText()
         checked = self.desktop_check
 
-        async def start() -> tuple[Any, Any]:
+        async def start() -> tuple[DesktopCheck, DesktopSession]:
             # The host's honest labels (llvmpipe, no NVENC) are shown with the desktop, checked once.
             found = checked if checked is not None else await desktop.check(connection)
             return found, await desktop.open_desktop(connection, geometry=geometry)
 
-        def started(result: tuple[Any, Any]) -> None:
+        def started(result: tuple[DesktopCheck, DesktopSession]) -> None:
             if result[0] is not checked:
                 self.show_desktop_check(result[0])
             self._desktop_started(host, result[1])
@@ -810,7 +816,7 @@ class SessionTab(QWidget):
         self.desktop_start_button.setEnabled(self.context is not None)
         self.desktop_status.setText(str(exc) if isinstance(exc, GpuwsError | OSError) else type(exc).__name__)
 
-    def _desktop_started(self, host: str, session: Any) -> None:
+    def _desktop_started(self, host: str, session: DesktopSession) -> None:
         from gpuws.app import desktop
 
         self.desktop_start_button.setEnabled(True)
@@ -849,7 +855,7 @@ class SessionTab(QWidget):
                                       lambda tunnel: self._browser_tunnel(host, tunnel),
                                       lambda exc: self.desktop_status.setText(str(exc)))
 
-    def _browser_tunnel(self, host: str, tunnel: Any) -> None:
+    def _browser_tunnel(self, host: str, tunnel: Tunnel) -> None:
         from gpuws.app.desktop import novnc_url
         from gpuws.ui.external import open_in_browser
 

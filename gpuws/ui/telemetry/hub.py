@@ -11,18 +11,22 @@ from __future__ import annotations
 
 import logging
 import weakref
-from typing import Any
+from typing import TYPE_CHECKING
 
 import shiboken6
 from PySide6.QtCore import QObject, Signal
 
 from gpuws.app.telemetry import HostFeed, TelemetryService
-from gpuws.app.workspace import Change, Workspace
+from gpuws.app.workspace import Change, Connection, Workspace
+from gpuws.core.models import HostProfile
 from gpuws.core.states import ConnectionState
 from gpuws.core.telemetry.alerts import Alert, AlertEvent
 from gpuws.core.telemetry.store import TelemetryStore
 from gpuws.ui.bridge import AsyncBridge
 from gpuws.ui.telemetry.notify import AlertNotifier
+
+if TYPE_CHECKING:
+    from gpuws.ui.session_controller import HostSession
 
 log = logging.getLogger(__name__)
 
@@ -44,30 +48,35 @@ class TelemetryHub(QObject):
         self.workspace = workspace
         self.service = workspace.telemetry
         self.notifier = AlertNotifier(self)
-        self._sessions: dict[str, Any] = {}
+        self._sessions: dict[str, HostSession] = {}
         self.service.alert_log.subscribe(self._on_alert_event)  # called on the loop thread
         self.alert_changed.connect(self.notifier.notify)
         self._unsubscribe = workspace.subscribe(self._on_workspace_change)
 
     @property
     def store(self) -> TelemetryStore:
+        """The samples of every watched host."""
         return self.service.store
 
     def alerts(self) -> list[Alert]:
+        """Every alert in the log, raised and cleared."""
         return self.service.alert_log.entries()
 
     def active_alerts(self, host: str | None = None) -> list[Alert]:
+        """The alerts still active (of `host`, or of every host)."""
         return [a for a in self.service.alert_log.active() if host is None or a.host == host]
 
     def feed(self, host: str) -> HostFeed | None:
+        """The stream state of `host`, or None when it is not watched."""
         return self.service.feed(host)
 
     def watching(self, host: str) -> bool:
+        """Whether a telemetry stream runs for `host` now."""
         return self.workspace.streaming(host)
 
     # --- sessions ---------------------------------------------------------------------------
 
-    def watch_session(self, session: Any) -> None:
+    def watch_session(self, session: HostSession) -> None:
         """Hand a `HostSession`'s link to the workspace, which then follows its connection, state
         and inventory itself (feeds, tunnels, cost). Idempotent."""
         name = session.name
@@ -77,12 +86,12 @@ class TelemetryHub(QObject):
         self.workspace.attach(session.link)
         session.destroyed.connect(lambda _=None, n=name, s=session: self._forget(n, s))
 
-    def _forget(self, name: str, session: Any) -> None:
+    def _forget(self, name: str, session: HostSession) -> None:
         if self._sessions.get(name) is session:
             del self._sessions[name]
             self.unwatch(name)
 
-    def watch(self, profile: Any, connection: Any) -> None:
+    def watch(self, profile: HostProfile, connection: Connection) -> None:
         """Stream `profile`'s host over an already connected `connection` until `unwatch` (a
         connection made elsewhere, e.g. by a benchmark)."""
         if not self.bridge.running:

@@ -29,11 +29,13 @@ def run() -> None:
     previous = signal.getsignal(signal.SIGINT)
     if previous is signal.default_int_handler:  # not when Ctrl-C is ignored (a background job)
         signal.signal(signal.SIGINT, _interrupted_while_starting)
-    from gpuws.cli.main import main
-
-    if previous is signal.default_int_handler:
-        signal.signal(signal.SIGINT, signal.default_int_handler)
     try:
+        from gpuws.cli.main import main
+
+        # Inside the try (issue 27): a Ctrl-C that was pending while the handler is put back is
+        # raised as soon as `signal.signal` returns, and must be caught here, not end in a traceback.
+        if previous is signal.default_int_handler:
+            signal.signal(signal.SIGINT, signal.default_int_handler)
         code = main()
     except KeyboardInterrupt:  # while the parser imports the subcommands, before main's own guard
         sys.stderr.write(INTERRUPTED_LINE)

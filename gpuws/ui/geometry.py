@@ -13,7 +13,7 @@ from PySide6.QtCore import QRect, Qt
 from PySide6.QtGui import QGuiApplication
 from PySide6.QtWidgets import QWidget
 
-PREFERRED_SIZE = (1180, 760)  # the first size on a screen with room for it
+NO_REAL_SCREEN = ("offscreen", "minimal")  # Qt platforms whose "screen" is not one a user sees
 
 
 @dataclass(frozen=True)
@@ -50,7 +50,13 @@ def _frame_margins(widget: QWidget) -> tuple[int, int, int, int]:
 
 
 def available_rect(widget: QWidget) -> Rect | None:
-    """The available geometry of the screen the window is on (or opens on); None without one."""
+    """The available geometry of the screen the window is on (or opens on); None without one.
+
+    None on the offscreen and minimal platforms too: their screen is a nominal 800x600 nobody
+    sees, so a window rendered there (`--screenshot`, tests) keeps the size it was given.
+    """
+    if QGuiApplication.platformName() in NO_REAL_SCREEN:
+        return None
     screen = widget.screen() or QGuiApplication.screenAt(widget.geometry().center()) or (
         QGuiApplication.primaryScreen())
     if screen is None:

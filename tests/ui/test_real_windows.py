@@ -21,7 +21,7 @@ from PySide6.QtGui import QImage
 
 from tests.support.xvfb import XVFB, xvfb
 
-pytestmark = [pytest.mark.gui, pytest.mark.slow]
+pytestmark = [pytest.mark.gui, pytest.mark.slow, pytest.mark.xdist_group("x-display")]  # never beside Xvnc
 
 ROOT = Path(__file__).resolve().parents[2]
 SHOTS = Path("/tmp/gpuws-shots")

@@ -65,6 +65,7 @@ def _assert_within(views: list[dict[str, list[int]]]) -> None:
 
 @pytest.mark.slow
 @pytest.mark.gui
+@pytest.mark.xdist_group("x-display")  # never beside Xvnc, which takes the first free display
 @pytest.mark.skipif(XVFB is None, reason="needs Xvfb (scripts/install-deps.sh)")
 @pytest.mark.parametrize("saved_on_a_larger_monitor", [False, True])
 def test_every_view_stays_within_a_900x600_screen(saved_on_a_larger_monitor: bool, tmp_path: Path) -> None:

@@ -80,7 +80,8 @@ def test_desktop_panel_checks_starts_and_stops(qtbot: Any, bridge: AsyncBridge, 
         qtbot.waitUntil(lambda: tab._columns == 1, timeout=5000)
         viewport = tab._scroll.viewport().width()
         body = tab._scroll.widget()
-        assert body.minimumSizeHint().width() <= viewport, "the tab is clipped (or would need a horizontal scroll bar) in a 900 px window"
+        assert body.minimumSizeHint().width() <= viewport, (
+            "the tab is clipped (or would need a horizontal scroll bar) in a 900 px window")
         access = tab._cards[1]  # the Terminal card, whole: inside the body, at least its minimum width
         qtbot.waitUntil(lambda: access.geometry().right() < body.width() <= viewport, timeout=5000)
         assert access.width() >= access.minimumSizeHint().width()

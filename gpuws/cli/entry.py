@@ -29,11 +29,13 @@ def run() -> None:
     previous = signal.getsignal(signal.SIGINT)
     if previous is signal.default_int_handler:  # not when Ctrl-C is ignored (a background job)
         signal.signal(signal.SIGINT, _interrupted_while_starting)
-    from gpuws.cli.main import main
-
-    if previous is signal.default_int_handler:
-        signal.signal(signal.SIGINT, signal.default_int_handler)
     try:
+        from gpuws.cli.main import main
+
+        # Inside the try (issue 27): a Ctrl-C that was pending while the handler is put back is
+        # raised as soon as `signal.signal` returns, and must be caught here, not end in a traceback.
+        if previous is signal.default_int_handler:
+            signal.signal(signal.SIGINT, signal.default_int_handler)
         code = main()
     except KeyboardInterrupt:  # while the parser imports the subcommands, before main's own guard
         sys.stderr.write(INTERRUPTED_LINE)
@@ -44,4 +46,25 @@ def run() -> None:
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())
         code = EXIT_BROKEN_PIPE
+    if code == EXIT_INTERRUPTED:
+        _exit_interrupted()
     sys.exit(code)
+
+
+def _exit_interrupted() -> None:
+    """Exit 130 after a caught Ctrl-C, without the interpreter's own exit.
+
+    CPython remembers a KeyboardInterrupt raised inside `exec`/`eval` of a string (dataclasses and
+    namedtuple build their methods that way while modules import) as "unhandled" even when it was
+    caught, and at the end of a `-m` run kills the process with SIGINT instead of exiting with
+    the status asked for: -2, not 130 (issue 27: seen once in 30 under load). So the exit
+    handlers run and the standard streams are flushed here, then the process ends at once.
+    """
+    import atexit
+    import contextlib
+
+    atexit._run_exitfuncs()
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(OSError, ValueError):  # closed, or its reader left: nothing to say
+            stream.flush()
+    os._exit(EXIT_INTERRUPTED)

@@ -74,6 +74,19 @@ class GpuSample:
     def mem_free_mib(self) -> int:
         return max(0, self.mem_total_mib - self.mem_reserved_mib - self.mem_used_mib)
 
+    def process_utilization(self) -> dict[int, tuple[int, int]]:
+        """pid -> (SM %, memory %): the GPU's busy share split by the memory each process holds.
+
+        What NVML's per-process utilisation and `nvidia-smi pmon` report; empty on a MIG-enabled
+        GPU, where NVML cannot tell (util_gpu_pct is None there).
+        """
+        if self.util_gpu_pct is None or not self.processes:
+            return {}
+        held = sum(max(p.used_mib, 1) for p in self.processes)
+        sm, mem = self.util_gpu_pct, self.util_mem_pct or 0
+        return {p.pid: (round(sm * max(p.used_mib, 1) / held), round(mem * max(p.used_mib, 1) / held))
+                for p in self.processes}
+
 
 def _noise(gpu: GpuState, t: float, salt: str, amplitude: float) -> float:
     """Deterministic jitter in [-amplitude, amplitude], stable within each half second."""

@@ -66,6 +66,9 @@ class Args:
     ci_ids: str | None = None
     nvlink: str | None = None  # "e" (error counters) or "s" (status) of `nvidia-smi nvlink`
     extra: list[str] = field(default_factory=list)
+    pmon: bool = False  # `nvidia-smi pmon`: per-process utilisation, one line per process
+    pmon_count: int | None = None  # -c: samples before exiting (None: until stopped)
+    pmon_delay_s: float = 1.0  # -d: seconds between samples
 
 
 def _value(argv: list[str], i: int, opt: str) -> tuple[str, int]:
@@ -98,6 +101,8 @@ def parse_args(argv: Sequence[str]) -> Args:
         if args.nvlink is None:
             raise UsageError(INVALID_ARGS)
         return args
+    if items and items[0] == "pmon":
+        return _parse_pmon(items[1:])
     while i < len(items):
         a = items[i]
         key = a.split("=", 1)[0] if a.startswith("--") else a
@@ -168,6 +173,58 @@ def parse_args(argv: Sequence[str]) -> Args:
     if args.xml and not args.query:
         raise UsageError(INVALID_ARGS)
     return args
+
+
+def _parse_pmon(items: list[str]) -> Args:
+    """`nvidia-smi pmon [-i ID] [-c COUNT] [-d DELAY] [-s u]`: only the utilisation metrics."""
+    args = Args(pmon=True)
+    i = 0
+    while i < len(items):
+        key = items[i]
+        if key in ("-h", "--help"):
+            args.help, i = True, i + 1
+        elif key in ("-i", "--id"):
+            args.ids, i = _value(items, i, key)
+        elif key in ("-c", "--count"):
+            text, i = _value(items, i, key)
+            if not text.isdigit() or not 1 <= int(text) <= 10000:
+                raise UsageError(INVALID_ARGS)
+            args.pmon_count = int(text)
+        elif key in ("-d", "--delay"):
+            text, i = _value(items, i, key)
+            args.pmon_delay_s = _positive(text, key)
+        elif key in ("-s", "--select"):
+            text, i = _value(items, i, key)
+            if set(text) - {"u"}:  # m (memory), p, c, v, e, t are not simulated
+                raise UsageError(f"The simulated nvidia-smi pmon supports only -s u.\n{INVALID_ARGS}")
+        else:
+            raise UsageError(INVALID_ARGS)
+    return args
+
+
+PMON_HEADER = (
+    "# gpu         pid   type     sm    mem    enc    dec    jpg    ofa    command ",
+    "# Idx           #    C/G      %      %      %      %      %      %    name ",
+)
+
+
+def render_pmon(gpus: list[GpuState], now: float) -> list[str]:
+    """One `nvidia-smi pmon -s u` sample: a line per process, or a line of dashes for an idle GPU.
+
+    SM and memory % are the GPU's busy share split by memory held (as the simulated NVML says);
+    '-' on a MIG-enabled GPU, where the driver cannot tell per process.
+    """
+    lines = []
+    for gpu in gpus:
+        reading = sample(gpu, now)
+        shares = reading.process_utilization()
+        if not reading.processes:
+            lines.append(f"{gpu.index:>5}{'-':>11}{'-':>6}" + f"{'-':>7}" * 6 + "    -")
+        for proc in reading.processes:
+            sm, mem = (str(v) for v in shares[proc.pid]) if proc.pid in shares else ("-", "-")
+            command = proc.name.split()[0].rsplit("/", 1)[-1] if proc.name.strip() else "-"
+            lines.append(f"{gpu.index:>5}{proc.pid:>11}{'C':>6}{sm:>7}{mem:>7}" + f"{'-':>7}" * 4 + f"    {command}")
+    return lines
 
 
 def _positive(text: str, opt: str) -> float:
@@ -303,6 +360,18 @@ def _loop(args: Args, render: Callable[[float, bool], list[str]]) -> int:
         time.sleep(max(0.0, args.loop_s - (time.time() - now)))
 
 
+def _run_pmon(store: SimStateStore, args: Args) -> int:
+    _emit(PMON_HEADER)
+    done = 0
+    while True:
+        state = store.load()  # processes and load change between samples
+        _emit(render_pmon(select_gpus(state, args.ids), time.time()))
+        done += 1
+        if args.pmon_count is not None and done >= args.pmon_count:
+            return 0
+        time.sleep(args.pmon_delay_s)
+
+
 def run(argv: Sequence[str]) -> int:
     args = parse_args(argv)
     if args.help:
@@ -317,6 +386,8 @@ def run(argv: Sequence[str]) -> int:
         return 0
     if args.mig_cmd is not None:
         return _run_mig(store, args)
+    if args.pmon:
+        return _run_pmon(store, args)
     if args.mig_mode is not None or args.reset:
         with store.update() as state:
             gpus = select_gpus(state, args.ids)

@@ -134,6 +134,9 @@ class MainWindow(WindowActions, HostList, WindowTabs, TrayChores):
         geometry = self.settings.value("window/geometry")
         if isinstance(geometry, QByteArray):
             self.restoreGeometry(geometry)
+        from gpuws.ui.geometry import fit_to_screen
+
+        fit_to_screen(self)  # the first size, or one saved on a larger monitor, fits this screen (issue 27)
         state = self.settings.value("window/state")
         if isinstance(state, QByteArray):
             self.restoreState(state)

@@ -23,7 +23,8 @@ from gpuws.core.secrets import SecretStore
 from gpuws.sim.server import kill_leftovers, leftover_pids
 from tests.support.vnc import capture, greeting, listen_addresses, vnc_auth
 
-pytestmark = [pytest.mark.keyring, pytest.mark.slow]
+# x-display: Xvnc takes the first free X display number on the machine; one at a time (issue 27).
+pytestmark = [pytest.mark.keyring, pytest.mark.slow, pytest.mark.xdist_group("x-display")]
 REAL_PARTS = ("Xvnc", "vncpasswd", "openbox", "xsetroot", "websockify", "glxinfo", "tmux")
 BLUE = (0x33, 0x66, 0xCC)
 

@@ -26,7 +26,9 @@ from PySide6.QtGui import QImage
 
 from gpuws import __version__
 
-pytestmark = [pytest.mark.slow, pytest.mark.timeout(900)]
+# serial: as root it installs into /usr with dpkg (one dpkg at a time, system-wide state), and its
+# PyInstaller build would take the CPUs from every parallel test (issue 27).
+pytestmark = [pytest.mark.slow, pytest.mark.serial, pytest.mark.timeout(900)]
 
 REPO = Path(__file__).resolve().parents[2]
 SIZE_BUDGET_BYTES = 250 * 1000 * 1000

@@ -1,17 +1,17 @@
 """Real windows: the app under Xvfb at 1600x1000 and 900x600, every tab on the demo host in live
 states (a MIG layout, a Jupyter tunnel, alerts, a finished benchmark), screenshots checked for content.
 
-Runs scripts/screenshots.py (the same script that renders the README's screenshots) under
-`xvfb-run` with the xcb platform, so the window is a real X11 window with a real size, not an
-offscreen grab. The script reports, per shot, buttons and labels narrower than their text,
-buttons outside the window, and how much of the shot is flat colour; this test holds them.
+Runs scripts/screenshots.py (the same script that renders the README's screenshots) under Xvfb
+(tests/support/xvfb.py: a display of its own, safe beside parallel tests) with the xcb platform,
+so the window is a real X11 window with a real size, not an offscreen grab. The script reports,
+per shot, buttons and labels narrower than their text, buttons outside the window, and how much
+of the shot is flat colour; this test holds them.
 """
 
 from __future__ import annotations
 
 import json
 import os
-import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -19,14 +19,16 @@ from pathlib import Path
 import pytest
 from PySide6.QtGui import QImage
 
-pytestmark = [pytest.mark.gui, pytest.mark.slow]
+from tests.support.xvfb import XVFB, xvfb
+
+pytestmark = [pytest.mark.gui, pytest.mark.slow, pytest.mark.xdist_group("x-display")]  # never beside Xvnc
 
 ROOT = Path(__file__).resolve().parents[2]
 SHOTS = Path("/tmp/gpuws-shots")
 TABS = ("overview", "telemetry", "health", "benchmarks", "resize", "session", "alerts", "processes")
 
 
-@pytest.mark.skipif(shutil.which("xvfb-run") is None, reason="needs xvfb-run (scripts/install-deps.sh)")
+@pytest.mark.skipif(XVFB is None, reason="needs Xvfb (scripts/install-deps.sh)")
 @pytest.mark.parametrize("size", [(1600, 1000), (900, 600)])
 def test_every_tab_under_xvfb_has_content_and_nothing_clipped(size: tuple[int, int], tmp_path: Path) -> None:
     width, height = size
@@ -34,12 +36,13 @@ def test_every_tab_under_xvfb_has_content_and_nothing_clipped(size: tuple[int, i
     report_path = out / "report.json"
     env = {k: v for k, v in os.environ.items() if k not in ("QT_QPA_PLATFORM", "DISPLAY", "WAYLAND_DISPLAY")}
     env.update(QT_QPA_PLATFORM="xcb", GPUWS_CONFIG_DIR=str(tmp_path / "config"))
-    proc = subprocess.run(
-        ["xvfb-run", "-a", "-s", "-screen 0 1920x1200x24", sys.executable, str(ROOT / "scripts" / "screenshots.py"),
-         str(out), "--size", f"{width}x{height}", "--watch", "6", "--report", str(report_path),
-         "--prefix", f"{width}x{height}-"],
-        env=env, capture_output=True, text=True, timeout=400, cwd=ROOT,
-    )  # fmt: skip
+    with xvfb(1920, 1200) as display:
+        proc = subprocess.run(
+            [sys.executable, str(ROOT / "scripts" / "screenshots.py"),
+             str(out), "--size", f"{width}x{height}", "--watch", "6", "--report", str(report_path),
+             "--prefix", f"{width}x{height}-"],
+            env={**env, "DISPLAY": display}, capture_output=True, text=True, timeout=400, cwd=ROOT,
+        )  # fmt: skip
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert "?token=" not in proc.stdout + proc.stderr.replace("?token=***", "")  # the token is never printed
     report = json.loads(report_path.read_text())

@@ -21,7 +21,8 @@ from gpuws.ui.tabs import HostContext
 from gpuws.ui.tabs.session import SessionTab
 from tests.support.vnc import greeting
 
-pytestmark = [pytest.mark.gui, pytest.mark.keyring, pytest.mark.slow]
+# x-display: Xvnc takes the first free X display number on the machine; one at a time (issue 27).
+pytestmark = [pytest.mark.gui, pytest.mark.keyring, pytest.mark.slow, pytest.mark.xdist_group("x-display")]
 TAB_WIDTH_IN_900_WINDOW = 600
 SHOTS = Path("/tmp/gpuws-shots")
 

@@ -555,14 +555,14 @@ def nvmlDeviceGetProcessUtilization(handle: _Handle, lastSeenTimeStamp: int) -> 
     stamp = int(time.time() * 1e6)
     if not s.processes or stamp <= lastSeenTimeStamp:
         raise NVMLError(NVML_ERROR_NOT_FOUND)  # what real NVML says when there is no newer sample
-    held = sum(max(p.used_mib, 1) for p in s.processes)
-    sm, mem = s.util_gpu_pct or 0, s.util_mem_pct or 0
+    shares = s.process_utilization()
+    if not shares:
+        raise NVMLError(NVML_ERROR_NOT_SUPPORTED)  # the parent of MIG devices: NVML cannot tell
     return [
         c_nvmlProcessUtilizationSample_t(
-            pid=p.pid, timeStamp=stamp, smUtil=round(sm * max(p.used_mib, 1) / held),
-            memUtil=round(mem * max(p.used_mib, 1) / held), encUtil=0, decUtil=0,
+            pid=pid, timeStamp=stamp, smUtil=sm, memUtil=mem, encUtil=0, decUtil=0,
         )
-        for p in s.processes
+        for pid, (sm, mem) in shares.items()
     ]
 
 

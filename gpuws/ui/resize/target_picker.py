@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from PySide6.QtCore import Qt, Signal
+from PySide6.QtCore import QEvent, QObject, Qt, Signal
 from PySide6.QtGui import QFont, QPalette
 from PySide6.QtWidgets import (
     QAbstractItemView,
@@ -35,6 +35,10 @@ from gpuws.ui.resize.options import (
 from gpuws.ui.widgets import muted_label
 
 COLUMNS = ("Target", "Memory", "Compute", "$ / h", "vs now")  # short: the picker is narrow
+# Left out in this order where the picker is too narrow for every column (a 900 px window):
+# Target, Memory and $ / h always stay in view, never behind a scroll bar (issue 27). Each row's
+# tooltip still gives every figure.
+OPTIONAL_COLUMNS = (2, 4)
 CURRENT_MARK = "\u25cf "  # a dot before the current layout
 
 
@@ -79,6 +83,7 @@ class TargetPicker(QWidget):
         for col in range(1, len(COLUMNS)):
             header.setSectionResizeMode(col, QHeaderView.ResizeMode.ResizeToContents)
         self.table.itemSelectionChanged.connect(self._on_selection)
+        self.table.viewport().installEventFilter(self)  # its width decides which columns fit
 
         self.note = muted_label("", self)
         self.note.setWordWrap(True)
@@ -163,8 +168,11 @@ class TargetPicker(QWidget):
                 money(figures.price_per_hour, per_hour=False),
                 "" if option.current else delta,
             )
+            tip = ", ".join(f"{name}: {text.removeprefix(CURRENT_MARK)}"
+                            for name, text in zip(COLUMNS, texts, strict=True) if text)
             for col, text in enumerate(texts):
                 item = QTableWidgetItem(text)
+                item.setToolTip(tip)
                 if col:
                     item.setTextAlignment(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
                 if option.current:
@@ -181,6 +189,7 @@ class TargetPicker(QWidget):
                 item.setData(Qt.ItemDataRole.UserRole, option.target)
                 self.table.setItem(row, col, item)
         self.table.blockSignals(False)
+        self._fit_columns()
         notes = sorted({o.note for o in self.options if o.note})
         self.note.setText("; ".join(notes))
         self.note.setVisible(bool(notes))
@@ -214,6 +223,27 @@ class TargetPicker(QWidget):
     def current_gpu(self) -> int | None:
         data = self.gpu_combo.currentData()
         return int(data) if data is not None else None
+
+    def _fit_columns(self) -> None:
+        """Show every column that fits the table's width, leaving out OPTIONAL_COLUMNS in order."""
+        header = self.table.horizontalHeader()
+        for col in OPTIONAL_COLUMNS:
+            self.table.setColumnHidden(col, False)  # measured while shown
+        need = {col: max(header.sectionSizeHint(col), self.table.sizeHintForColumn(col)) for col in range(len(COLUMNS))}
+        room = self.table.viewport().width()
+        shown = set(need)
+        for col in OPTIONAL_COLUMNS:
+            if sum(need[c] for c in shown) <= room:
+                break
+            shown.discard(col)
+        for col in OPTIONAL_COLUMNS:
+            self.table.setColumnHidden(col, col not in shown)
+
+    def eventFilter(self, watched: QObject, event: QEvent) -> bool:
+        """Refit the columns when the table's width changes."""
+        if watched is self.table.viewport() and event.type() == QEvent.Type.Resize:
+            self._fit_columns()
+        return super().eventFilter(watched, event)
 
     # -- events ---------------------------------------------------------------------------------
 

@@ -538,6 +538,8 @@ class RecordFile(Generic[_T]):
 
     def _write_changes(self, loaded: Loaded[_T], after: list[_T]) -> None:
         """Put the difference between the loaded records and `after` into the document and save it."""
+        import tomlkit
+
         before = list(zip(loaded.records, loaded.tables, strict=True))
         gone = [(rec, index) for rec, index in before if not any(rec is a for a in after)]
         new = [rec for rec in after if not any(rec is b for b, _ in before)]
@@ -569,7 +571,9 @@ class RecordFile(Generic[_T]):
         for index in sorted((i for _, i in gone), reverse=True):
             del tables[index]
         for rec in new:
-            tables.append(drop_unset(self.fmt.to_table(rec)))
+            table = tomlkit.item(drop_unset(self.fmt.to_table(rec)))
+            table.trivia.indent = "\n"  # a blank line before the new [[table]], as in a file gpuws writes fresh
+            tables.append(table)
         self._save(loaded, doc)
 
     def _save(self, loaded: Loaded[_T], doc: Any) -> None:

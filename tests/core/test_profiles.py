@@ -275,3 +275,13 @@ def test_a_string_left_open_keeps_the_records_before_it() -> None:
     assert [p.name for p in store.load()] == ["a"]
     assert store.state.read_only is not None and "not valid TOML" in store.state.read_only.message
     assert store.path.read_text() == text
+
+
+def test_each_added_profile_starts_after_a_blank_line() -> None:
+    store = ProfileStore()
+    for name in ("alpha", "beta", "gamma"):
+        store.add(HostProfile(name=name, host=f"{name}.example"))
+    lines = store.path.read_text(encoding="utf-8").splitlines()
+    headers = [i for i, line in enumerate(lines) if line == "[[hosts]]"]
+    assert len(headers) == 3
+    assert all(lines[i - 1] == "" for i in headers), "a hand editor meets tables run together"

@@ -115,13 +115,7 @@ async def open_desktop(
     """
     password = await asyncio.to_thread(vnc_password, connection.profile.name, secrets)
     desktop = await remote.start_desktop(connection.runner, password, geometry=geometry, display=display)
-    tunnel = Tunnel(connection, TunnelSpec(remote_port=desktop.port, preset=Preset.VNC), on_state=on_tunnel)
-    await tunnel.open()
-    try:
-        await tunnel.wait_ready(15)
-    except BaseException:
-        await tunnel.close()
-        raise
+    tunnel = await _answering_tunnel(connection, TunnelSpec(remote_port=desktop.port, preset=Preset.VNC), on_tunnel)
     return DesktopSession(desktop, tunnel, password)
 
 
@@ -129,7 +123,13 @@ async def open_browser_tunnel(connection: HostConnection, on_tunnel: TunnelCallb
     """noVNC in the browser: websockify on the host's loopback (in front of the running desktop),
     and a tunnel to it. Its `url` is the noVNC page, which asks for the VNC password."""
     port = await remote.start_web(connection.runner)
-    tunnel = Tunnel(connection, TunnelSpec(remote_port=port, preset=Preset.NOVNC), on_state=on_tunnel)
+    return await _answering_tunnel(connection, TunnelSpec(remote_port=port, preset=Preset.NOVNC), on_tunnel)
+
+
+async def _answering_tunnel(connection: HostConnection, spec: TunnelSpec, on_tunnel: TunnelCallback | None) -> Tunnel:
+    """A tunnel whose host side answered (the server was just started: it gets 15 s); closed again
+    when it never does, so no half-open tunnel is left behind."""
+    tunnel = Tunnel(connection, spec, on_state=on_tunnel)
     await tunnel.open()
     try:
         await tunnel.wait_ready(15)

@@ -34,6 +34,7 @@ from gpuws.core.telemetry.sample import (
     SampleBatch,
 )
 from gpuws.core.telemetry.smi_query import QUERY_FIELDS, invalid_field_in, sample_from_query_row
+from gpuws.remote.budget import SMALL_ANSWER
 
 Prefer = Literal["auto", "nvml", "nvidia-smi"]
 PREFER_CHOICES: Final = ("auto", "nvml", "nvidia-smi")
@@ -266,7 +267,7 @@ class TelemetryStream:
         for _ in QUERY_FIELDS:
             argv = [self.nvidia_smi, f"--query-gpu={','.join(fields)}", "--format=csv,noheader,nounits"]
             try:
-                result = await self.runner.run(argv, timeout=ONE_SHOT_TIMEOUT_S)
+                result = await self.runner.run(argv, timeout=ONE_SHOT_TIMEOUT_S, max_output=SMALL_ANSWER)
             except CommandTimeout:
                 raise TelemetryError("nvidia-smi on the host did not answer in time") from None
             except FileNotFoundError:  # a LocalRunner; over SSH this is exit status 127
@@ -289,7 +290,8 @@ class TelemetryStream:
         if self._simulated_hint is not None:
             return self._simulated_hint
         try:
-            result = await self.runner.run([self.nvidia_smi, "-q", "-x"], timeout=ONE_SHOT_TIMEOUT_S)
+            result = await self.runner.run([self.nvidia_smi, "-q", "-x"], timeout=ONE_SHOT_TIMEOUT_S,
+                                           max_output=SMALL_ANSWER)
         except (CommandTimeout, FileNotFoundError):
             return False
         return result.ok and is_simulated_xml(result.stdout)

@@ -117,7 +117,10 @@ class TelemetryStream:
         nvidia_smi: str = "nvidia-smi",
         simulated: bool | None = None,
         measure_skew: bool = True,
+        stored_rows: bool = True,
     ) -> None:
+        """`stored_rows`: batches carry their rows as the telemetry store keeps them; off for a
+        reader with no store (`gpuws watch`), which then imports no numpy."""
         if not MIN_HZ <= hz <= MAX_HZ:
             raise TelemetryError(f"sample rate must be between {MIN_HZ:g} and {MAX_HZ:g} Hz, not {hz:g}")
         if prefer not in PREFER_CHOICES:
@@ -129,6 +132,7 @@ class TelemetryStream:
         self.nvidia_smi = nvidia_smi
         self._simulated_hint = simulated
         self._measure_skew = measure_skew
+        self._stored_rows = stored_rows
         self.source: str | None = None  # "nvml" or "nvidia-smi" once streaming
         self.simulated = bool(simulated)
         self.fallback_reason: str | None = None  # why the agent was not used
@@ -185,7 +189,8 @@ class TelemetryStream:
             self.source = SOURCE_NVML
             self.simulated = hello.get("simulated") is True
             self.driver = hello["driver"] if isinstance(hello.get("driver"), str) else None
-            decoder = AgentDecoder(hello.get("fields") or [], skew_s=self.skew_s, simulated=self.simulated)
+            decoder = AgentDecoder(hello.get("fields") or [], skew_s=self.skew_s, simulated=self.simulated,
+                                   stored_rows=self._stored_rows)
             feed = decoder.feed
             async for line in lines:
                 if line.strip():

@@ -18,7 +18,8 @@ from typing import Final
 
 DEFAULT_MAX_OUTPUT: Final = 64 * 1024 * 1024  # bytes held at once from one remote party
 DEFAULT_MAX_LINE: Final = 1024 * 1024  # bytes of one streamed line
-# A one-shot nvidia-smi answer (`-q -x`, `--query-gpu`): a real 8-GPU `-q -x` is about 150 KiB.
+# A one-shot nvidia-smi answer (`-q -x`, `--query-gpu`, the inventory probe around them): a real
+# 8-GPU `-q -x` is well under 1 MiB.
 SMALL_ANSWER: Final = 4 * 1024 * 1024
 
 

@@ -21,7 +21,9 @@ Output is bounded by one byte budget per connection (`gpuws.remote.budget.Output
 default, far above any real `nvidia-smi -q -x`): every remote read (a command's stdout and stderr, a stream's
 pending line and stderr, the first stderr line) takes its bytes from it as it reads them and gives
 them back when done, so the bytes held at once for one host stay under the cap whatever runs
-concurrently and across reconnects. A streamed line is also cut at `max_line` bytes (1 MiB).
+concurrently and across reconnects. A streamed line is also cut at `max_line` bytes (1 MiB), and
+a command whose answer is known to be small runs under its own tighter `max_output` (a child of
+the connection's budget), so a flood costs a few MiB there, not the whole budget.
 Output is read as bytes and decoded afterwards (UTF-8, invalid bytes replaced), so the cap is in
 bytes, not characters. Past a cap the command is stopped and `RemoteOutputTooLarge` names the
 host and the command, so a hostile or broken host cannot make the client read without end.

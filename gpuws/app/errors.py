@@ -95,7 +95,7 @@ def table() -> tuple[tuple[tuple[type[BaseException], ...], ErrorKind], ...]:
     from gpuws.remote.auth import AuthFailed
     from gpuws.remote.connection import HostUnreachable, JumpHostError, NotConnected
     from gpuws.remote.hostkeys import HostKeyChanged, HostKeyRevoked, UnknownHostKey
-    from gpuws.remote.prometheus import PrometheusAuthFailed, PrometheusUnreachable
+    from gpuws.remote.prometheus_errors import PrometheusAuthFailed, PrometheusUnreachable
     from gpuws.remote.resize import ResizeRefused
 
     return (

@@ -14,19 +14,22 @@ alert change (through `AlertLog.subscribe`), never a sample.
 from __future__ import annotations
 
 import logging
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Final, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Final, Protocol, runtime_checkable
 
 from gpuws.core.errors import GpuwsError
 from gpuws.core.models import HostProfile
 from gpuws.core.runner import CommandRunner
 from gpuws.core.telemetry.alerts import AlertEngine, AlertLog
 from gpuws.core.telemetry.sample import SampleBatch
-from gpuws.core.telemetry.store import TelemetryStore
 from gpuws.remote.connection import ReconnectPolicy
 from gpuws.remote.telemetry import TelemetryStream, describe_source
+
+if TYPE_CHECKING:
+    from gpuws.core.telemetry.store import TelemetryStore
 
 
 @runtime_checkable
@@ -74,13 +77,25 @@ class TelemetryService:
         retry: ReconnectPolicy = RETRY_POLICY,
     ) -> None:
         self.retry = retry
-        self.store = store if store is not None else TelemetryStore()
+        self._store = store
+        self._store_lock = threading.Lock()  # the GUI thread and the loop thread may both ask first
         self.alerts = alerts if alerts is not None else AlertEngine()
         self.hz = hz
         self._stream_factory = stream_factory
         self._clock = clock
         # Written on the loop thread, read on the GUI thread: each value is replaced whole.
         self._feeds: dict[str, HostFeed] = {}
+
+    @property
+    def store(self) -> TelemetryStore:
+        """The history of every host, made on first use: a Workspace that never streams (a CLI
+        command) then never imports numpy."""
+        with self._store_lock:
+            if self._store is None:
+                from gpuws.core.telemetry.store import TelemetryStore
+
+                self._store = TelemetryStore()
+            return self._store
 
     @property
     def alert_log(self) -> AlertLog:

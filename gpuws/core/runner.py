@@ -45,7 +45,12 @@ class CommandRunner(Protocol):
         input: str | None = None,
         timeout: float | None = None,
         env: Mapping[str, str] | None = None,
-    ) -> CommandResult: ...
+        max_output: int | None = None,
+    ) -> CommandResult:
+        """Run argv to its end. `max_output`: the bytes of remote output this answer may take (a
+        tighter cap than the connection's, for answers known to be small); past it the command is
+        stopped with an error."""
+        ...
 
     def stream(
         self,
@@ -77,7 +82,10 @@ class LocalRunner:
         input: str | None = None,
         timeout: float | None = None,
         env: Mapping[str, str] | None = None,
+        max_output: int | None = None,
     ) -> CommandResult:
+        """Run argv here. `max_output` caps remote output only: this machine's commands are ours."""
+        del max_output
         proc = await asyncio.create_subprocess_exec(
             *argv,
             stdin=asyncio.subprocess.PIPE,

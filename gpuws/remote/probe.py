@@ -14,6 +14,7 @@ from gpuws.core.inventory import GpuInfo, HostFacts, Inventory
 from gpuws.core.nvsmi.xml_inventory import is_simulated_xml, parse_nvidia_smi_xml
 from gpuws.core.runner import CommandRunner
 from gpuws.core.simulation import SIM_ENV_VAR
+from gpuws.remote.budget import SMALL_ANSWER
 
 XML_BEGIN = "@@gpuws-nvidia-smi-xml@@"
 XML_END = "@@gpuws-nvidia-smi-rc"
@@ -131,7 +132,8 @@ async def probe(runner: CommandRunner, *, timeout: float = 60.0, require_driver:
                 host_label: str | None = None) -> Inventory:
     """Gather the host's facts and GPUs. Without a driver: `host.driver_found` is False, or,
     with `require_driver`, NoDriverFound is raised. Raises ParseError on malformed output."""
-    result = await runner.run(["sh", "-c", PROBE_SCRIPT], timeout=timeout)
+    # Facts, one `-q -x` and a line per GPU: small, so a flooding nvidia-smi is stopped at a few MiB.
+    result = await runner.run(["sh", "-c", PROBE_SCRIPT], timeout=timeout, max_output=SMALL_ANSWER)
     inventory, no_driver = parse_probe_output(result.stdout, result.stderr)
     if no_driver is not None and require_driver:
         name = host_label or inventory.host.hostname or "the host"

@@ -30,7 +30,6 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import numpy as np
 
-from gpuws.core.errors import GpuwsError
 from gpuws.core.fleet.model import (
     IDENTITY_METRIC,
     IDLE_PEAK,
@@ -60,6 +59,10 @@ from gpuws.core.models import AlertThresholds, SecretKind
 from gpuws.core.telemetry.sample import iso8601
 from gpuws.remote.budget import DEFAULT_MAX_OUTPUT, OutputBudget, size_text
 from gpuws.remote.http import httpx
+from gpuws.remote.prometheus_errors import PrometheusAuthFailed as PrometheusAuthFailed
+from gpuws.remote.prometheus_errors import PrometheusError as PrometheusError
+from gpuws.remote.prometheus_errors import PrometheusTlsUntrusted as PrometheusTlsUntrusted
+from gpuws.remote.prometheus_errors import PrometheusUnreachable as PrometheusUnreachable
 
 if TYPE_CHECKING:
     from gpuws.core.fleet.advice import FleetUsageWindow
@@ -79,22 +82,6 @@ class _Answer:
 
     status_code: int
     text: str
-
-
-class PrometheusError(GpuwsError):
-    """Prometheus answered with an error (bad query, overload); the message is its own, as text."""
-
-
-class PrometheusUnreachable(PrometheusError):
-    """No answer from Prometheus (refused, timed out, DNS)."""
-
-
-class PrometheusAuthFailed(PrometheusError):
-    """Prometheus (or its proxy) refused our credentials (HTTP 401/403, or a client certificate)."""
-
-
-class PrometheusTlsUntrusted(PrometheusUnreachable):
-    """The server's certificate does not verify against the CA bundle or the fleet's CA file."""
 
 
 #: The tenant header of Grafana Mimir and Cortex (also what their gateways and proxies check).

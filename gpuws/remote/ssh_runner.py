@@ -21,7 +21,9 @@ Output is bounded by one byte budget per connection (`gpuws.remote.budget.Output
 default, far above any real `nvidia-smi -q -x`): every remote read (a command's stdout and stderr, a stream's
 pending line and stderr, the first stderr line) takes its bytes from it as it reads them and gives
 them back when done, so the bytes held at once for one host stay under the cap whatever runs
-concurrently and across reconnects. A streamed line is also cut at `max_line` bytes (1 MiB).
+concurrently and across reconnects. A streamed line is also cut at `max_line` bytes (1 MiB), and
+a command whose answer is known to be small runs under its own tighter `max_output` (a child of
+the connection's budget), so a flood costs a few MiB there, not the whole budget.
 Output is read as bytes and decoded afterwards (UTF-8, invalid bytes replaced), so the cap is in
 bytes, not characters. Past a cap the command is stopped and `RemoteOutputTooLarge` names the
 host and the command, so a hostile or broken host cannot make the client read without end.
@@ -188,11 +190,11 @@ class SshRunner:
         )
 
     async def _read_capped(self, reader: asyncssh.SSHReader[bytes], argv: Sequence[str], what: str,
-                           into: _Collected) -> None:
-        """All of `reader` into `into`, its bytes taken from the budget as they arrive (`into` gives
+                           into: _Collected, budget: OutputBudget) -> None:
+        """All of `reader` into `into`, its bytes taken from `budget` as they arrive (`into` gives
         them back once the caller is done)."""
         while chunk := await reader.read(_CHUNK):
-            into.add(chunk, self.budget, lambda: self._too_large(argv, what, self.budget.limit))
+            into.add(chunk, budget, lambda: self._too_large(argv, what, budget.refused_by))
 
     async def _start(self, argv: Sequence[str], input: str | None,
                      env: Mapping[str, str] | None) -> _Remote:
@@ -237,17 +239,22 @@ class SshRunner:
         input: str | None = None,
         timeout: float | None = None,
         env: Mapping[str, str] | None = None,
+        max_output: int | None = None,
     ) -> CommandResult:
+        """Run argv to its end; its stdout and stderr together stay under `max_output` bytes when
+        given (else under the connection's budget), or `RemoteOutputTooLarge`."""
         remote: _Remote | None = None
         out, err = _Collected(), _Collected()
+        budget = self.budget.child(max_output)
         try:
             async with asyncio.timeout(timeout):
                 remote = await self._start(argv, input, env)
-                err.add(remote.stderr_head, self.budget, lambda: self._too_large(argv, "an error output",
-                                                                                 self.budget.limit))
-                readers = [asyncio.ensure_future(self._read_capped(remote.process.stdout, argv, "an output", out)),
+                err.add(remote.stderr_head, budget, lambda: self._too_large(argv, "an error output",
+                                                                            budget.refused_by))
+                readers = [asyncio.ensure_future(self._read_capped(remote.process.stdout, argv, "an output", out,
+                                                                   budget)),
                            asyncio.ensure_future(self._read_capped(remote.process.stderr, argv, "an error output",
-                                                                   err))]
+                                                                   err, budget))]
                 try:
                     await asyncio.gather(*readers)
                 finally:
@@ -263,6 +270,9 @@ class SshRunner:
                 await asyncio.shield(self._stop(remote))
             raise CommandTimeout(f"{argv[0]} timed out after {timeout:g} s") from None
         except (asyncio.CancelledError, RemoteOutputTooLarge):
+            # What was read is dropped before the (slow) kill, not held while it runs.
+            out.release()
+            err.release()
             if remote is not None:
                 await asyncio.shield(self._stop(remote))
             raise
@@ -317,7 +327,7 @@ class SshRunner:
                 # pending bytes are held against the budget while they wait for their newline.
                 while chunk := await remote.process.stdout.read(_CHUNK):
                     if not budget.take(len(chunk)):
-                        raise self._too_large(argv, "an output", budget.limit)
+                        raise self._too_large(argv, "an output", budget.refused_by)
                     held += len(chunk)
                     pending += chunk
                     *lines, rest = bytes(pending).split(b"\n")

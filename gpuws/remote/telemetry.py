@@ -34,6 +34,7 @@ from gpuws.core.telemetry.sample import (
     SampleBatch,
 )
 from gpuws.core.telemetry.smi_query import QUERY_FIELDS, invalid_field_in, sample_from_query_row
+from gpuws.remote.budget import SMALL_ANSWER
 
 Prefer = Literal["auto", "nvml", "nvidia-smi"]
 PREFER_CHOICES: Final = ("auto", "nvml", "nvidia-smi")
@@ -116,7 +117,10 @@ class TelemetryStream:
         nvidia_smi: str = "nvidia-smi",
         simulated: bool | None = None,
         measure_skew: bool = True,
+        stored_rows: bool = True,
     ) -> None:
+        """`stored_rows`: batches carry their rows as the telemetry store keeps them; off for a
+        reader with no store (`gpuws watch`), which then imports no numpy."""
         if not MIN_HZ <= hz <= MAX_HZ:
             raise TelemetryError(f"sample rate must be between {MIN_HZ:g} and {MAX_HZ:g} Hz, not {hz:g}")
         if prefer not in PREFER_CHOICES:
@@ -128,6 +132,7 @@ class TelemetryStream:
         self.nvidia_smi = nvidia_smi
         self._simulated_hint = simulated
         self._measure_skew = measure_skew
+        self._stored_rows = stored_rows
         self.source: str | None = None  # "nvml" or "nvidia-smi" once streaming
         self.simulated = bool(simulated)
         self.fallback_reason: str | None = None  # why the agent was not used
@@ -184,7 +189,8 @@ class TelemetryStream:
             self.source = SOURCE_NVML
             self.simulated = hello.get("simulated") is True
             self.driver = hello["driver"] if isinstance(hello.get("driver"), str) else None
-            decoder = AgentDecoder(hello.get("fields") or [], skew_s=self.skew_s, simulated=self.simulated)
+            decoder = AgentDecoder(hello.get("fields") or [], skew_s=self.skew_s, simulated=self.simulated,
+                                   stored_rows=self._stored_rows)
             feed = decoder.feed
             async for line in lines:
                 if line.strip():
@@ -266,7 +272,7 @@ class TelemetryStream:
         for _ in QUERY_FIELDS:
             argv = [self.nvidia_smi, f"--query-gpu={','.join(fields)}", "--format=csv,noheader,nounits"]
             try:
-                result = await self.runner.run(argv, timeout=ONE_SHOT_TIMEOUT_S)
+                result = await self.runner.run(argv, timeout=ONE_SHOT_TIMEOUT_S, max_output=SMALL_ANSWER)
             except CommandTimeout:
                 raise TelemetryError("nvidia-smi on the host did not answer in time") from None
             except FileNotFoundError:  # a LocalRunner; over SSH this is exit status 127
@@ -289,7 +295,8 @@ class TelemetryStream:
         if self._simulated_hint is not None:
             return self._simulated_hint
         try:
-            result = await self.runner.run([self.nvidia_smi, "-q", "-x"], timeout=ONE_SHOT_TIMEOUT_S)
+            result = await self.runner.run([self.nvidia_smi, "-q", "-x"], timeout=ONE_SHOT_TIMEOUT_S,
+                                           max_output=SMALL_ANSWER)
         except (CommandTimeout, FileNotFoundError):
             return False
         return result.ok and is_simulated_xml(result.stdout)

@@ -88,3 +88,12 @@ def test_a_fleet_without_via_loads_no_ssh_and_no_httpx_cli(tmp_path: Path) -> No
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, check=True,
                          timeout=60)
     assert out.stdout.strip() == "['httpx']"
+
+
+def test_watch_streams_without_numpy_or_qt(tmp_path: Path) -> None:
+    # issue 28: numpy (the telemetry store's, ~15 MiB) came in with the Workspace's store, the agent
+    # decoder's stored rows and the exit-status table's Prometheus errors, though watch keeps no
+    # history; it was a fifth of the peak RSS of `gpuws watch` against a flooding host.
+    loaded = _loaded(["watch", "demo", "--count", "1", "--json"], tmp_path)
+    assert "numpy" not in loaded and "PySide6" not in loaded
+    assert "asyncssh" in loaded  # the samples came over SSH, through the agent decoder

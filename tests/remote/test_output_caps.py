@@ -11,6 +11,7 @@ import pytest
 
 from gpuws.remote.connection import HostConnection
 from gpuws.remote.ssh_runner import DEFAULT_MAX_LINE, DEFAULT_MAX_OUTPUT, RemoteOutputTooLarge, SshRunner
+from gpuws.remote.telemetry import TelemetryStream
 from tests.remote.helpers import key_profile, remote_processes, trust
 from tests.support.sshd import SshdServer
 
@@ -103,3 +104,41 @@ async def test_a_flooding_prometheus_is_cut_off_by_the_same_budget() -> None:
     finally:
         server.shutdown()
         server.server_close()
+
+
+async def test_one_command_can_take_a_tighter_cap_from_the_connection_budget(
+    sshd: SshdServer, isolated_home: Path
+) -> None:
+    """A per-command `max_output` stops that command early; its bytes still count on the connection."""
+    trust(sshd, isolated_home)
+    async with HostConnection(key_profile(sshd, name="gpu1")) as conn:
+        runner = SshRunner(conn, max_output=3 * 1024 * 1024)
+        with pytest.raises(RemoteOutputTooLarge, match="an output longer than 1 MiB"):
+            await runner.run(FLOOD, max_output=1024 * 1024)
+        assert runner.budget.held == 0
+        # A per-command cap above the connection's is the connection's.
+        with pytest.raises(RemoteOutputTooLarge, match="an output longer than 3 MiB"):
+            await runner.run(FLOOD, max_output=DEFAULT_MAX_OUTPUT)
+        assert (await runner.run(["echo", "ok"], max_output=16)).stdout == "ok\n"
+        assert runner.budget.held == 0
+
+
+@pytest.mark.parametrize("flood", ["yes '<gpu><product_name>NVIDIA H100</product_name></gpu>'",
+                                   "yes x >&2"])
+async def test_telemetry_reads_a_flooding_nvidia_smi_under_a_small_cap(
+    sshd: SshdServer, isolated_home: Path, tmp_path: Path, flood: str
+) -> None:
+    """`nvidia-smi -q -x` and `--query-gpu` answers are small: a host flooding them is stopped at
+    4 MiB (issue 28: `gpuws watch` held up to the whole 64 MiB connection budget per reconnect)."""
+    script = tmp_path / "nvidia-smi"
+    script.write_text(f"#!/bin/sh\n{flood} | head -c 100000000\n")
+    script.chmod(0o755)
+    trust(sshd, isolated_home)
+    async with HostConnection(key_profile(sshd, name="gpu1")) as conn:
+        runner = SshRunner(conn)
+        stream = TelemetryStream(runner, prefer="nvidia-smi", nvidia_smi=str(script), measure_skew=False)
+        with pytest.raises(RemoteOutputTooLarge, match="longer than 4 MiB"):
+            async with stream:
+                async for _ in stream:
+                    pass
+        assert runner.budget.held == 0

@@ -12,6 +12,7 @@ from gpuws.core.errors import ParseError
 from gpuws.core.inventory import Inventory
 from gpuws.remote.connection import HostConnection
 from gpuws.remote.probe import XML_BEGIN, XML_END, NoDriverFound, parse_probe_output, probe
+from gpuws.remote.ssh_runner import RemoteOutputTooLarge
 from tests.remote.helpers import key_profile, trust
 from tests.support.real_fixtures import REAL_FIXTURES
 from tests.support.sshd import SshdServer
@@ -114,6 +115,15 @@ async def test_simulated_host_env_labels_the_inventory(host_with: object, tmp_pa
     bin_dir = fake_nvidia_smi(tmp_path / "bin", f'exec cat "{xml_file}"')
     server = host_with(f"{bin_dir}:{BASE_PATH}", GPUWS_SIMULATED="1")  # type: ignore[operator]
     assert (await probe_server(server)).simulated
+
+
+async def test_a_flooding_nvidia_smi_is_stopped_at_the_small_answer_cap(host_with: object, tmp_path: Path) -> None:
+    # issue 28: the probe read up to the whole 64 MiB connection budget; its answer is well
+    # under 1 MiB on a real 8-GPU host.
+    flood = "printf '<nvidia_smi_log>'; yes '<gpu><product_name>NVIDIA H100</product_name></gpu>' | head -c 50000000"
+    bin_dir = fake_nvidia_smi(tmp_path / "bin", flood)
+    with pytest.raises(RemoteOutputTooLarge, match="sh on gpu1 wrote an output longer than 4 MiB"):
+        await probe_server(host_with(f"{bin_dir}:{BASE_PATH}"))  # type: ignore[operator]
 
 
 async def test_truncated_xml_is_a_parse_error(host_with: object, tmp_path: Path) -> None:

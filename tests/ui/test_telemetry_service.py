@@ -39,8 +39,8 @@ class DroppingRunner:
         self.dropped = False
 
     async def run(self, argv: Sequence[str], *, input: str | None = None, timeout: float | None = None,
-                  env: Mapping[str, str] | None = None) -> CommandResult:
-        return await self.inner.run(argv, input=input, timeout=timeout, env=env)
+                  env: Mapping[str, str] | None = None, max_output: int | None = None) -> CommandResult:
+        return await self.inner.run(argv, input=input, timeout=timeout, env=env, max_output=max_output)
 
     async def stream(self, argv: Sequence[str], *, input: str | None = None,
                      env: Mapping[str, str] | None = None) -> AsyncIterator[str]:

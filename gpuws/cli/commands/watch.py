@@ -58,6 +58,8 @@ def run_watch(args: argparse.Namespace) -> int:
 
 
 async def _watch(args: argparse.Namespace, out: TextIO) -> None:
+    from functools import partial
+
     from gpuws.app.feeds import StreamBack, StreamLost, TelemetryStream, describe_source, follow_telemetry
     from gpuws.app.targets import open_target
 
@@ -70,7 +72,9 @@ async def _watch(args: argparse.Namespace, out: TextIO) -> None:
         # only restarts the stream, and gives up past --reconnect-timeout.
         events = follow_telemetry(connection, hz=1.0 / args.interval, prefer=args.source, simulated=hint,
                                   reconnect_timeout=args.reconnect_timeout, on_stream=streams.append,
-                                  revive=False)
+                                  revive=False,
+                                  # No store here, so no stored rows: watch never imports numpy.
+                                  stream_factory=partial(TelemetryStream, stored_rows=False))
         try:
             async for event in events:
                 if isinstance(event, StreamLost):

@@ -18,12 +18,12 @@ import math
 from array import array
 from collections.abc import Sequence
 from dataclasses import fields as dataclass_fields
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
-import numpy as np
 import orjson
 
 from gpuws.core.errors import ParseError
+from gpuws.core.telemetry.metrics import F16_MAX, METRIC_INDEX, METRICS, RAW_SCALE
 from gpuws.core.telemetry.sample import (
     SOURCE_NVML,
     GpuSample,
@@ -32,8 +32,10 @@ from gpuws.core.telemetry.sample import (
     ProcessSample,
     SampleBatch,
 )
-from gpuws.core.telemetry.store import F16_MAX, METRIC_INDEX, METRICS, RAW_SCALE
 from gpuws.core.telemetry.throttle import decode_mask
+
+if TYPE_CHECKING:
+    import numpy as np
 
 PROTOCOL: Final = 2
 
@@ -83,7 +85,10 @@ _N_METRICS: Final = len(METRICS)
 class AgentDecoder:
     """State and decoding of one agent stream after its hello line."""
 
-    def __init__(self, fields: Sequence[Any], *, skew_s: float = 0.0, simulated: bool = False) -> None:
+    def __init__(self, fields: Sequence[Any], *, skew_s: float = 0.0, simulated: bool = False,
+                 stored_rows: bool = True) -> None:
+        """`stored_rows`: give each batch its rows as the store keeps them (numpy float16); off
+        for a reader with no store (`gpuws watch`), which then never imports numpy."""
         if not isinstance(fields, list | tuple) or not all(isinstance(f, str) for f in fields):
             raise ParseError("telemetry agent sent no field list")
         # field position -> (sample slot, kind, store column or -1, the column's storage scale, the
@@ -97,6 +102,11 @@ class AgentDecoder:
         # written value by value, turned into the stored float16 rows with one conversion per line.
         self._rows = array("f")
         self._stored: np.ndarray[Any, Any] | None = None  # the devices' rows as stored, while unchanged
+        self._np: Any = None
+        if stored_rows:
+            import numpy  # only here: a decoder with no store keeps numpy out of the process
+
+            self._np = numpy
         self.host: HostSample | None = None
         self._masks: dict[int, tuple[list[str] | None, bool | None]] = {}
         self._who: dict[int, tuple[str | None, str | None, str | None]] = {}  # pid -> user, command, name
@@ -202,9 +212,11 @@ class AgentDecoder:
             args[_T] = t
             samples.append(GpuSample(*args))
         stored = self._stored
-        if (moved or stored is None) and devices:  # else the last line's rows, shared (the store only reads them)
+        numpy = self._np
+        # Else the last line's rows, shared (the store only reads them), or none without a store.
+        if numpy is not None and (moved or stored is None) and devices:
             stored = self._stored = (
-                np.frombuffer(rows, dtype=np.float32).reshape(len(devices), _N_METRICS).astype(np.float16))
+                numpy.frombuffer(rows, dtype=numpy.float32).reshape(len(devices), _N_METRICS).astype(numpy.float16))
         return SampleBatch(t, samples, SOURCE_NVML, self.simulated, host_t=float(host_t), host=self.host,
                            stored_rows=stored, keys=self.keys)
 

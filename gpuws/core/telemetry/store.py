@@ -36,36 +36,18 @@ from typing import Any, Final
 import numpy as np
 import numpy.typing as npt
 
+from gpuws.core.telemetry.metrics import F16_MAX, METRIC_INDEX, METRICS, RAW_SCALE
 from gpuws.core.telemetry.sample import GpuSample, HostSample, SampleBatch
 
 F32 = npt.NDArray[np.float32]
 F64 = npt.NDArray[np.float64]
 
-# The numeric series kept as history; constants (totals, limits, max clocks) live in `latest`.
-METRICS: Final[tuple[str, ...]] = (
-    "util_gpu_pct",
-    "util_mem_pct",
-    "mem_used_mib",
-    "temp_c",
-    "power_w",
-    "sm_clock_mhz",
-    "mem_clock_mhz",
-    "pcie_rx_kib_s",
-    "pcie_tx_kib_s",
-    "fan_pct",
-    "enc_util_pct",
-    "dec_util_pct",
-)
-METRIC_INDEX: Final = {name: i for i, name in enumerate(METRICS)}
 _row_of = attrgetter(*METRICS)
 
 # -- storage codecs ----------------------------------------------------------------------------
-# Raw rows: float16 of value * scale. float16 holds up to 65504, so memory (MiB, up to 512 GiB)
-# and PCIe throughput (KiB/s, up to 256 GiB/s) are scaled down first; the rest fit as they are.
-_F16_MAX: Final = 65504.0
-_RAW_SCALE: Final = np.array(
-    [1 / 8 if m == "mem_used_mib" else 1 / 4096 if m.startswith("pcie_") else 1.0 for m in METRICS], np.float32
-)
+# Raw rows: float16 of value * RAW_SCALE (see `gpuws.core.telemetry.metrics`).
+_F16_MAX: Final = F16_MAX
+_RAW_SCALE: Final = np.array(RAW_SCALE, np.float32)
 # Tier buckets: percentages (0.5 steps) and temperature (1 degree steps) as uint8, 255 = missing;
 # the rest as scaled float16 like raw rows.
 _U8_STEPS: Final = {"util_gpu_pct": 2.0, "util_mem_pct": 2.0, "temp_c": 1.0, "fan_pct": 2.0,
@@ -81,11 +63,6 @@ STORAGE_LOSS: Final[dict[str, tuple[float, float]]] = {
     m: ((0.5 / _U8_STEPS[m]) if m in _U8_STEPS else 0.0, 2.0**-11) for m in METRICS
 }
 _NO_WARN: Final = {"over": "ignore", "invalid": "ignore"}
-
-
-# The same, per column, for callers that build stored rows value by value (the agent decoder).
-RAW_SCALE: Final[tuple[float, ...]] = tuple(float(x) for x in _RAW_SCALE)
-F16_MAX: Final = _F16_MAX
 
 
 def encode_rows(rows: F32) -> npt.NDArray[np.float16]:

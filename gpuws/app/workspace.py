@@ -46,6 +46,7 @@ from gpuws.core.models import HostProfile
 from gpuws.core.runner import CommandRunner
 from gpuws.core.session import HostCost, SessionLedger, gpu_activity
 from gpuws.core.states import ConnectionState
+from gpuws.core.tunnels import TunnelState
 
 if TYPE_CHECKING:
     from gpuws.app.hosts import HostLink, RetryPace
@@ -98,6 +99,24 @@ class Rebindable(Protocol):
 
     async def close(self) -> None:
         """Stop forwarding for good."""
+
+
+class ShownTunnel(Protocol):
+    """What a tunnel row shows of a tunnel (`gpuws.remote.tunnels.Tunnel`): its own state and error."""
+
+    @property
+    def state(self) -> TunnelState:
+        """Where the tunnel itself stands (it knows nothing of a frozen host)."""
+        ...
+
+    @property
+    def last_error(self) -> str:
+        """Why it is waiting or failed ("" when nothing is wrong)."""
+        ...
+
+
+TUNNEL_HOST_STALE = "no answer (host stale)"
+TUNNEL_HOST_DOWN = "waiting for the host"
 
 
 class Change(StrEnum):
@@ -407,6 +426,22 @@ class Workspace:
             await tunnel.close()
 
         return self._spawn(go())
+
+    def tunnel_text(self, name: str, tunnel: ShownTunnel) -> str:
+        """What a tunnel row says: the tunnel's own state, unless its host says otherwise. A tunnel
+        that reached its service says "open" only while data flows: a stale host (frozen, no
+        sample for three intervals) shows "no answer (host stale)", a host that is down or
+        reconnecting "waiting for the host"; "open" again the moment samples arrive."""
+        state, error = tunnel.state, tunnel.last_error
+        record = self._hosts.get(name)
+        if record is not None and state in (TunnelState.OPEN, TunnelState.LISTENING, TunnelState.WAITING):
+            if record.state not in LIVE_STATES:
+                # Said once for every tunnel (the host's own line says why); the tunnel's connection
+                # may not have noticed the drop yet.
+                return TUNNEL_HOST_DOWN
+            if record.stale_s is not None and state is not TunnelState.WAITING:
+                return TUNNEL_HOST_STALE
+        return str(state) + (f" — {error}" if error else "")
 
     # -- staleness --------------------------------------------------------------------------------
 

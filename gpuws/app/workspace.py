@@ -116,6 +116,10 @@ class ShownTunnel(Protocol):
 
 
 TUNNEL_HOST_STALE = "no answer (host stale)"
+# The Workspace follows a dropped host back in these; a tunnel it was not told about the host of
+# (DISCONNECTED: opened over a connection of the caller's) shows the tunnel's own state.
+_HOST_DOWN_STATES = frozenset({ConnectionState.RECONNECTING, ConnectionState.UNREACHABLE,
+                               ConnectionState.CONNECTING})
 TUNNEL_HOST_DOWN = "waiting for the host"
 
 
@@ -435,7 +439,7 @@ class Workspace:
         state, error = tunnel.state, tunnel.last_error
         record = self._hosts.get(name)
         if record is not None and state in (TunnelState.OPEN, TunnelState.LISTENING, TunnelState.WAITING):
-            if record.state not in LIVE_STATES:
+            if record.state in _HOST_DOWN_STATES:
                 # Said once for every tunnel (the host's own line says why); the tunnel's connection
                 # may not have noticed the drop yet.
                 return TUNNEL_HOST_DOWN

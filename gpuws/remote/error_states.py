@@ -26,7 +26,7 @@ def state_table() -> tuple[tuple[type[BaseException], ConnectionState], ...]:
     from gpuws.remote.auth import AuthFailed
     from gpuws.remote.connection import HostUnreachable, JumpHostError, NotConnected
     from gpuws.remote.hostkeys import HostKeyChanged, HostKeyRevoked, UnknownHostKey
-    from gpuws.remote.prometheus import PrometheusAuthFailed, PrometheusUnreachable
+    from gpuws.remote.prometheus_errors import PrometheusAuthFailed, PrometheusUnreachable
     from gpuws.remote.resize import ResizeRefused
 
     state = ConnectionState

@@ -1,5 +1,6 @@
-"""The one error table: each error class -> the host's `ConnectionState`, the CLI's exit status
-(as `gpuws --help` prints it) and a reason in words.
+"""The one error table: each error class -> the host's `ConnectionState` (from the one state
+table, `gpuws.remote.error_states`, which the connection reads too), the CLI's exit status (as
+`gpuws --help` prints it, keyed on the same classes) and a reason in words.
 
 Both front ends read it: the window's host state and the CLI's exit status come from `classify`,
 never from an error's message text. The remote error classes are imported when first needed, so
@@ -14,6 +15,7 @@ from enum import IntEnum
 from functools import cache
 
 from gpuws.core.states import ConnectionState
+from gpuws.remote.error_states import OTHER_STATE, error_state, state_table
 
 
 class ExitStatus(IntEnum):
@@ -74,20 +76,10 @@ class Classified:
         return self.kind.exit
 
 
-_AUTH = ErrorKind(ConnectionState.AUTH_FAILED, ExitStatus.AUTH, retry=False)
-_KEY_UNKNOWN = ErrorKind(ConnectionState.HOST_KEY_UNKNOWN, ExitStatus.HOST_KEY, retry=False)
-_KEY_CHANGED = ErrorKind(ConnectionState.HOST_KEY_CHANGED, ExitStatus.HOST_KEY, retry=False)
-_UNREACHABLE = ErrorKind(ConnectionState.UNREACHABLE, ExitStatus.UNREACHABLE, retry=True)
-_NO_DRIVER = ErrorKind(ConnectionState.NO_DRIVER, ExitStatus.NO_DRIVER, retry=False)
-_TIMEOUT = ErrorKind(ConnectionState.UNREACHABLE, ExitStatus.TIMEOUT, retry=True)
-_USAGE = ErrorKind(ConnectionState.UNREACHABLE, ExitStatus.USAGE, retry=False)
-_RESIZE_REFUSED = ErrorKind(ConnectionState.UNREACHABLE, ExitStatus.RESIZE_REFUSED, retry=False)
-_OTHER = ErrorKind(ConnectionState.UNREACHABLE, ExitStatus.ERROR, retry=True)
-
-
 @cache
-def table() -> tuple[tuple[tuple[type[BaseException], ...], ErrorKind], ...]:
-    """The table itself, first match wins (subclasses before their bases)."""
+def exits() -> dict[type[BaseException], tuple[ExitStatus, bool]]:
+    """The CLI's exit status and whether trying again can help, keyed on the classes of the one
+    state table (`gpuws.remote.error_states.state_table`): one entry per row there."""
     from gpuws.core.errors import ConnectionLost, NoNvidiaDriver, RefusedInput
     from gpuws.core.resize.layout import LayoutError
     from gpuws.core.runner import CommandTimeout
@@ -98,28 +90,43 @@ def table() -> tuple[tuple[tuple[type[BaseException], ...], ErrorKind], ...]:
     from gpuws.remote.prometheus_errors import PrometheusAuthFailed, PrometheusUnreachable
     from gpuws.remote.resize import ResizeRefused
 
-    return (
-        # The password could not be read: not an address problem, and waiting does not fix it (a
-        # script sees "other error": `gpuws secret` meets it without any host).
-        ((KeyringUnavailable,), ErrorKind(ConnectionState.AUTH_FAILED, ExitStatus.ERROR, retry=False)),
-        ((AuthFailed, PrometheusAuthFailed), _AUTH),
-        ((UnknownHostKey,), _KEY_UNKNOWN),
-        ((HostKeyChanged, HostKeyRevoked), _KEY_CHANGED),  # a host certificate refused is a HostKeyRevoked
-        ((JumpHostError,), _USAGE),
-        ((HostUnreachable, NotConnected, ConnectionLost, PrometheusUnreachable), _UNREACHABLE),
-        ((NoNvidiaDriver,), _NO_DRIVER),
-        ((CommandTimeout, TimeoutError), _TIMEOUT),
-        ((ResizeRefused,), _RESIZE_REFUSED),
-        ((RefusedInput, LayoutError), _USAGE),
-    )
+    unreachable = (ExitStatus.UNREACHABLE, True)
+    return {
+        # A script sees "other error": `gpuws secret` meets it without any host.
+        KeyringUnavailable: (ExitStatus.ERROR, False),
+        AuthFailed: (ExitStatus.AUTH, False),
+        PrometheusAuthFailed: (ExitStatus.AUTH, False),
+        UnknownHostKey: (ExitStatus.HOST_KEY, False),
+        HostKeyChanged: (ExitStatus.HOST_KEY, False),
+        HostKeyRevoked: (ExitStatus.HOST_KEY, False),
+        JumpHostError: (ExitStatus.USAGE, False),
+        HostUnreachable: unreachable,
+        NotConnected: unreachable,
+        ConnectionLost: unreachable,
+        PrometheusUnreachable: unreachable,
+        NoNvidiaDriver: (ExitStatus.NO_DRIVER, False),
+        CommandTimeout: (ExitStatus.TIMEOUT, True),
+        TimeoutError: (ExitStatus.TIMEOUT, True),
+        ResizeRefused: (ExitStatus.RESIZE_REFUSED, False),
+        RefusedInput: (ExitStatus.USAGE, False),
+        LayoutError: (ExitStatus.USAGE, False),
+    }
+
+
+_OTHER = ErrorKind(OTHER_STATE, ExitStatus.ERROR, retry=True)
+
+
+@cache
+def table() -> tuple[tuple[type[BaseException], ErrorKind], ...]:
+    """The table itself, one row per class, first match wins (subclasses before their bases): the
+    state from the one state table, the exit status from `exits`."""
+    rows = exits()
+    return tuple((cls, ErrorKind(state, *rows[cls])) for cls, state in state_table())
 
 
 def kind_of(exc: BaseException) -> ErrorKind:
     """The table's row for `exc` (by class; anything else is "other error", worth retrying)."""
-    for classes, kind in table():
-        if isinstance(exc, classes):
-            return kind
-    return _OTHER
+    return next((kind for cls, kind in table() if isinstance(exc, cls)), _OTHER)
 
 
 def exit_status_for(exc: BaseException) -> ExitStatus:
@@ -128,8 +135,8 @@ def exit_status_for(exc: BaseException) -> ExitStatus:
 
 
 def state_for(exc: BaseException) -> ConnectionState:
-    """The state a failed connect (or a lost connection) leaves the host in."""
-    return kind_of(exc).state
+    """The state a failed connect (or a lost connection) leaves the host in (the one state table)."""
+    return error_state(exc)
 
 
 def reason_for(exc: BaseException) -> str:

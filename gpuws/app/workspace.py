@@ -31,7 +31,7 @@ from __future__ import annotations
 import concurrent.futures
 import logging
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Coroutine, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import TYPE_CHECKING, Any, Protocol
@@ -39,17 +39,21 @@ from typing import TYPE_CHECKING, Any, Protocol
 from gpuws.app.costs import CostBook, IdlePolicy
 from gpuws.app.hosts import Post, Spawn
 from gpuws.app.telemetry import TelemetryService
+from gpuws.core.bench.results import BenchRun
 from gpuws.core.errors import GpuwsError
 from gpuws.core.idle import IdleEvent
 from gpuws.core.inventory import Inventory
 from gpuws.core.models import HostProfile
+from gpuws.core.processes import GpuProcess
 from gpuws.core.runner import CommandRunner
 from gpuws.core.session import HostCost, SessionLedger, gpu_activity
 from gpuws.core.states import ConnectionState
+from gpuws.core.tunnels import TunnelState
 
 if TYPE_CHECKING:
     from gpuws.app.hosts import HostLink, RetryPace
     from gpuws.app.tunnels import TunnelRequest
+    from gpuws.remote.bench import EventCallback
     from gpuws.remote.tunnels import Tunnel
 
 log = logging.getLogger(__name__)
@@ -98,6 +102,28 @@ class Rebindable(Protocol):
 
     async def close(self) -> None:
         """Stop forwarding for good."""
+
+
+class ShownTunnel(Protocol):
+    """What a tunnel row shows of a tunnel (`gpuws.remote.tunnels.Tunnel`): its own state and error."""
+
+    @property
+    def state(self) -> TunnelState:
+        """Where the tunnel itself stands (it knows nothing of a frozen host)."""
+        ...
+
+    @property
+    def last_error(self) -> str:
+        """Why it is waiting or failed ("" when nothing is wrong)."""
+        ...
+
+
+TUNNEL_HOST_STALE = "no answer (host stale)"
+# The Workspace follows a dropped host back in these; a tunnel it was not told about the host of
+# (DISCONNECTED: opened over a connection of the caller's) shows the tunnel's own state.
+_HOST_DOWN_STATES = frozenset({ConnectionState.RECONNECTING, ConnectionState.UNREACHABLE,
+                               ConnectionState.CONNECTING})
+TUNNEL_HOST_DOWN = "waiting for the host"
 
 
 class Change(StrEnum):
@@ -407,6 +433,58 @@ class Workspace:
             await tunnel.close()
 
         return self._spawn(go())
+
+    def tunnel_text(self, name: str, tunnel: ShownTunnel) -> str:
+        """What a tunnel row says: the tunnel's own state, unless its host says otherwise. A tunnel
+        that reached its service says "open" only while data flows: a stale host (frozen, no
+        sample for three intervals) shows "no answer (host stale)", a host that is down or
+        reconnecting "waiting for the host"; "open" again the moment samples arrive."""
+        state, error = tunnel.state, tunnel.last_error
+        record = self._hosts.get(name)
+        if record is not None and state in (TunnelState.OPEN, TunnelState.LISTENING, TunnelState.WAITING):
+            if record.state in _HOST_DOWN_STATES:
+                # Said once for every tunnel (the host's own line says why); the tunnel's connection
+                # may not have noticed the drop yet.
+                return TUNNEL_HOST_DOWN
+            if record.stale_s is not None and state is not TunnelState.WAITING:
+                return TUNNEL_HOST_STALE
+        return str(state) + (f" — {error}" if error else "")
+
+    # -- work on a host: thin verbs over the one implementation of each --------------------------
+
+    def runner(self, name: str, runner: CommandRunner | None = None) -> CommandRunner:
+        """The runner of `name`'s live connection (or `runner`, a caller's own); NotConnected when
+        the host is not connected."""
+        from gpuws.remote.connection import NotConnected
+
+        record = self._record(name)
+        if runner is not None:
+            return runner
+        if record.live and record.connection is not None:
+            return record.connection.runner
+        raise NotConnected(f"{name} is not connected")
+
+    def bench(self, name: str, mode: str = "quick", *, runner: CommandRunner | None = None,
+              expected: Mapping[str, object] | None = None, on_event: EventCallback | None = None,
+              timeout: float | None = None, extra_args: tuple[str, ...] = (),
+              python: str = "python3") -> Coroutine[object, object, BenchRun]:
+        """Benchmark host `name` (`gpuws.app.bench.run_benchmark` over its runner, taken now, on
+        the owner's thread): returns the run's coroutine for the caller to await on the owner's
+        event loop, so it can cancel it (the runner then stops the remote job). Keep the finished
+        run with `gpuws.app.bench.keep_run`. NotConnected at once when the host is not connected."""
+        from gpuws.app.bench import run_benchmark
+
+        return run_benchmark(self.runner(name, runner), mode, host=name, expected=expected, on_event=on_event,
+                             timeout=timeout, extra_args=extra_args, python=python)
+
+    def stop_process(self, name: str, process: GpuProcess, signal_name: str = "TERM", *,
+                     runner: CommandRunner | None = None) -> Coroutine[object, object, bool]:
+        """Send a GPU process on host `name` SIGTERM (or SIGKILL) after checking it is still the
+        same program (`gpuws.remote.processes.stop_process`): returns the coroutine, True once the
+        process is gone, False while it still runs; ProcessError when it cannot be signalled."""
+        from gpuws.remote.processes import stop_process
+
+        return stop_process(self.runner(name, runner), process, signal_name)
 
     # -- staleness --------------------------------------------------------------------------------
 

@@ -29,6 +29,7 @@ from gpuws.core.models import HostProfile
 from gpuws.core.states import ConnectionState
 from gpuws.remote.auth import AuthFailed, KbdintPrompt, connect_options
 from gpuws.remote.ciphers import encryption_options
+from gpuws.remote.error_states import error_state
 from gpuws.remote.hostkeys import (
     OPENSSH_CERT_ALGORITHMS,
     OPENSSH_KEY_ALGORITHMS,
@@ -360,7 +361,7 @@ class HostConnection:
         except GpuwsError as exc:
             if isinstance(exc, _FATAL):  # a reconnect by the app that met a refused login or key
                 self._failure = exc
-            self._set_state(_failure_state(exc), str(exc))
+            self._set_state(error_state(exc), str(exc))
             raise
         self._set_state(ConnectionState.CONNECTED, self.label)
 
@@ -529,7 +530,7 @@ class HostConnection:
                 await self._open()
             except _FATAL as exc:  # retrying cannot fix these
                 self._failure = exc
-                self._set_state(_failure_state(exc), str(exc))
+                self._set_state(error_state(exc), str(exc))
                 return
             except GpuwsError as exc:
                 log.info("reconnect %d to %s failed: %s", attempt, self.label, exc)
@@ -538,13 +539,3 @@ class HostConnection:
             return
         self._set_state(ConnectionState.UNREACHABLE,
                         f"gave up reconnecting to {self.label} after {self._policy.max_retries} attempts")
-
-
-def _failure_state(exc: GpuwsError) -> ConnectionState:
-    if isinstance(exc, AuthFailed):
-        return ConnectionState.AUTH_FAILED
-    if isinstance(exc, HostKeyChanged | HostKeyRevoked | HostCertificateInvalid):
-        return ConnectionState.HOST_KEY_CHANGED
-    if isinstance(exc, UnknownHostKey):
-        return ConnectionState.HOST_KEY_UNKNOWN
-    return ConnectionState.UNREACHABLE

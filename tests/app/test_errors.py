@@ -64,3 +64,25 @@ def test_one_row_per_class_for_both_front_ends(exc: BaseException, state: Connec
 
 def test_a_command_timeout_says_no_answer_not_its_class() -> None:
     assert reason_for(CommandTimeout("date timed out after 10 s")) == "no answer in time"
+
+
+def test_every_error_class_has_exactly_one_state_and_one_exit_status() -> None:
+    """Found (Deliver 2): the connection kept a class -> state map of its own next to the app's table."""
+    import gpuws.remote.connection as connection
+    from gpuws.app.errors import exits, table
+    from gpuws.remote.error_states import error_state, state_table
+    from gpuws.remote.hostkeys import HostCertificateInvalid, HostKeyChanged, UnknownHostKey
+
+    classes = [cls for cls, _state in state_table()]
+    assert len(classes) == len(set(classes))  # one row, so one state, per class
+    assert set(exits()) == set(classes)  # the exit statuses are keyed on exactly those classes
+    assert [cls for cls, _kind in table()] == classes
+    assert all(kind.state is state for (_c, kind), (_k, state) in zip(table(), state_table(), strict=True))
+    assert not hasattr(connection, "_failure_state")  # the connection reads the one table
+    # The classes the connection mapped itself (the key errors' fields do not matter here).
+    for exc, state in ((AuthFailed("no"), ConnectionState.AUTH_FAILED),
+                       (UnknownHostKey.__new__(UnknownHostKey), ConnectionState.HOST_KEY_UNKNOWN),
+                       (HostKeyChanged.__new__(HostKeyChanged), ConnectionState.HOST_KEY_CHANGED),
+                       (HostCertificateInvalid("certificate expired"), ConnectionState.HOST_KEY_CHANGED),
+                       (KeyringUnavailable("none"), ConnectionState.AUTH_FAILED)):
+        assert error_state(exc) is state_for(exc) is classify(exc).state is state

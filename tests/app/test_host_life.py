@@ -24,11 +24,14 @@ import pytest
 from gpuws.app.demo import key_from_known_hosts_line
 from gpuws.app.hosts import HostLink, RetryPace
 from gpuws.app.telemetry import TelemetryService
-from gpuws.app.workspace import Change, Workspace
+from gpuws.app.tunnels import TunnelRequest
+from gpuws.app.workspace import TUNNEL_HOST_DOWN, TUNNEL_HOST_STALE, Change, Workspace
 from gpuws.core.models import AuthMethod, HostProfile
 from gpuws.core.states import ConnectionState
 from gpuws.core.telemetry.alerts import AlertKind
+from gpuws.core.tunnels import Preset, TunnelState
 from gpuws.remote.connection import ReconnectPolicy
+from gpuws.remote.tunnels import Tunnel
 from tests.support import demo_process
 from tests.support.sshd import free_port
 
@@ -130,6 +133,11 @@ def test_retry_now_tries_at_once_instead_of_at_the_slow_pace(tmp_path: Path) -> 
 def test_a_killed_host_restarted_on_the_same_port_after_the_outage_comes_back_with_data(
         host: tuple[Workspace, Owner, dict[str, Any]]) -> None:
     ws, owner, state = host
+    with _tunnel(ws, owner) as tunnel:
+        _killed_and_back(ws, owner, state, tunnel)
+
+
+def _killed_and_back(ws: Workspace, owner: Owner, state: dict[str, Any], tunnel: Tunnel) -> None:
     port = state["port"]
     details: list[tuple[ConnectionState, str]] = []
     ws.subscribe(lambda change, name: details.append((ws.state(name), ws.host(name).detail))  # type: ignore[union-attr]
@@ -149,26 +157,59 @@ def test_a_killed_host_restarted_on_the_same_port_after_the_outage_comes_back_wi
     outage_ends = time.monotonic() + 3 * PACE.slow_s
     owner.wait_until(lambda: time.monotonic() > outage_ends)
     assert ws.state("rig") is ConnectionState.UNREACHABLE and "gave up" not in ws.host("rig").detail  # type: ignore[union-attr]
+    assert ws.tunnel_text("rig", tunnel) == TUNNEL_HOST_DOWN
 
     state["proc"], _ = demo_process.start(port, state["dir"], PASSWORD)  # back on the same port
     back = time.time()
     owner.wait_until(lambda: _flowing_since(ws, back))  # connected, data flowing, nobody pressed anything
     assert not [a for a in ws.telemetry.alert_log.active() if a.kind is AlertKind.HOST_UNREACHABLE]
+    owner.wait_until(lambda: ws.tunnel_text("rig", tunnel) == "open")  # the tunnel is back with its host
+
+
+@contextlib.contextmanager
+def _tunnel(ws: Workspace, owner: Owner) -> Iterator[Tunnel]:
+    """A tunnel from here through the host to a service listening on the host's side."""
+    async def serve() -> asyncio.Server:
+        return await asyncio.start_server(lambda _r, w: w.close(), "127.0.0.1", 0)
+
+    async def stop(server: asyncio.Server) -> None:
+        server.close()
+        await server.wait_closed()
+
+    server = owner.spawn(serve()).result(10)
+    try:
+        opened = ws.open_tunnel("rig", TunnelRequest(Preset.CUSTOM, remote=server.sockets[0].getsockname()[1]))
+        owner.wait_until(opened.done)
+        tunnel = opened.result()
+        assert tunnel.state is TunnelState.OPEN and ws.tunnel_text("rig", tunnel) == "open"
+        yield tunnel
+        owner.wait_until(ws.close_tunnel("rig", tunnel).done)
+    finally:
+        owner.spawn(stop(server)).result(10)
 
 
 def test_a_frozen_host_turns_stale_and_fresh_again(host: tuple[Workspace, Owner, dict[str, Any]]) -> None:
     ws, owner, state = host
+    with _tunnel(ws, owner) as tunnel:
+        _frozen_and_thawed(ws, owner, state, tunnel)
+
+
+def _frozen_and_thawed(ws: Workspace, owner: Owner, state: dict[str, Any], tunnel: Tunnel) -> None:
     state["proc"].send_signal(signal.SIGSTOP)
     owner.wait_until(lambda: "rig" in ws.check_stale())
     record = ws.host("rig")
     assert record is not None and record.state is ConnectionState.CONNECTED  # the link has not dropped yet
     assert record.status_text.startswith("Stale (no data for ")
     assert not ws.telemetry.store.status("rig").online  # the readouts grey out
+    # The tunnel itself still thinks it is open; what the row says is the host's truth (was "open").
+    assert tunnel.state is TunnelState.OPEN
+    assert ws.tunnel_text("rig", tunnel) == TUNNEL_HOST_STALE
 
     state["proc"].send_signal(signal.SIGCONT)
     resumed = time.time()
     owner.wait_until(lambda: _flowing_since(ws, resumed) and not ws.check_stale())
     assert ws.host("rig").status_text == "Connected"  # type: ignore[union-attr]
+    assert ws.tunnel_text("rig", tunnel) == "open"
 
 
 def test_stale_after_three_missed_sample_intervals_by_the_workspace_clock() -> None:

@@ -12,6 +12,7 @@ tests/app/test_host_life.py (a 2 s slow pace stands for the app's 60 s).
 from __future__ import annotations
 
 import signal
+import socket
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -21,7 +22,9 @@ import pytest
 
 from gpuws.app.demo import key_from_known_hosts_line
 from gpuws.app.hosts import RetryPace
+from gpuws.app.tunnels import TunnelRequest
 from gpuws.core.models import AuthMethod, HostProfile
+from gpuws.core.tunnels import Preset
 from gpuws.remote.connection import ReconnectPolicy
 from gpuws.ui.bridge import AsyncBridge
 from gpuws.ui.host_detail import HostDetail
@@ -119,6 +122,18 @@ def test_a_frozen_host_is_shown_stale_with_greyed_readouts(
     tab = _telemetry(detail)
     hub = tab.hub
     assert hub is not None
+    # A tunnel to a service on the host's side (a listening socket: the kernel accepts for it).
+    service = socket.create_server(("127.0.0.1", 0))
+    opened = hub.workspace.open_tunnel("rig", TunnelRequest(Preset.CUSTOM, remote=service.getsockname()[1]))
+    qtbot.waitUntil(opened.done, timeout=30_000)
+    tunnel = opened.result()
+    table = detail.session_tab.tunnel_table
+
+    def shown_state() -> str:
+        item = table.item(0, 3)
+        return item.text() if item is not None else ""
+
+    qtbot.waitUntil(lambda: shown_state() == "open", timeout=10_000)
     state["proc"].send_signal(signal.SIGSTOP)
 
     def stale() -> bool:
@@ -128,6 +143,7 @@ def test_a_frozen_host_is_shown_stale_with_greyed_readouts(
     qtbot.waitUntil(stale, timeout=30_000)
     qtbot.waitUntil(lambda: not tab.cards.isEnabled(), timeout=10_000)
     assert "the readouts show the last values" in tab.status_banner.text()
+    assert shown_state() == "no answer (host stale)"  # was "open" while the host was frozen
 
     state["proc"].send_signal(signal.SIGCONT)
     resumed = time.time()
@@ -138,3 +154,7 @@ def test_a_frozen_host_is_shown_stale_with_greyed_readouts(
 
     qtbot.waitUntil(fresh, timeout=60_000)
     qtbot.waitUntil(lambda: tab.cards.isEnabled(), timeout=10_000)
+    assert shown_state() == "open"
+    closing = hub.workspace.close_tunnel("rig", tunnel)
+    qtbot.waitUntil(closing.done, timeout=10_000)
+    service.close()

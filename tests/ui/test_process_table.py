@@ -10,6 +10,8 @@ from typing import Any
 import pytest
 from PySide6.QtCore import Qt
 
+from gpuws.app.workspace import Workspace
+from gpuws.core.models import HostProfile
 from gpuws.core.processes import parse_load, parse_pmon, parse_ps
 from gpuws.core.runner import LocalRunner
 from gpuws.sim.state import SimStateStore
@@ -45,7 +47,9 @@ def test_the_table_lists_sorts_and_stops_a_process(qtbot: Any, bridge: AsyncBrid
     runner = LocalRunner(dict(os.environ, PATH=f"{bin_dir}:{os.environ['PATH']}", GPUWS_SIM_STATE=str(store.dir)))
     table = ProcessTable()
     qtbot.addWidget(table)
-    table.set_source(bridge, lambda: runner)
+    workspace = Workspace(lambda coro: bridge.run_async(coro), post=bridge.post, stream=False)
+    workspace.add_host(HostProfile(name="sim", host="localhost"))
+    table.set_source(bridge, lambda: runner, workspace=workspace, host="sim")  # Stop goes through its verb
     table.show()
     qtbot.waitUntil(lambda: any(str(big) == r[0] for r in table.rows()), timeout=20_000)
     rows = {int(r[0]): r for r in table.rows()}

@@ -131,18 +131,18 @@ def run_bench(args: argparse.Namespace) -> int:
 
 async def _bench(args: argparse.Namespace, progress: _Progress, store: ResultStore) -> tuple[BenchRun, Path | None]:
     """The finished run, and the interrupted record written before it started (to replace)."""
-    from gpuws.app.bench import record_start, run_benchmark
-    from gpuws.app.targets import open_target
+    from gpuws.app.bench import record_start
+    from gpuws.app.targets import open_host
 
-    async with open_target(args.name, accept_new=args.accept_new, **tty_prompts()) as connection:
-        progress.simulated = bool(connection.profile.simulated)
+    async with open_host(args.name, accept_new=args.accept_new, probe=False, **tty_prompts()) as (workspace, record):
+        progress.simulated = bool(record.profile.simulated)
         # Kept as "interrupted" should gpuws be killed before the run is saved.
         started = None if args.no_save else await asyncio.to_thread(record_start, store, args.name, args.mode)
         if progress.enabled:
             print(f"{sim_banner(progress.simulated)}running the {args.mode} benchmark on {args.name} ...", flush=True)
-        run = await run_benchmark(connection.runner, args.mode, host=args.name, expected=expected_from(args),
-                                  on_event=progress, timeout=args.timeout,
-                                  extra_args=("--allow-busy",) if args.allow_busy else ())
+        run = await workspace.bench(record.profile.name, args.mode, expected=expected_from(args),
+                                    on_event=progress, timeout=args.timeout,
+                                    extra_args=("--allow-busy",) if args.allow_busy else ())
         return run, started
 
 

@@ -13,12 +13,13 @@ import asyncio
 import concurrent.futures
 import contextlib
 import logging
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Coroutine, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
 from PySide6.QtCore import QObject, Signal
 
+from gpuws.app.workspace import Workspace
 from gpuws.core.bench.results import BenchRun, ResultStore
 from gpuws.core.errors import GpuwsError
 from gpuws.core.runner import CommandRunner
@@ -50,12 +51,13 @@ class BenchJob(QObject):
 
     event_received = Signal(object)  # one runner event (a dict), on the GUI thread
 
-    def __init__(self, host: str, mode: str, runner: CommandRunner, store: ResultStore, *,
-                 expected: Mapping[str, object] | None = None, timeout: float | None = None,
-                 python: str = "python3", parent: QObject | None = None) -> None:
+    def __init__(self, host: str, mode: str, workspace: Workspace, store: ResultStore, *,
+                 runner: CommandRunner | None = None, expected: Mapping[str, object] | None = None,
+                 timeout: float | None = None, python: str = "python3", parent: QObject | None = None) -> None:
         super().__init__(parent)
         self.host = host
         self.mode = mode
+        self._workspace = workspace  # the run is its verb `bench` (runner: the host's, or this one)
         self._runner = runner
         self._store = store
         self._expected = dict(expected) if expected else None
@@ -72,8 +74,15 @@ class BenchJob(QObject):
 
     def start(self, bridge: AsyncBridge, on_done: Callable[[JobResult], None],
               on_failure: Callable[[BaseException], None]) -> None:
-        """Run on the bridge's loop; `on_done`/`on_failure` are called on the GUI thread."""
-        self.future = bridge.run_async(self._main(), on_done, on_failure)
+        """Run on the bridge's loop; `on_done`/`on_failure` are called on the GUI thread.
+        NotConnected at once when the host is not connected."""
+        work = self._workspace.bench(self.host, self.mode, runner=self._runner, expected=self._expected,
+                                     on_event=self._forward, timeout=self._timeout, python=self._python)
+        try:
+            self.future = bridge.run_async(self._main(work), on_done, on_failure)
+        except BaseException:
+            work.close()  # never started: no "never awaited" warning
+            raise
 
     def cancel(self) -> None:
         """Stop the run (GUI thread). The job still reports back, with `cancelled` set."""
@@ -85,16 +94,14 @@ class BenchJob(QObject):
 
     # -- loop thread ------------------------------------------------------------------------------
 
-    async def _main(self) -> JobResult:
-        from gpuws.app.bench import run_benchmark
-
+    async def _main(self, work: Coroutine[object, object, BenchRun]) -> JobResult:
         self._loop = asyncio.get_running_loop()
         self._task = asyncio.current_task()
         try:
             if self._cancel_requested:
+                work.close()
                 raise asyncio.CancelledError
-            run = await run_benchmark(self._runner, self.mode, host=self.host, expected=self._expected,
-                                      on_event=self._forward, timeout=self._timeout, python=self._python)
+            run = await work
         except asyncio.CancelledError:
             if not self._cancel_requested:
                 raise  # the app is shutting down: not ours to swallow

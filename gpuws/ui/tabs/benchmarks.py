@@ -29,6 +29,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from gpuws.app.workspace import Workspace
 from gpuws.core.bench.report import run_label
 from gpuws.core.bench.results import BenchRun, ResultStore
 from gpuws.core.bench.verdicts import Verdict, overall
@@ -69,6 +70,7 @@ class BenchmarksTab(QWidget):
         self.store = store if store is not None else ResultStore()
         self.context: HostContext | None = None
         self.job: BenchJob | None = None
+        self._own_workspace: Workspace | None = None  # only when shown without the window's hub
         self.history: HostHistory | None = None
         self.shown_run: BenchRun | None = None
         self.last_result: JobResult | None = None
@@ -196,6 +198,19 @@ class BenchmarksTab(QWidget):
         self._update_can_start()
         self._offer_check()
 
+    def _workspace_of(self, context: HostContext) -> Workspace:
+        """The window's Workspace (over the hub); shown on its own, a Workspace of the tab's."""
+        if context.hub is not None:
+            workspace = context.hub.workspace
+        else:
+            if self._own_workspace is None:
+                bridge = context.bridge
+                self._own_workspace = Workspace(lambda coro: bridge.run_async(coro), post=bridge.post, stream=False)
+            workspace = self._own_workspace
+        if workspace.host(context.profile.name) is None:
+            workspace.add_host(context.profile)
+        return workspace
+
     def _on_session_state(self, *_: object) -> None:
         self._update_can_start()
         self._offer_check()
@@ -243,12 +258,13 @@ class BenchmarksTab(QWidget):
         if connection is None:
             self._update_can_start()
             return
-        job = BenchJob(context.profile.name, mode, connection.runner, self.store, parent=self)
+        job = BenchJob(context.profile.name, mode, self._workspace_of(context), self.store,
+                       runner=connection.runner, parent=self)
         job.event_received.connect(self._on_event, Qt.ConnectionType.QueuedConnection)
         try:
             job.start(context.bridge, lambda result: self._on_job_done(job, result),
                       lambda exc: self._on_job_failed(job, exc))
-        except RuntimeError as exc:
+        except (RuntimeError, GpuwsError) as exc:
             job.deleteLater()
             self._show_problem(f"Cannot start the benchmark: {exc}")
             return

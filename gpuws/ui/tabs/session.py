@@ -675,7 +675,8 @@ class SessionTab(QWidget):
         rows = self._tunnels()
         self.tunnel_table.setRowCount(len(rows))
         for i, tunnel in enumerate(rows):
-            state = str(tunnel.state) + (f" — {tunnel.last_error}" if tunnel.last_error else "")
+            # The Workspace decides what the row says ("no answer (host stale)" over "open").
+            state = self.workspace.tunnel_text(self.profile.name, tunnel) if self.workspace and self.profile else ""
             for col, text in enumerate((tunnel.spec.info.label, tunnel.display_url, tunnel.remote_label, state)):
                 self.tunnel_table.setItem(i, col, QTableWidgetItem(text))
 

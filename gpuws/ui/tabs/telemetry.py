@@ -192,7 +192,9 @@ class TelemetryTab(QWidget):
         session = context.session if context is not None else None
         self.process_table.set_source(context.bridge if context is not None else None,
                                       (lambda: getattr(getattr(session, "connection", None), "runner", None))
-                                      if session is not None else None)
+                                      if session is not None else None,
+                                      workspace=self.hub.workspace if context is not None and self.hub else None,
+                                      host=context.profile.name if context is not None else "")
         self._drawn = None
         self._on_frame()
 

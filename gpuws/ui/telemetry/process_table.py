@@ -22,10 +22,12 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from gpuws.core.errors import GpuwsError
 from gpuws.core.processes import GpuProcess, HostLoad
 from gpuws.ui.widgets import muted_label
 
 if TYPE_CHECKING:
+    from gpuws.app.workspace import Workspace
     from gpuws.core.runner import CommandRunner
     from gpuws.ui.bridge import AsyncBridge
 
@@ -43,6 +45,8 @@ class ProcessTable(QWidget):
         self.load: HostLoad | None = None
         self._bridge: AsyncBridge | None = None
         self._runner_of: Callable[[], CommandRunner | None] | None = None
+        self._workspace: Workspace | None = None
+        self._host = ""
         self._reading = False
         # Asked before each signal; tests replace it (a real dialog would block them).
         self.confirm: Callable[[str, str], bool] = self._confirm_dialog
@@ -89,9 +93,12 @@ class ProcessTable(QWidget):
         self.timer.timeout.connect(self.refresh)
         self._update_buttons()
 
-    def set_source(self, bridge: AsyncBridge | None, runner_of: Callable[[], CommandRunner | None] | None) -> None:
-        """Where to read from: `runner_of()` gives the connected host's runner, or None."""
+    def set_source(self, bridge: AsyncBridge | None, runner_of: Callable[[], CommandRunner | None] | None, *,
+                   workspace: Workspace | None = None, host: str = "") -> None:
+        """Where to read from: `runner_of()` gives the connected host's runner, or None. "Stop
+        process…" goes through `workspace`'s verb `stop_process` for `host` (no workspace: no stop)."""
         self._bridge, self._runner_of = bridge, runner_of
+        self._workspace, self._host = workspace, host
         self.model.setRowCount(0)
         self.processes, self.load = [], None
         self.load_label.setText("")
@@ -183,7 +190,7 @@ class ProcessTable(QWidget):
         return next((p for p in self.processes if p.pid == pid), None)
 
     def _update_buttons(self) -> None:
-        self.stop_button.setEnabled(self.selected() is not None)
+        self.stop_button.setEnabled(self.selected() is not None and self._workspace is not None)
 
     def stop_selected(self) -> None:
         """Ask, then send the selected process SIGTERM."""
@@ -197,10 +204,8 @@ class ProcessTable(QWidget):
         self._signal(runner, process, "TERM")
 
     def _signal(self, runner: CommandRunner, process: GpuProcess, signal_name: str) -> None:
-        from gpuws.app.hostio import stop_process
-
-        bridge = self._bridge
-        if bridge is None:  # the host went away meanwhile
+        bridge, workspace = self._bridge, self._workspace
+        if bridge is None or workspace is None:  # the host went away meanwhile
             return
         self.status.setText(f"Sending SIG{signal_name} to pid {process.pid}…")
         self.stop_button.setEnabled(False)
@@ -223,7 +228,12 @@ class ProcessTable(QWidget):
             self._update_buttons()
             self.status.setText(str(exc))
 
-        bridge.run_async(stop_process(runner, process, signal_name), done, failed, owner=self)
+        try:
+            work = workspace.stop_process(self._host, process, signal_name, runner=runner)
+        except (GpuwsError, KeyError) as exc:  # not connected any more, or no longer a host of it
+            failed(exc)
+            return
+        bridge.run_async(work, done, failed, owner=self)
 
     def _confirm_dialog(self, title: str, question: str) -> bool:
         box = QMessageBox(QMessageBox.Icon.Warning, title, question,

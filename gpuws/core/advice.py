@@ -33,7 +33,8 @@ import numpy as np
 import numpy.typing as npt
 
 from gpuws.core.errors import ValidationError
-from gpuws.core.telemetry.store import METRIC_INDEX, RAW_TIER
+from gpuws.core.telemetry.metrics import METRIC_INDEX
+from gpuws.core.telemetry.store import RAW_TIER
 
 if TYPE_CHECKING:
     from gpuws.core.models import HostProfile

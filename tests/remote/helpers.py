@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import subprocess
+import time
 from pathlib import Path
 
 from gpuws.core.models import AuthMethod, HostProfile
@@ -38,3 +39,12 @@ def remote_processes(pattern: str) -> list[str]:
     """Live processes whose command line matches `pattern` (zombies have none, so never match)."""
     out = subprocess.run(["pgrep", "-af", pattern], capture_output=True, text=True).stdout
     return [line for line in out.splitlines() if "pgrep" not in line]
+
+
+def wait_gone(pattern: str, timeout: float = 5.0) -> list[str]:
+    """The processes matching `pattern` still alive after up to `timeout` s (a killed process group
+    takes a moment to go on a busy machine); [] once they are all gone."""
+    deadline = time.monotonic() + timeout
+    while (left := remote_processes(pattern)) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    return left

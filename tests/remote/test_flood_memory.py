@@ -49,16 +49,43 @@ def flooding_host(tmp_path: Path, flood: str) -> SshdServer:
     return server
 
 
+# The kernel's peak RSS of a process includes the image it was forked from (Linux keeps the
+# high-water mark of the pre-exec memory): gpuws forked straight from a test worker that has
+# grown to hundreds of MiB would be charged for the worker. So a small launcher, itself forked
+# from the worker, forks gpuws and reports gpuws' own peak (wait4's ru_maxrss) on a pipe.
+_LAUNCHER = """
+import os, sys
+report = int(os.environ.pop("GPUWS_TEST_PEAK_FD"))
+pid = os.fork()
+if pid == 0:
+    os.close(report)
+    os.execv(sys.executable, [sys.executable, "-m", "gpuws", *sys.argv[1:]])
+_, status, usage = os.wait4(pid, 0)
+os.write(report, str(usage.ru_maxrss).encode())
+sys.exit(os.waitstatus_to_exitcode(status))
+"""
+
+
 def peak_rss_kib(argv: list[str]) -> tuple[int, int, str]:
     """Run `gpuws ARGV` as a child; its exit status, peak RSS (KiB, from the kernel) and stderr."""
-    env = dict(os.environ, PYTHONPATH=str(REPO_ROOT))
-    with subprocess.Popen([sys.executable, "-m", "gpuws", *argv], stdout=subprocess.DEVNULL,
-                          stderr=subprocess.PIPE, env=env) as child:
-        assert child.stderr is not None
-        err = child.stderr.read().decode("utf-8", "replace")
-        _, status, usage = os.wait4(child.pid, 0)
-        child.returncode = os.waitstatus_to_exitcode(status)
-    return child.returncode, usage.ru_maxrss, err
+    read_end, write_end = os.pipe()
+    env = dict(os.environ, PYTHONPATH=str(REPO_ROOT), GPUWS_TEST_PEAK_FD=str(write_end))
+    try:
+        with subprocess.Popen([sys.executable, "-c", _LAUNCHER, *argv], stdout=subprocess.DEVNULL,
+                              stderr=subprocess.PIPE, env=env, pass_fds=(write_end,)) as launcher:
+            os.close(write_end)
+            write_end = -1
+            assert launcher.stderr is not None
+            err = launcher.stderr.read().decode("utf-8", "replace")
+            status = launcher.wait()
+        with os.fdopen(read_end, "rb") as report:
+            read_end = -1
+            peak = int(report.read() or b"0")
+    finally:
+        for fd in (read_end, write_end):
+            if fd >= 0:
+                os.close(fd)
+    return status, peak, err
 
 
 @pytest.mark.parametrize("kind", sorted(FLOODS))

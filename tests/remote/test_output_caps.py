@@ -12,7 +12,7 @@ import pytest
 from gpuws.remote.connection import HostConnection
 from gpuws.remote.ssh_runner import DEFAULT_MAX_LINE, DEFAULT_MAX_OUTPUT, RemoteOutputTooLarge, SshRunner
 from gpuws.remote.telemetry import TelemetryStream
-from tests.remote.helpers import key_profile, remote_processes, trust
+from tests.remote.helpers import key_profile, trust, wait_gone
 from tests.support.sshd import SshdServer
 
 pytestmark = pytest.mark.sshd
@@ -32,7 +32,7 @@ async def test_output_past_the_cap_stops_the_command_and_names_host_and_command(
         assert "sh on gpu1" in message and "1 MiB" in message and "\n" not in message
         assert runner.budget.held == 0  # the stopped command's bytes went back to the budget
         assert (await runner.run(["echo", "still here"])).stdout == "still here\n"  # the connection lives
-    assert remote_processes("gpuws-flood-output") == []
+    assert wait_gone("gpuws-flood-output") == []
 
 
 async def test_a_streamed_line_past_the_cap_is_an_error(sshd: SshdServer, isolated_home: Path) -> None:

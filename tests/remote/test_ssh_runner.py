@@ -12,20 +12,13 @@ import pytest
 from gpuws.core.runner import CommandTimeout
 from gpuws.remote.connection import HostConnection
 from gpuws.remote.ssh_runner import RemoteCommandError, remote_command_line
-from tests.remote.helpers import key_profile, remote_processes, trust
+from tests.remote.helpers import key_profile, remote_processes, trust, wait_gone
 from tests.support.sshd import SshdServer
 
 pytestmark = pytest.mark.sshd
 
 # A child shell that starts a grandchild: killing only the direct child would leave `sleep`.
 SLEEPER = "sleep {n} & sleep {n}; echo never"
-
-
-def wait_gone(pattern: str, timeout: float = 5.0) -> list[str]:
-    deadline = time.monotonic() + timeout
-    while (left := remote_processes(pattern)) and time.monotonic() < deadline:
-        time.sleep(0.1)
-    return left
 
 
 async def wait_running(pattern: str, count: int, timeout: float = 15.0) -> int:

@@ -18,6 +18,7 @@ import math
 from array import array
 from collections.abc import Sequence
 from dataclasses import fields as dataclass_fields
+from types import ModuleType
 from typing import TYPE_CHECKING, Any, Final
 
 import orjson
@@ -102,7 +103,7 @@ class AgentDecoder:
         # written value by value, turned into the stored float16 rows with one conversion per line.
         self._rows = array("f")
         self._stored: np.ndarray[Any, Any] | None = None  # the devices' rows as stored, while unchanged
-        self._np: Any = None
+        self._np: ModuleType | None = None
         if stored_rows:
             import numpy  # only here: a decoder with no store keeps numpy out of the process
 

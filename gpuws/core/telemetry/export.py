@@ -8,8 +8,9 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TextIO
 
+from gpuws.core.telemetry.metrics import METRICS
 from gpuws.core.telemetry.sample import iso8601
-from gpuws.core.telemetry.store import METRICS, TelemetryStore
+from gpuws.core.telemetry.store import TelemetryStore
 
 STAT_COLUMNS = ("min", "mean", "max")
 

@@ -10,8 +10,9 @@ from PySide6.QtGui import QPainter, QPaintEvent, QPen, QPixmap
 from PySide6.QtWidgets import QHBoxLayout, QVBoxLayout, QWidget
 
 from gpuws.core.telemetry.alerts import Alert, AlertKind
+from gpuws.core.telemetry.metrics import METRIC_INDEX
 from gpuws.core.telemetry.sample import GpuSample
-from gpuws.core.telemetry.store import METRIC_INDEX, Window
+from gpuws.core.telemetry.store import Window
 from gpuws.ui import theme
 from gpuws.ui.telemetry.facts import FactsBlock
 from gpuws.ui.telemetry.metrics import (

@@ -27,7 +27,8 @@ from PySide6.QtGui import (
 )
 from PySide6.QtWidgets import QFrame, QScrollArea, QSizePolicy, QWidget
 
-from gpuws.core.telemetry.store import METRIC_INDEX, TelemetryStore
+from gpuws.core.telemetry.metrics import METRIC_INDEX
+from gpuws.core.telemetry.store import TelemetryStore
 from gpuws.ui import theme
 from gpuws.ui.telemetry.cached_scrollbar import CachedScrollBar
 from gpuws.ui.telemetry.metrics import percent_text, series_colour

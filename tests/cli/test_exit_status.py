@@ -142,7 +142,9 @@ def test_every_connecting_command_asks_about_the_host_key_on_a_terminal(
         raise GpuwsError("stop here: the options are what this test looks at")
         yield  # an async generator, like the real one
 
+    # A command opens its host with open_target (a connection) or open_host (the Workspace's record).
     monkeypatch.setattr("gpuws.app.targets.open_target", open_target)
+    monkeypatch.setattr("gpuws.app.targets.open_host", open_target)
     monkeypatch.setattr(sys, "stdin", _Terminal())
     monkeypatch.setattr(sys, "stderr", _Terminal())
     assert main(argv) == 1

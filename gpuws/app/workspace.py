@@ -52,8 +52,14 @@ from gpuws.core.tunnels import TunnelState
 
 if TYPE_CHECKING:
     from gpuws.app.hosts import HostLink, RetryPace
+    from gpuws.app.resize import LayoutRun, MigApplied
     from gpuws.app.tunnels import TunnelRequest
+    from gpuws.core.resize.audit import AuditLog
+    from gpuws.core.resize.journal import JournalEntry
+    from gpuws.core.resize.migparted import GpuTarget
+    from gpuws.core.resize.plan import Plan
     from gpuws.remote.bench import EventCallback
+    from gpuws.remote.resize import ProgressCallback
     from gpuws.remote.tunnels import Tunnel
 
 log = logging.getLogger(__name__)
@@ -485,6 +491,60 @@ class Workspace:
         from gpuws.remote.processes import stop_process
 
         return stop_process(self.runner(name, runner), process, signal_name)
+
+    # -- GPU layout: every path ends in app/resize's after-verify step, then in `layout_changed` --
+
+    def resize(self, name: str, plan: Plan, *, stop_processes: bool, progress: ProgressCallback | None = None,
+               audit: AuditLog | None = None, target_text: str | None = None, via: str = "resize",
+               runner: CommandRunner | None = None) -> Coroutine[object, object, MigApplied]:
+        """Apply the MIG `plan` the user confirmed on host `name` (`gpuws.app.resize.apply_mig`:
+        re-plan check, run, verify or roll back, after-verify); the returned coroutine is the
+        caller's to await on the owner's loop. NotConnected at once when the host is not connected."""
+        from gpuws.app.resize import apply_mig
+
+        return apply_mig(self.runner(name, runner), self._record(name).profile, plan, stop_processes=stop_processes,
+                         progress=progress, audit=audit, target_text=target_text, via=via,
+                         on_changed=self._layout_hook(name))
+
+    def apply_mig_config(self, name: str, config: str, targets: list[GpuTarget], *, stop_processes: bool,
+                         progress: ProgressCallback | None = None, audit: AuditLog | None = None,
+                         runner: CommandRunner | None = None) -> Coroutine[object, object, LayoutRun]:
+        """Apply a mig-parted config's `targets` on host `name` (`gpuws.app.resize.apply_mig_config`),
+        each changed GPU through the after-verify step."""
+        from gpuws.app.resize import apply_mig_config
+
+        return apply_mig_config(self.runner(name, runner), self._record(name).profile, config, targets,
+                                stop_processes=stop_processes, progress=progress, audit=audit,
+                                on_changed=self._layout_hook(name))
+
+    def recover(self, name: str, entry: JournalEntry, *, audit: AuditLog,
+                progress: ProgressCallback | None = None, stop_processes: bool = False,
+                runner: CommandRunner | None = None) -> Coroutine[object, object, LayoutRun]:
+        """Finish the interrupted layout change `entry` on host `name` (`gpuws.app.resize.recover_mig`),
+        the GPUs a killed `mig-parted apply` had still to do included."""
+        from gpuws.app.resize import recover_mig
+
+        return recover_mig(self.runner(name, runner), self._record(name).profile, entry, progress=progress,
+                           audit=audit, stop_processes=stop_processes, on_changed=self._layout_hook(name))
+
+    def layout_changed(self, profile: HostProfile) -> None:
+        """A verified layout change saved `profile` (slice and price): every view hears the new
+        price in this one event, and a re-probe of a linked host refreshes the inventory, which
+        clears the alerts of devices that are gone and restarts the stream on the new ones."""
+        self.price_changed(profile)
+        record = self._hosts.get(profile.name)
+        # A command's Workspace (no telemetry of its own) has nothing to refresh: it prints and exits.
+        if self._stream and record is not None and record.link is not None:
+            self.probe(profile.name)
+
+    def _layout_hook(self, name: str) -> Callable[[HostProfile], None]:
+        """The after-verify hook of a layout change run on the loop thread: `layout_changed` on the
+        owner's thread."""
+        def changed(profile: HostProfile) -> None:
+            """Hand the saved profile to the owner's thread."""
+            self._post(lambda: self.layout_changed(profile))
+
+        return changed
 
     # -- staleness --------------------------------------------------------------------------------
 

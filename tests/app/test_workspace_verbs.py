@@ -63,3 +63,26 @@ def test_the_verbs_refuse_a_host_that_is_not_connected() -> None:
         ws.stop_process("lab", GpuProcess(1, "0", "python", 1))
     with pytest.raises(KeyError):
         ws.bench("unknown")
+
+
+def test_resize_on_the_named_host_saves_the_profile_and_every_view_hears_the_new_layout(
+        host: tuple[Workspace, Owner, dict[str, Any]]) -> None:
+    from gpuws.app.resize import plan_mig
+    from gpuws.app.workspace import Change
+    from gpuws.core.profiles import ProfileStore
+    from gpuws.core.resize.audit import AuditLog
+
+    ws, owner, _state = host
+    record = ws.host("rig")
+    assert record is not None
+    ProfileStore().add(record.profile)  # the after-verify step saves the profile's new slice
+    heard: list[tuple[Change, str]] = []
+    ws.subscribe(lambda change, name: heard.append((change, name)))
+    before = record.inventory
+    _state_now, _model, plan = owner.spawn(plan_mig(ws.runner("rig"), 1, "7x1g.10gb")).result(60)
+    applied = owner.spawn(ws.resize("rig", plan, stop_processes=True, audit=AuditLog())).result(180)
+    assert applied.result.after is not None and applied.result.after.describe() == "7x1g.10gb"
+    owner.wait_until(lambda: (Change.PRICE, "rig") in heard and record.inventory is not before)
+    saved = ProfileStore().get("rig")
+    assert saved.slice_profile is not None and "7x1g.10gb" in saved.slice_profile
+    assert ws.host("rig").profile.slice_profile == saved.slice_profile  # type: ignore[union-attr]

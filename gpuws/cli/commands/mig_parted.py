@@ -112,13 +112,15 @@ def _apply(args: argparse.Namespace) -> int:
 
 
 async def _apply_async(args: argparse.Namespace) -> int:
-    from gpuws.app.resize import apply_mig_config, config_result_json, plan_mig, read_host_gpus
-    from gpuws.app.targets import open_target
+    from gpuws.app.resize import config_result_json, plan_mig, read_host_gpus
+    from gpuws.app.targets import open_host
     from gpuws.cli.commands.resize import _confirm, progress_printer
 
     entries = load_config(args.file, args.config)  # a bad file is refused before connecting
-    async with open_target(args.name, accept_new=args.accept_new, **tty_prompts()) as conn:
-        profile = conn.profile
+    async with open_host(args.name, accept_new=args.accept_new, probe=False, **tty_prompts()) as (workspace, record):
+        conn = record.connection
+        assert conn is not None  # open_host yields a connected host
+        profile = record.profile
         targets = config_targets(args.config, entries, await read_host_gpus(conn.runner))
         banner = sim_banner(profile.simulated)
         plans = {t.gpu.index: (await plan_mig(conn.runner, t.gpu.index, t.target))[2]
@@ -150,8 +152,8 @@ async def _apply_async(args: argparse.Namespace) -> int:
 
         # Each GPU: plan, preflight, apply, verify (or roll back), then the after-verify step
         # (journal, audit, the profile's slice and price), exactly as `gpuws resize` does.
-        run = await apply_mig_config(conn.runner, profile, args.config, targets, stop_processes=args.stop_processes,
-                                     progress=progress_printer(args.json))
+        run = await workspace.apply_mig_config(args.name, args.config, targets, stop_processes=args.stop_processes,
+                                               progress=progress_printer(args.json))
     doc.update(config_result_json(args.config, targets, run))
     if run.warnings:
         doc["warnings"] = run.warnings

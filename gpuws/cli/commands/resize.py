@@ -178,11 +178,13 @@ def _print_plan(banner: str, header: str, prices: tuple[float | None, float | No
 
 
 async def _mig_resize(args: argparse.Namespace) -> int:
-    from gpuws.app.resize import apply_mig, plan_mig, read_gpus
-    from gpuws.app.targets import open_target
+    from gpuws.app.resize import plan_mig, read_gpus
+    from gpuws.app.targets import open_host
 
-    async with open_target(args.name, accept_new=args.accept_new, **tty_prompts()) as conn:
-        profile = conn.profile
+    async with open_host(args.name, accept_new=args.accept_new, probe=False, **tty_prompts()) as (workspace, record):
+        conn = record.connection
+        assert conn is not None  # open_host yields a connected host
+        profile = record.profile
         gpus = await read_gpus(conn.runner)
         state, model, plan = await plan_mig(conn.runner, args.gpu, args.target)
         prices = price_book(profile, model, len(gpus))
@@ -198,7 +200,7 @@ async def _mig_resize(args: argparse.Namespace) -> int:
             doc["outcome"] = "dry run: nothing changed" if args.dry_run and not plan.empty else "already at target"
             _emit(args, doc, lambda: _print_plan(banner, header, price_pair, plan))
             if plan.empty and not args.dry_run:  # audited like every resize, by the one service (nothing runs)
-                await apply_mig(conn.runner, profile, plan, stop_processes=False, target_text=args.target)
+                await workspace.resize(args.name, plan, stop_processes=False, target_text=args.target)
             return EXIT_OK
         if not args.json:
             _print_plan(banner, header, price_pair, plan)
@@ -206,8 +208,8 @@ async def _mig_resize(args: argparse.Namespace) -> int:
             return EXIT_REFUSED
 
         # Re-plan check, run, verify or roll back, audit, profile slice and price: one service.
-        applied = await apply_mig(conn.runner, profile, plan, stop_processes=args.stop_processes,
-                                  progress=progress_printer(args.json), target_text=args.target)
+        applied = await workspace.resize(args.name, plan, stop_processes=args.stop_processes,
+                                         progress=progress_printer(args.json), target_text=args.target)
     result = applied.result
     doc.update(result.to_dict())
     doc["after"] = result.after.describe() if result.after else None
@@ -242,8 +244,8 @@ def _recover(args: argparse.Namespace) -> int:
 
 
 async def _recover_async(args: argparse.Namespace) -> ResizeOutcome:
-    from gpuws.app.resize import ResizeRefused, recover_mig
-    from gpuws.app.targets import open_target
+    from gpuws.app.resize import ResizeRefused
+    from gpuws.app.targets import open_host
 
     journal = ResizeJournal()
     entry = journal.read(args.name)
@@ -257,8 +259,8 @@ async def _recover_async(args: argparse.Namespace) -> ResizeOutcome:
     if entry.gpu < 0:
         raise ResizeRefused(f"the resize journal {journal.path_for(args.name)} cannot be read; check the layout "
                             f"with `gpuws slices {args.name}` and remove that file")
-    async with open_target(args.name, accept_new=args.accept_new, **tty_prompts()) as conn:
-        profile = conn.profile
+    async with open_host(args.name, accept_new=args.accept_new, probe=False, **tty_prompts()) as (workspace, record):
+        profile = record.profile
         banner = sim_banner(profile.simulated)
         if not args.json:
             then = "".join(f", then GPU {p['gpu']} -> {p['target']}" for p in entry.pending if isinstance(p, dict))
@@ -269,8 +271,8 @@ async def _recover_async(args: argparse.Namespace) -> ResizeOutcome:
             raise ResizeRefused("recovery not confirmed; nothing changed")
         # Complete or restore, verify, then the after-verify step (journal, audit, profile): the
         # one implementation the window's Recover button runs too (gpuws.app.resize).
-        run = await recover_mig(conn.runner, profile, entry, progress=progress_printer(args.json), audit=AuditLog(),
-                                stop_processes=args.stop_processes)
+        run = await workspace.recover(args.name, entry, progress=progress_printer(args.json), audit=AuditLog(),
+                                      stop_processes=args.stop_processes)
     first = run.results[entry.gpu]
     doc: dict[str, Any] = {"host": args.name, "gpu": entry.gpu, "simulated": profile.simulated, "backend": "mig",
                            "recovered": interrupted_resize_json(entry), **first.to_dict()}

@@ -10,4 +10,7 @@ exec dbus-run-session -- bash -c '
   export XDG_DATA_HOME; XDG_DATA_HOME=$(mktemp -d); trap "rm -rf \"$XDG_DATA_HOME\"" EXIT
   eval "$(printf gpuws-test-keyring | gnome-keyring-daemon --unlock --components=secrets 2>/dev/null)"
   export QT_QPA_PLATFORM=offscreen GPUWS_TEST_SESSION=1 PATH="$1/bin:$PATH" PYTHONPATH="$PWD"
-  shift; python -m pytest "$@"' _ "$venv" "$@"
+  # A short temporary root, as scripts/_test-in-session.sh uses: under xdist (-n) pytest'"'"'s default
+  # one makes the demo host'"'"'s tmux socket path pass the 108-byte limit.
+  base=$(mktemp -d /tmp/gpuws-t.XXXXXX); trap "rm -rf \"$XDG_DATA_HOME\" \"$base\"" EXIT
+  shift; python -m pytest --basetemp "$base/p" "$@"' _ "$venv" "$@"

@@ -38,12 +38,29 @@ class ExitStatus(IntEnum):
     INCONCLUSIVE = 12  # `gpuws bench`: something could not be measured (never a pass)
 
 
-EXIT_STATUS_HELP = (
-    "exit status: 0 ok, 1 other error, 2 usage or refused input, 3 authentication failed, "
-    "4 host key unknown/changed/revoked, 5 unreachable or connection lost past the reconnect timeout, "
-    "6 no NVIDIA driver on the host, 7 timed out, 8 resize refused by preflight, "
-    "9 resize rolled back to the verified previous layout, 10 resize rollback failed (host needs attention)"
-)
+# What each exit status means, once: `gpuws --help` prints the whole table, the connecting
+# commands (probe, watch) the statuses they can end with.
+EXIT_MEANINGS: dict[ExitStatus, str] = {
+    ExitStatus.OK: "ok",
+    ExitStatus.ERROR: "other error",
+    ExitStatus.USAGE: "usage or refused input",
+    ExitStatus.AUTH: "authentication failed",
+    ExitStatus.HOST_KEY: "host key unknown, changed or revoked",
+    ExitStatus.UNREACHABLE: "host unreachable, or the connection was lost past the reconnect timeout",
+    ExitStatus.NO_DRIVER: "no NVIDIA driver on the host",
+    ExitStatus.TIMEOUT: "timed out",
+    ExitStatus.RESIZE_REFUSED: "resize refused by preflight (nothing changed)",
+    ExitStatus.RESIZE_ROLLED_BACK: "resize rolled back to the verified previous layout",
+    ExitStatus.RESIZE_ROLLBACK_FAILED: "resize rollback failed (the host needs attention)",
+    ExitStatus.CHECK_FAILED: "benchmark: a check failed; health: degraded or unhealthy",
+    ExitStatus.INCONCLUSIVE: "benchmark or health: inconclusive (something could not be measured; never a pass)",
+}
+
+EXIT_STATUS_TABLE = "exit status (every command):\n" + "\n".join(
+    f"  {int(status):<2} {meaning}" for status, meaning in EXIT_MEANINGS.items())
+
+EXIT_STATUS_HELP = "exit status: " + ", ".join(
+    f"{int(status)} {meaning}" for status, meaning in EXIT_MEANINGS.items() if status < ExitStatus.CHECK_FAILED)
 
 
 @dataclass(frozen=True)

@@ -15,24 +15,11 @@ import sys
 from collections.abc import Sequence
 
 from gpuws import __version__
+from gpuws.app.errors import EXIT_STATUS_TABLE
 from gpuws.cli.output import OneLineParser, fail, undecodable_argument
 from gpuws.core.errors import GpuwsError
 
-# The one table (gpuws.cli.connecting.ExitStatus), applied below to every error a command lets through.
-EXIT_STATUS_TABLE = """exit status (every command):
-  0  ok
-  1  other error
-  2  usage or refused input
-  3  authentication failed
-  4  host key unknown, changed or revoked
-  5  host unreachable, or the connection was lost past the reconnect timeout
-  6  no NVIDIA driver on the host
-  7  timed out
-  8  resize refused by preflight (nothing changed)
-  9  resize rolled back to the verified previous layout
-  10 resize rollback failed (the host needs attention)
-  11 benchmark: a check failed; health: degraded or unhealthy
-  12 benchmark or health: inconclusive (something could not be measured; never a pass)"""
+# The one table (gpuws.app.errors), applied below to every error a command lets through.
 
 # One module per concern; each registers its own subcommands.
 COMMAND_MODULES = (

@@ -86,3 +86,11 @@ def test_every_error_class_has_exactly_one_state_and_one_exit_status() -> None:
                        (HostCertificateInvalid("certificate expired"), ConnectionState.HOST_KEY_CHANGED),
                        (KeyringUnavailable("none"), ConnectionState.AUTH_FAILED)):
         assert error_state(exc) is state_for(exc) is classify(exc).state is state
+
+
+def test_every_exit_status_has_its_meaning_once_in_the_help_table() -> None:
+    from gpuws.app.errors import EXIT_MEANINGS, EXIT_STATUS_TABLE, ExitStatus
+
+    assert set(EXIT_MEANINGS) == set(ExitStatus)
+    lines = EXIT_STATUS_TABLE.splitlines()[1:]
+    assert [int(line.split()[0]) for line in lines] == [int(s) for s in ExitStatus]

@@ -35,8 +35,7 @@ from gpuws.core.fleet.model import (
     IDLE_PEAK,
     KEY_LABELS,
     REMEMBER_S,
-    SAMPLE_COUNT,
-    SAMPLE_COUNT_WINDOW_S,
+    SAMPLE_COUNTS,
     SAMPLE_TIME,
     SNAPSHOT_METRICS,
     THROTTLE,
@@ -52,6 +51,7 @@ from gpuws.core.fleet.model import (
     range_step,
     series_key,
     series_values,
+    store_clock,
     uuid_of,
 )
 from gpuws.core.fleet.profiles import SECRET_SERVICE, FleetAuth, FleetProfile
@@ -364,6 +364,14 @@ def selector(profile_selector: str | None, *extra: str) -> str:
     return "{" + ",".join(parts) + "}" if parts else ""
 
 
+def instance_matcher(instances: Sequence[str]) -> str | None:
+    """`instance=~"a|b"` matching exactly these scrape targets (None for none)."""
+    if not instances:
+        return None
+    pattern = "|".join(re.escape(i) for i in instances).replace("\\", "\\\\")
+    return f'instance=~"{pattern}"'
+
+
 class EmptyReason(StrEnum):
     """Why a snapshot found no GPU at all."""
 
@@ -382,10 +390,18 @@ class Snapshot:
     empty: EmptyReason | None = None
     empty_message: str | None = None
     insecure: bool = False  # TLS verification is off for this fleet
+    store_t: float | None = None  # the store's newest sample (its own clock; ages count from it)
+
+    @property
+    def store_lag_s(self) -> float | None:
+        """How far the store's newest sample is behind `t` (VictoriaMetrics: 30 s by default)."""
+        return None if self.store_t is None else max(0.0, self.t - self.store_t)
 
     def to_dict(self) -> dict[str, Any]:
         """`gpuws fleet snapshot --json`."""
-        return {"fleet": self.fleet, "t": iso8601(self.t), "gpus": [g.to_dict(self.t) for g in self.gpus],
+        return {"fleet": self.fleet, "t": iso8601(self.t),
+                "store_t": None if self.store_t is None else iso8601(self.store_t), "store_lag_s": self.store_lag_s,
+                "gpus": [g.to_dict(self.t) for g in self.gpus],
                 "not_reporting": [m.to_dict() for m in self.missing],
                 "empty": None if self.empty is None else {"reason": self.empty.value, "message": self.empty_message},
                 "insecure": self.insecure}
@@ -441,8 +457,8 @@ class FleetSource:
                               f"{by} (100 * max_over_time(DCGM_FI_PROF_GR_ENGINE_ACTIVE{whole}[{idle_window}]))")
         # The age of the instant values: the newest sample's time, and how often it is scraped.
         queries[SAMPLE_TIME] = f"{by} (timestamp({IDENTITY_METRIC}{sel}))"
-        queries[SAMPLE_COUNT] = (f"{by} (count_over_time({IDENTITY_METRIC}{sel}"
-                                 f"[{promql_duration(SAMPLE_COUNT_WINDOW_S)}]))")
+        for name, window in SAMPLE_COUNTS:
+            queries[name] = f"{by} (count_over_time({IDENTITY_METRIC}{sel}[{promql_duration(window)}]))"
         # A few at a time: Prometheus runs them side by side anyway, and the app's memory high-water
         # mark stays at a few parsed answers rather than all of them at once.
         gate = asyncio.Semaphore(QUERY_CONCURRENCY)
@@ -462,17 +478,31 @@ class FleetSource:
                     f"max by ({','.join(KEY_LABELS)},UUID,uuid,modelName,GPU_I_PROFILE) "
                     f"(last_over_time({IDENTITY_METRIC}{sel}[{promql_duration(REMEMBER_S)}]))", t))
 
-        await all_or_none(*(one(name, q) for name, q in queries.items()), seen())
-        gpus = assembler.result(t)
+        clock: list[float] = []
+
+        async def store_now() -> None:
+            # The store's own clock: its newest `up` (every scrape writes one, failed ones too). Ages
+            # count from it, not from the wall clock: VictoriaMetrics answers 30 s behind by default.
+            async with gate:
+                for item in await self.client.query("max(timestamp(up))", t):
+                    value = item.get("value")
+                    if isinstance(value, list | tuple) and len(value) == 2 and (n := number_of(value[1])) is not None:
+                        clock.append(n)
+
+        await all_or_none(*(one(name, q) for name, q in queries.items()), seen(), store_now())
+        newest_up = max(clock) if clock else None
+        gpus = assembler.result(t, newest_up=newest_up)
         missing = await self._missing(gpus, remembered, t)
-        snap = Snapshot(self.profile.name, t, gpus, missing, insecure=self.profile.insecure)
+        snap = Snapshot(self.profile.name, t, gpus, missing, insecure=self.profile.insecure,
+                        store_t=store_clock(newest_up, gpus))
         if not gpus and not missing:
             snap.empty, snap.empty_message = await self._why_empty(sel, t)
         return snap
 
     async def _missing(self, gpus: Sequence[FleetGpu], remembered: Vector,
                        t: float) -> list[MissingGpu]:
-        """The devices of `remembered` that are not in `gpus`, each with its exporter's `up` and newest sample."""
+        """The devices of `remembered` that are not in `gpus`, each with its exporter's `up` and newest
+        sample; sets `exporter_up` of the devices in `gpus` on the way (one `up` query for both)."""
         present = {g.key for g in gpus}
         gone: dict[SeriesKey, dict[str, str]] = {}
         for item in remembered:
@@ -480,19 +510,16 @@ class FleetSource:
             key = series_key(labels)
             if key is not None and key not in present:
                 gone.setdefault(key, labels)
+        up = await self._exporters_up({g.instance for g in gpus if g.instance}
+                                      | {labels["instance"] for labels in gone.values() if labels.get("instance")}, t)
+        for g in gpus:
+            g.exporter_up = up.get(g.instance) if g.instance else None
         if not gone:
             return []
         instances = sorted({labels["instance"] for labels in gone.values() if labels.get("instance")})
-        pattern = "|".join(re.escape(i) for i in instances).replace("\\", "\\\\")
-        where = f'instance=~"{pattern}"' if instances else None
-        up: dict[str, bool] = {}
+        where = instance_matcher(instances)
         newest: dict[SeriesKey, float] = {}
         if where:
-            for item in await self.client.query(f"max by (instance) (up{{{where}}})", t):
-                value = item.get("value")
-                instance = (item.get("metric") or {}).get("instance")
-                if instance and isinstance(value, list | tuple) and len(value) == 2:
-                    up[instance] = value[1] == "1"
             # Newest sample of each gone device: a subquery over the hour, only for their exporters.
             sel = selector(self.profile.selector, where)
             for item in await self.client.query(
@@ -509,6 +536,18 @@ class FleetSource:
                           since=newest.get(key), exporter_up=up.get(labels.get("instance", "")))
                for key, labels in gone.items()]
         return sorted(out, key=lambda m: (m.host, m.gpu, -1 if m.gi is None else m.gi))
+
+    async def _exporters_up(self, instances: set[str], t: float) -> dict[str, bool]:
+        """Each exporter's `up` (True: its last scrape worked), by instance."""
+        where = instance_matcher(sorted(instances))
+        up: dict[str, bool] = {}
+        if where:
+            for item in await self.client.query(f"max by (instance) (up{{{where}}})", t):
+                value = item.get("value")
+                instance = (item.get("metric") or {}).get("instance")
+                if instance and isinstance(value, list | tuple) and len(value) == 2:
+                    up[instance] = value[1] == "1"
+        return up
 
     async def _why_empty(self, sel: str, t: float) -> tuple[EmptyReason, str]:
         """Why no device answered: no series at all, or none with a sample inside the lookback."""

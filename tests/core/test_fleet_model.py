@@ -192,8 +192,8 @@ def test_values_older_than_two_scrape_intervals_are_stale() -> None:
     assembler.add("DCGM_FI_DEV_FB_USED", [{"metric": {"gpu": "0", "Hostname": "n"}, "value": [100, "5"]}])
     assembler.add(SAMPLE_TIME, [{"metric": {"gpu": "0", "Hostname": "n"}, "value": [100, "40"]}])
     assembler.add(SAMPLE_COUNT, [{"metric": {"gpu": "0", "Hostname": "n"}, "value": [100, "20"]}])  # every 15 s
-    (gpu,) = assembler.result(100.0)
-    assert gpu.age_s == 60 and gpu.scrape_interval_s == 15 and gpu.stale
+    (gpu,) = assembler.result(100.0, newest_up=100.0)  # the store's newest scrape was at 100
+    assert gpu.age_s == 60 and gpu.scrape_interval_s == pytest.approx(300 / 19) and gpu.stale
     assert gpu.to_dict(100.0)["stale"] is True
 
 

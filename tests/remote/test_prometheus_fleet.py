@@ -92,10 +92,11 @@ async def test_one_query_per_metric_whatever_the_fleet_size(sim_prometheus: Any)
     with TenantProxy(server.url) as proxy:  # counts what reaches the store
         async with open_fleet(FleetProfile("lab", proxy.url)) as source:
             snap = await source.snapshot()
-    # One query per metric, plus the idle-window peak, the sample times and counts (age of the
-    # values) and the devices of the last hour (for those not reporting), for 20 devices.
+    # One query per metric, plus the idle-window peak, the sample times and their counts over 3
+    # windows (age of the values), the devices of the last hour (for those not reporting), the
+    # store's clock and the exporters' `up`, for 20 devices.
     assert not snap.missing
-    assert proxy.queries() == len(SNAPSHOT_METRICS) + 4 < len(snap.gpus) * 2
+    assert proxy.queries() == len(SNAPSHOT_METRICS) + 8 < len(snap.gpus) * 2
 
 
 async def test_selector_narrows_the_fleet(sim_prometheus: Any) -> None:

@@ -17,11 +17,13 @@ if TYPE_CHECKING:
 MIN_INTERVAL_S = 1.0
 MAX_INTERVAL_S = 3600.0
 MAX_DEMO_HOSTS = 256
+STORE_LAG_NOTE_S = 10.0  # a store this far behind the wall clock gets a line saying so
 
 _EPILOG = """JSON output: {"fleet": NAME, "t": ISO, "gpus": [...], "not_reporting": [...], "empty": null or
 {"reason": "no_series"|"stale", "message"}, "insecure": BOOL}; one object per GPU and per MIG instance with
 host, gpu, uuid, model and the fields of `gpuws watch --json` (a metric the exporter does not publish is null),
-throttle_source (the metric, or "not exported"), xids/xid_class, age_s, scrape_interval_s and stale;
+throttle_source (the metric, or "not exported"), xids/xid_class, age_s (counted from the store's newest sample,
+"store_t"; "store_lag_s" is how far that is behind "t"), scrape_interval_s, exporter_up and stale;
 not_reporting: GPUs seen in the last hour that report nothing now, with since and exporter_up.
 exit status (the table of `gpuws --help`): 0 ok, 2 refused input, 3 Prometheus refused the credentials,
 5 Prometheus unreachable, 1 any other error"""
@@ -278,6 +280,11 @@ def format_snapshot(snap: Any) -> str:
     lines = [f"{sim}{insecure}fleet {snap.fleet}  {iso8601(snap.t)}  {s.counted()}  "
              f"util {v(s.util_avg_pct, '%')}  mem {v(s.mem_used_mib)}/{v(s.mem_total_mib)} MiB  "
              f"power {v(s.power_w, ' W')}"]
+    lag = snap.store_lag_s
+    if lag is not None and lag >= STORE_LAG_NOTE_S:
+        # Ages count from the store's newest sample; say how far that is behind, once.
+        lines.append(f"(the store's newest data is {lag:.0f} s old: VictoriaMetrics holds the newest 30 s back by "
+                     "default, -search.latencyOffset; ages below count from its newest data)")
     rows = [("HOST", "GPU", "MODEL", "UTIL", "MEMORY MiB", "TEMP", "POWER W", "ATTENTION")]
     for gone in snap.missing:  # at the top: a GPU that fell off the bus says nothing any more
         rows.append((gone.host, gone.device_key, gone.model or "-", "-", "-", "-", "-", gone.describe()))
@@ -285,7 +292,9 @@ def format_snapshot(snap: Any) -> str:
         notes = [attention.label]
         if g.gi is None and g.throttle_source is None:
             notes.append("throttle not exported")
-        if g.stale and g.age_s is not None:
+        if g.exporter_up is False:
+            notes.append("exporter down")
+        elif g.stale and g.age_s is not None:
             notes.append(f"values {g.age_s:.0f} s old")
         rows.append((g.host, g.device_key, g.model or "-", v(g.value("util_gpu_pct"), "%"),
                      f"{v(g.value('mem_used_mib'))}/{v(g.value('mem_total_mib'))}", v(g.value("temp_c"), "C"),

@@ -71,14 +71,19 @@ IDENTITY_METRIC: Final = "DCGM_FI_DEV_FB_USED"
 KEY_LABELS: Final = ("Hostname", "hostname", "instance", "gpu", "GPU_I_ID")
 #: The peak utilisation over the idle window (a derived query: the idle rule needs a duration).
 IDLE_PEAK: Final = "idle_peak"
-#: Derived per-device queries: the newest sample's time, and samples in the last 5 minutes (how
-#: often the device is scraped), for the age of the instant values.
+#: Derived per-device queries: the newest sample's time, and the samples in the last 10 s, minute
+#: and 5 minutes (how often the device is scraped), for the age of the instant values.
 SAMPLE_TIME: Final = "sample_time"
 SAMPLE_COUNT: Final = "sample_count"
+SAMPLE_COUNT_RECENT: Final = "sample_count_recent"
+SAMPLE_COUNT_SHORT: Final = "sample_count_short"
 SAMPLE_COUNT_WINDOW_S: Final = 300.0
+#: Each count and its window. The short ones give the interval from a fleet's first seconds on: the
+#: 5-minute count of a young series is small, which read as a slow scrape and kept staleness off.
+SAMPLE_COUNTS: Final = ((SAMPLE_COUNT_SHORT, 10.0), (SAMPLE_COUNT_RECENT, 60.0), (SAMPLE_COUNT, SAMPLE_COUNT_WINDOW_S))
 #: Answers that may hold devices reporting nothing now: over a time window, and `timestamp()`
 #: (VictoriaMetrics answers it for a series past its staleness marker).
-_OVER_TIME: Final = frozenset({IDLE_PEAK, SAMPLE_COUNT, SAMPLE_TIME})
+_OVER_TIME: Final = frozenset({IDLE_PEAK, SAMPLE_TIME, *(name for name, _ in SAMPLE_COUNTS)})
 #: How far back a snapshot remembers the GPUs each host reported (a GPU seen then and not now is
 #: "not reporting").
 REMEMBER_S: Final = 3600.0
@@ -146,7 +151,8 @@ class FleetGpu:
     xid_counted: bool = False  # its host publishes DCGM_EXP_XID_ERRORS_COUNT
     util_source: str | None = None  # the metric util_gpu_pct came from
     sample_t: float | None = None  # time of the newest sample behind the instant values
-    scrape_interval_s: float | None = None  # estimated from the samples of the last 5 minutes
+    scrape_interval_s: float | None = None  # estimated from the samples of the last minute (or 5)
+    exporter_up: bool | None = None  # its exporter's `up` at the store's newest scrape (None: unknown)
 
     @property
     def age_s(self) -> float | None:
@@ -155,7 +161,13 @@ class FleetGpu:
 
     @property
     def stale(self) -> bool:
-        """The values are older than two scrape intervals (the exporter or the scrape lags)."""
+        """Its exporter is down, or its values are older than two scrape intervals.
+
+        The age is counted on the store's own clock (its newest sample, see `FleetAssembler.result`),
+        never the wall clock: VictoriaMetrics answers 30 s behind by default, and every GPU would look
+        stale while a dead exporter hid among them."""
+        if self.exporter_up is False:
+            return True
         age, every = self.values.get("age_s"), self.scrape_interval_s
         return age is not None and every is not None and age > 2 * every
 
@@ -206,6 +218,7 @@ class FleetGpu:
         out["xid_class"] = None if kind is None else kind.value
         out["age_s"] = self.values.get("age_s")
         out["scrape_interval_s"] = self.scrape_interval_s
+        out["exporter_up"] = self.exporter_up
         out["stale"] = self.stale
         out["mig"] = None if self.gi is None else {"parent_gpu": self.gpu, "gi": self.gi, "profile": self.mig_profile}
         out["pci_bus_id"] = self.pci_bus_id
@@ -341,18 +354,20 @@ class FleetAssembler:
                 rec.values["util_gpu_peak_pct"] = number
             elif metric == SAMPLE_TIME:
                 rec.sample_t = number
-            elif metric == SAMPLE_COUNT:
-                if number:
-                    rec.scrape_interval_s = SAMPLE_COUNT_WINDOW_S / number
-            elif number is not None:
+            elif number is not None:  # the sample counts too (read in `result`)
                 self._extra.setdefault(rec.key, {})[metric] = number
 
-    def result(self, t: float | None = None) -> list[FleetGpu]:
-        """The devices, sorted by host, GPU and GPU instance; derived fields filled in (ages at `t`)."""
+    def result(self, t: float | None = None, *, newest_up: float | None = None) -> list[FleetGpu]:
+        """The devices, sorted by host, GPU and GPU instance; derived fields filled in.
+
+        Ages count from the store's own clock (`store_clock`: its newest `up`, or the newest sample of
+        these devices); from `t` only when the store gave neither."""
         counted_hosts = {r.host for r in self._devices.values() if r.xids}
         # A device known only from answers over a window (the idle peak, the sample count) has
         # stopped reporting: it is not part of the snapshot (`FleetSource` lists it as missing).
         self._devices = {k: d for k, d in self._devices.items() if k in self._present}
+        clock = store_clock(newest_up, list(self._devices.values()))
+        now = clock if clock is not None else t
         for key, rec in self._devices.items():
             rec.xid_counted = rec.host in counted_hosts
             if rec.values.get("util_gpu_pct") is not None:
@@ -361,15 +376,39 @@ class FleetAssembler:
                 # A whole GPU without GPU_UTIL: in MIG mode (NVML has none) or a profiling-only
                 # counters CSV. DCGM still measures its graphics engine.
                 rec.values["util_gpu_pct"], rec.util_source = engine, _FIELD_SOURCE["gr_engine_active_pct"]
-            if t is not None and rec.sample_t is not None:
-                rec.values["age_s"] = max(0.0, t - rec.sample_t)
+            if now is not None and rec.sample_t is not None:
+                rec.values["age_s"] = max(0.0, now - rec.sample_t)
             used = rec.values.get("mem_used_mib")
             more = self._extra.get(key, {})
+            rec.scrape_interval_s = scrape_interval({window: more.get(name) for name, window in SAMPLE_COUNTS})
             free = more.get(FB_FREE)
             # nvidia-smi's total is used + free + reserved; older exporters have no FB_RESERVED.
             rec.values["mem_total_mib"] = (None if used is None or free is None
                                            else used + free + more.get(FB_RESERVED, 0.0))
         return sorted(self._devices.values(), key=lambda d: (d.host, d.gpu, -1 if d.gi is None else d.gi))
+
+
+def scrape_interval(counts: Mapping[float, float | None]) -> float | None:
+    """How often a device is scraped, from its sample counts per window (seconds -> samples).
+
+    n samples a window of W seconds holds are at most W / (n - 1) apart, so the smallest such bound
+    over the windows is the estimate: it errs late, never early (no false "stale"), and is tight from
+    a series' first seconds (the 10 s window) to a scrape every minute or two (the 5 minutes). A
+    series with one sample in 5 minutes is read as scraped every 5 minutes."""
+    bounds = [window / (n - 1) for window, n in counts.items() if n is not None and n >= 2]
+    if bounds:
+        return min(bounds)
+    longest = max(counts, default=None)
+    return longest if longest is not None and counts[longest] == 1 else None
+
+
+def store_clock(newest_up: float | None, gpus: Sequence[FleetGpu]) -> float | None:
+    """The store's own "now": its newest `up` sample (written at every scrape, failed ones too), or
+    else the newest sample of the fleet's devices. None when the store gave neither."""
+    times = [g.sample_t for g in gpus if g.sample_t is not None]
+    if newest_up is not None:
+        times.append(newest_up)
+    return max(times) if times else None
 
 
 def assemble(vectors: Mapping[str, Vector], t: float | None = None) -> list[FleetGpu]:

@@ -142,7 +142,9 @@ class FleetTileGrid(QWidget):
             mem = g.mem_used_pct
             status = (tile.attention.label if tile.attention is not Attention.NONE
                       else "throttle not exported" if g.gi is None and g.throttle_source is None else (g.model or ""))
-            if g.stale and g.age_s is not None:
+            if g.exporter_up is False:
+                status = f"exporter down  {status}"
+            elif g.stale and g.age_s is not None:
                 status = f"{g.age_s:.0f} s old  {status}"
             status = tile.note or status
             line2 = (f"{'-' if util is None else f'{util:.0f}%'} util  "

@@ -21,6 +21,7 @@ from gpuws.core.health.checks import (
     cuda_finding,
     expectation_findings,
     gpu_findings,
+    readings_finding,
 )
 from gpuws.core.health.facts import parse_nvlink, parse_smi_document
 from gpuws.core.jsontypes import JsonObject, JsonValue
@@ -187,6 +188,9 @@ def evaluate(host: str, output: str, *, expected: Mapping[str, object] | None = 
         health.findings.append(Finding("nvidia-smi", verdict, f"nvidia-smi -q -x failed: {why or 'no output'}"))
         return health
     doc = parse_smi_document(smi.text)
+    whole = readings_finding(doc.bad_readings)
+    if whole is not None:
+        health.findings.append(whole)
     health.driver_version, health.cuda_version, health.simulated = doc.driver_version, doc.cuda_version, doc.simulated
     uptime = sections.get("uptime")
     try:

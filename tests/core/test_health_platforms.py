@@ -92,6 +92,15 @@ def test_real_pre_ampere_capture_reads_zero_and_is_healthy() -> None:
     assert health.verdict is V.HEALTHY, [(f.check, f.detail) for g in health.gpus for f in g.findings]
 
 
+def test_pre_ampere_schema_without_dtd_and_without_ecc_reads_none_not_zero() -> None:
+    """Real Quadro P400, driver 418, no DTD line: every location and total is N/A."""
+    (gpu,) = parse_smi_document(_text("quadro-p400.xml")).gpus
+    assert (gpu.ecc_volatile_uncorrectable, gpu.ecc_aggregate_uncorrectable, gpu.ecc_volatile_correctable) == (
+        None, None, None)
+    (ecc,) = [f for f in gpu_findings(gpu, [], None).findings if f.check == "ecc"]
+    assert ecc.verdict is V.INFO
+
+
 def test_ampere_and_newer_schemas_add_their_per_memory_counts() -> None:
     """v13 splits SRAM uncorrectable into parity and SEC-DED: both count, and the aggregate's
     `sram_threshold_exceeded` (No/Yes) is not a count."""

@@ -97,7 +97,8 @@ class _Numbers:
         self.position = position
         self.bad: list[BadReading] = []
 
-    def _raw(self, *paths: str) -> tuple[str, str | None]:
+    def raw(self, *paths: str) -> tuple[str, str | None]:
+        """(path, text) of the first of `paths` that has a value; (first path, None) otherwise."""
         for path in paths:
             found = self.node.find(path)
             if found is not None and clean_text(found.text) is not None:
@@ -106,7 +107,7 @@ class _Numbers:
 
     def number(self, units: frozenset[str], *paths: str, high: float = 2.0**53) -> float | None:
         """The first of `paths` with a value, as a number in `units` (or bare) from 0 to `high`."""
-        path, raw = self._raw(*paths)
+        path, raw = self.raw(*paths)
         if raw is None:
             return None
         try:
@@ -125,7 +126,7 @@ class _Numbers:
         """A whole, non-negative count."""
         value = self.number(_NO_UNIT, *paths)
         if value is not None and not value.is_integer():
-            path, raw = self._raw(*paths)
+            path, raw = self.raw(*paths)
             self.bad.append(BadReading(self.position, path, (raw or "").strip(), "not a whole number"))
             return None
         return None if value is None else int(value)
@@ -231,7 +232,7 @@ def _gpu(node: ET.Element, index: int) -> GpuFacts:
 
 
 def _width(n: _Numbers, path: str, where: str) -> int | None:
-    raw = n._raw(path)[1]
+    raw = n.raw(path)[1]
     try:
         width = parse_link_width(raw, where)
     except ParseError:

@@ -90,10 +90,14 @@ class Inventory:
 
     host: HostFacts
     gpus: list[GpuInfo]
+    # Readings of nvidia-smi no working GPU gives (NaN, infinite, impossible), each said in words
+    # (gpuws.core.nvsmi.readings): the inventory is shown, with these beside it.
+    warnings: list[str] = field(default_factory=list)
 
     @property
     def simulated(self) -> bool:
         return self.host.simulated
 
     def to_dict(self) -> dict[str, Any]:
-        return {"host": asdict(self.host), "gpus": [asdict(g) for g in self.gpus], "simulated": self.simulated}
+        return {"host": asdict(self.host), "gpus": [asdict(g) for g in self.gpus], "simulated": self.simulated,
+                "warnings": list(self.warnings)}

@@ -11,7 +11,7 @@ import re
 
 from gpuws.core.errors import NoNvidiaDriver, ParseError
 from gpuws.core.inventory import GpuInfo, HostFacts, Inventory
-from gpuws.core.nvsmi.xml_inventory import is_simulated_xml, parse_nvidia_smi_xml
+from gpuws.core.nvsmi.xml_inventory import impossible_readings, is_simulated_xml, parse_nvidia_smi_xml
 from gpuws.core.runner import CommandRunner
 from gpuws.core.simulation import SIM_ENV_VAR
 from gpuws.remote.budget import SMALL_ANSWER
@@ -116,7 +116,8 @@ def parse_probe_output(stdout: str, stderr: str = "") -> tuple[Inventory, str | 
     _merge_compute_capability(gpus, tail.splitlines()[1:])
     # Simulated by the XML marker or the host's env var; a real XML never carries the marker.
     host.simulated = host.simulated or is_simulated_xml(xml)
-    return Inventory(host, gpus), None
+    warnings = [f"nvidia-smi gave a reading no working GPU gives: {bad}" for bad in impossible_readings(xml)]
+    return Inventory(host, gpus, warnings), None
 
 
 def _merge_compute_capability(gpus: list[GpuInfo], lines: list[str]) -> None:

@@ -20,8 +20,12 @@ Health faults (`gpuws health`), each in the real format of the field it emulates
 remap-pending (`remapped_row_pending` Yes), reset-required (`gpu_recovery_action` Reset),
 fabric-down (fabric state In Progress on an NVSwitch system; CUDA cannot start there, error
 802), nvlink-errors (CRC, replay and recovery counters in `nvidia-smi nvlink -e`), pcie-capped
-(a Gen5 card trained at Gen4 in a Gen4 slot), power-capped (power limit 300 W of the 700 W
-default).
+(the link trained one generation below what card and slot allow, under load too: Gen4 of an
+H100's Gen5), power-capped (power limit 300 W of the 700 W default).
+
+A fault the host cannot play on the GPU it names (a capped link or power limit on a vGPU guest,
+fabric-down off an NVSwitch system, a GPU index the host lacks) is refused with the reason
+(`gpuws.sim.health.check_faults`), never silently ignored.
 
 The simulated `nvidia-smi` shows busy and slow-link; the benchmark runner's simulated backend
 reads the same variable for the rest (it is standalone, so it parses it itself).
@@ -41,7 +45,6 @@ FAULTS_ENV = "GPUWS_SIM_FAULTS"
 JOBS_PAUSED_ENV = "GPUWS_SIM_JOBS_PAUSED"
 BUSY_PID_BASE = 47000  # simulated pids of the busy fault's process (one per GPU)
 SLOW_LINK_WIDTH = 4
-CAPPED_PCIE_GEN = 4  # pcie-capped: the slot allows Gen4
 CAPPED_POWER_SHARE = 300 / 700  # power-capped: 300 of the H100's 700 W
 BUSY_UTILIZATION = 0.97
 

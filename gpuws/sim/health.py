@@ -11,7 +11,16 @@ import sys
 import time
 from collections.abc import Sequence
 
-from gpuws.sim.faults import CAPPED_PCIE_GEN, CAPPED_POWER_SHARE, SLOW_LINK_WIDTH, FaultKind, active_faults, has_fault
+from gpuws.sim.faults import (
+    CAPPED_POWER_SHARE,
+    SLOW_LINK_WIDTH,
+    FaultKind,
+    FaultSpecError,
+    SimFault,
+    active_faults,
+    has_fault,
+)
+from gpuws.sim.models import GpuModel
 from gpuws.sim.state import GpuState, SimState, SimStateStore
 
 # NVLink links of the simulated SXM cards (H100 SXM: 18 NVLink4 links; A100 SXM4: 12 NVLink3),
@@ -26,14 +35,15 @@ def _has(kind: FaultKind, gpu: GpuState) -> bool:
 
 
 def pcie_gen_max_system(gpu: GpuState) -> int:
-    """The generation the slot allows: Gen4 under `pcie-capped`."""
-    if _has(FaultKind.PCIE_CAPPED, gpu):
-        return min(CAPPED_PCIE_GEN, gpu.model.pcie_gen_max)
+    """The generation card and slot allow together: the card's own (the slot keeps up)."""
     return gpu.model.pcie_gen_max
 
 
 def pcie_gen_current(gpu: GpuState, sampled: int) -> int:
-    """The trained generation: never above what the slot allows."""
+    """The trained generation: under `pcie-capped` one below what card and slot allow, under load
+    too (a link that trained down, which `gpuws health` calls degraded, unlike a slower slot)."""
+    if _has(FaultKind.PCIE_CAPPED, gpu):
+        return min(sampled, gpu.model.pcie_gen_max - 1)
     return min(sampled, pcie_gen_max_system(gpu))
 
 
@@ -122,6 +132,43 @@ def kernel_log(state: SimState, dmesg: bool) -> list[str]:
         return [f"[{t:12.6f}] {msg}" for t, msg in lines]
     stamp = time.strftime("%b %d %H:%M:%S", time.localtime(boot))
     return [f"{stamp} {state.hostname} kernel: {msg}" for _, msg in lines]
+
+
+def _is_vgpu(model: GpuModel) -> bool:
+    return model.virtualization_mode == "VGPU"
+
+
+def fault_refusal(fault: SimFault, models: Sequence[GpuModel]) -> str | None:
+    """Why the simulated host cannot play `fault` on its GPU (None when it can): a fault is
+    either played where asked or refused, never silently ignored."""
+    if fault.kind in (FaultKind.NO_VNC, FaultKind.SOFTWARE_GL):
+        return None  # host-wide: any GPU index names the host
+    if not 0 <= fault.gpu < len(models):
+        return f"the demo host has no GPU {fault.gpu} (its GPUs are 0-{len(models) - 1})"
+    model = models[fault.gpu]
+    card = f"GPU {fault.gpu} ({model.name})"
+    vgpu = _is_vgpu(model)
+    if fault.kind in (FaultKind.PCIE_CAPPED, FaultKind.SLOW_LINK) and vgpu:
+        return f"{card} is a vGPU guest: its PCIe link is the host's, and the guest cannot have it capped"
+    if fault.kind is FaultKind.PCIE_CAPPED and model.pcie_gen_max < 2:
+        return f"{card} has no lower PCIe generation to train at"
+    if fault.kind is FaultKind.POWER_CAPPED and vgpu:
+        return f"{card} is a vGPU guest: it reports no power limit (N/A), so none can be capped"
+    if fault.kind is FaultKind.REMAP_PENDING and not model.mig_capable:
+        return f"{card} reports no remapped rows on the simulated host"
+    if fault.kind is FaultKind.FABRIC_DOWN and model.key not in NVSWITCH_MODELS:
+        return f"{card} is not on an NVSwitch fabric (only {', '.join(sorted(NVSWITCH_MODELS))} GPUs are)"
+    if fault.kind is FaultKind.NVLINK_ERRORS and not NVLINK_LINKS.get(model.key):
+        return f"{card} has no NVLink"
+    return None
+
+
+def check_faults(faults: Sequence[SimFault], models: Sequence[GpuModel]) -> None:
+    """Refuse (`FaultSpecError`, exit 2) every fault the host cannot play on the GPU it names."""
+    for fault in faults:
+        why = fault_refusal(fault, models)
+        if why is not None:
+            raise FaultSpecError(f"fault {fault}: {why}")
 
 
 def main(argv: Sequence[str] | None = None) -> int:

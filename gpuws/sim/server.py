@@ -42,6 +42,7 @@ import asyncssh
 from gpuws.core.models import AlertThresholds, AuthMethod, HostProfile
 from gpuws.core.simulation import SIM_ENV_VAR, SIM_STATE_ENV_VAR
 from gpuws.sim.faults import FAULTS_ENV, FaultKind, SimFault, faults_from_env, format_faults, has_host_fault
+from gpuws.sim.health import check_faults
 from gpuws.sim.jupyter import HOST_PID_ENV, is_simulated_jupyter
 from gpuws.sim.models import DEFAULT_GPU_SPEC, parse_gpu_spec
 from gpuws.sim.state import SIM_HOSTNAME, SimStateStore
@@ -206,9 +207,10 @@ class DemoHost:
         client_keys: list[asyncssh.SSHKey] | None = None,
         faults: list[SimFault] | None = None,
     ) -> None:
-        parse_gpu_spec(gpus)  # refuse a bad spec before anything starts
+        models = parse_gpu_spec(gpus)  # refuse a bad spec before anything starts
         # Benchmark faults it plays (gpuws.sim.faults); by default those of GPUWS_SIM_FAULTS.
         self.faults = list(faults) if faults is not None else faults_from_env()
+        check_faults(self.faults, models)  # and a fault it cannot play on the GPU it names
         self.gpus = gpus
         self.port = port
         self.state_dir = Path(state_dir) if state_dir else Path(tempfile.mkdtemp(prefix="gpuws-demo-host-"))

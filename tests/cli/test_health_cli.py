@@ -38,7 +38,7 @@ def test_healthy_demo_host(capsys: pytest.CaptureFixture[str], monkeypatch: pyte
     ("reset-required:2", 2, "reset_required", "unhealthy", "gpu_recovery_action=Reset"),
     ("fabric-down:0", 0, "fabric", "unhealthy", "In Progress"),
     ("nvlink-errors:1", 1, "nvlink_errors", "degraded", "CRC Errors 4821"),
-    ("pcie-capped:0", 0, "pcie", "degraded", "only Gen4 of the card's Gen5"),
+    ("pcie-capped:0", 0, "pcie", "degraded", "running at Gen4 where card and platform allow Gen5"),
     ("power-capped:0", 0, "power_limit", "degraded", "capped by the provider at 300 of 700 W"),
 ])
 def test_each_fault_names_its_check_and_verdict(capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch,

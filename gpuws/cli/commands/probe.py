@@ -81,6 +81,7 @@ def format_inventory(name: str, inventory: Inventory) -> str:
                 ("python3", host.has_python3), ("nvidia-ml-py", host.has_nvml), ("torch", host.has_torch),
                 ("cupy", host.has_cupy), ("nvcc", host.has_nvcc))),
     ]
+    lines += [f"warning: {printable(w)}" for w in inventory.warnings]
     if not inventory.gpus:
         lines.append("no GPUs reported")
         return "\n".join(lines)

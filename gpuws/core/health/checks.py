@@ -15,7 +15,8 @@ finding, the host's the worst GPU's (and its host-wide findings'):
 | kernel_log | - | - | unreadable: **inconclusive**, with the reason |
 | nvlink | - | inactive links; recovery errors; > 100 CRC + replay errors | fewer |
 | fabric | state not Completed, or status not Success (NVSwitch systems) | - | - |
-| pcie | - | trained below the card's datasheet generation or width | idle power saving |
+| pcie | - | narrower than the card; below the generation card and platform allow, under load | idle power |
+| | | | saving; a platform (Grace, an older slot) slower than the card |
 | pcie_replays | - | > 1000 replays | fewer |
 | power_limit | - | current limit < 95 % of the default ("capped at 300 of 700 W") | - |
 | persistence | - | - | Disabled (information) |
@@ -23,17 +24,19 @@ finding, the host's the worst GPU's (and its host-wide findings'):
 | expect | count, model or MIG mode not as `--expect-*` asks (host-wide) | - | - |
 | cuda | the driver is older than `--cuda X.Y` needs (NVIDIA's minimum-driver table) | - | - |
 | dcgm | a `dcgmi diag` test failed | a test warned | absent, passed |
+| readings | - | - | NaN, infinite or impossible values (a negative count, attached_gpus -5): **inconclusive** |
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
 
 from gpuws.core.gpus.models import datasheet_for_variant, variant_for_name
 from gpuws.core.health.facts import GpuFacts, NvlinkCounters, SmiDocument
 from gpuws.core.jsontypes import JsonObject
+from gpuws.core.nvsmi.readings import BadReading
 from gpuws.core.xid import XidClass, XidEvent
 
 
@@ -265,34 +268,78 @@ def _fabric(f: GpuFacts) -> Finding | None:
                                            "links show active; CUDA fails to start)")
 
 
+def _idle(f: GpuFacts) -> bool:
+    """At rest in a power-saving P-state (P3 and lower), where a card may train its link down.
+
+    Data-centre cards stay in P0 at rest and keep their link; GeForce cards run CUDA in P2."""
+    state = (f.performance_state or "").upper()
+    if not state.startswith("P") or not state[1:].isdigit() or int(state[1:]) <= 2:
+        return False
+    return (f.utilization_pct or 0) < BUSY_UTILIZATION_PCT
+
+
+def _platform_reason(f: GpuFacts, allowed: int) -> str:
+    """Why the platform stops at Gen`allowed`: a Grace CPU, or the host's slot."""
+    grace = (f.c2c_mode or "").lower() == "enabled" or any(
+        tag in (f.name or "").upper().split() for tag in ("GH200", "GB200", "GB300"))
+    if grace:
+        return f"a Grace CPU's PCIe is Gen{allowed} by design (the GPU reaches it over NVLink-C2C)"
+    return f"the host's slot or root port is Gen{allowed}"
+
+
 def _pcie(f: GpuFacts) -> list[Finding]:
+    """The link, judged by width first, then by generation against the platform's own limit.
+
+    - Narrower than the card (its datasheet, or the widest the driver reports): degraded, at rest
+      too and whether or not the card's generation is known; cards keep their width at rest.
+    - Below the generation card and platform allow together (`max_link_gen`): degraded, except in
+      a power-saving P-state, where it is information (the benchmark reads it under load).
+    - A platform that stops below the card's own generation (a Gen5 Grace with a Gen6 Blackwell,
+      a Gen3 host with a Gen4 card): information, with the reason; nothing the provider broke.
+    """
     sheet = datasheet_for_variant(variant_for_name(f.name or ""))
-    card_gen = sheet.pcie_gen if sheet else f.pcie_gen_max_device
-    card_width = sheet.pcie_width if sheet else f.pcie_width_max
-    out = []
+    # The card's own generation: what the driver says it is, else its datasheet.
+    card_gen = f.pcie_gen_max_device or (sheet.pcie_gen if sheet else None)
+    widths = [w for w in (sheet.pcie_width if sheet else None, f.pcie_width_max) if w]
+    card_width = max(widths) if widths else None
     gen, width = f.pcie_gen_current, f.pcie_width_current
+    # What card and platform allow together. max_host_link_gen alone is not trusted: real
+    # GB300 trays say Gen4 there while their link runs at Gen6.
+    allowed = f.pcie_gen_max_system
+    if allowed is None and f.pcie_gen_max_host is not None and (gen is None or gen <= f.pcie_gen_max_host):
+        allowed = f.pcie_gen_max_host
+    if allowed is not None and gen is not None and gen > allowed:
+        allowed = gen  # a reading that contradicts itself: the link that runs is the fact
+    limit = min((g for g in (card_gen, allowed) if g), default=None)
     where = f"Gen{gen or '?'} x{width or '?'}"
-    if card_gen is None or gen is None:
-        out.append(Finding("pcie", _V.INFO, f"link {where}; the card's own link is unknown"))
+    problems: list[str] = []
+    notes: list[str] = []
+    if width is not None and card_width is not None and width < card_width:
+        problems.append(f"trained at x{width} of the card's x{card_width}")
+    if gen is not None and limit is not None and gen < limit:
+        who = ("card and platform allow" if allowed is not None and card_gen
+               else "the card can do" if card_gen else "the platform allows")
+        if _idle(f):
+            notes.append(f"Gen{gen} at idle ({f.performance_state}) where {who} Gen{limit}: power saving; the "
+                         "benchmark reads it under load")
+        else:
+            problems.append(f"running at Gen{gen} where {who} Gen{limit} ({f.performance_state or 'P-state unknown'})")
+    if card_gen is not None and allowed is not None and allowed < card_gen:
+        notes.append(f"the platform allows Gen{allowed} of the card's Gen{card_gen}: "
+                     f"{_platform_reason(f, allowed)} (information, not a fault)")
+    out = []
+    if problems:
+        out.append(Finding("pcie", _V.DEGRADED, f"link {where}: {'; '.join(problems + notes)}"))
+    elif notes:
+        out.append(Finding("pcie", _V.INFO, f"link {where}: {'; '.join(notes)}"))
+    elif gen is None or limit is None or width is None or card_width is None:
+        unknown = [what for what, value in (("current generation", gen), ("current width", width),
+                                            ("card's generation", limit), ("card's width", card_width))
+                   if value is None]
+        out.append(Finding("pcie", _V.INFO, f"link {where} (not reported: {', '.join(unknown)})"))
     else:
-        allowed = f.pcie_gen_max_system
-        problems = []
-        if allowed is not None and allowed < card_gen:
-            problems.append(f"the slot allows only Gen{allowed} of the card's Gen{card_gen}")
-        if width is not None and card_width is not None and width < card_width:
-            problems.append(f"trained at x{width} of the card's x{card_width}")
-        idle = (f.performance_state or "").upper() not in ("P0", "")
-        if gen < card_gen and not problems:
-            if idle and (allowed is None or gen < allowed):
-                out.append(Finding("pcie", _V.INFO, f"link {where} of the card's Gen{card_gen} at idle "
-                                                    f"({f.performance_state}): power saving; the benchmark reads it "
-                                                    "under load"))
-            else:
-                problems.append(f"running at Gen{gen} of the card's Gen{card_gen}")
-        if problems:
-            out.append(Finding("pcie", _V.DEGRADED, f"link {where}: {'; '.join(problems)}"))
-        elif not out:
-            out.append(Finding("pcie", _V.HEALTHY, f"link {where} (the card's Gen{card_gen} x{card_width})"))
+        out.append(Finding("pcie", _V.HEALTHY, f"link {where} (the most card and platform allow: "
+                                               f"Gen{limit} x{card_width})"))
     if f.pcie_replays is not None:
         bad = f.pcie_replays > PCIE_REPLAYS_DEGRADED
         out.append(Finding("pcie_replays", _V.DEGRADED if bad else _V.HEALTHY if not f.pcie_replays else _V.INFO,
@@ -335,6 +382,16 @@ def _persistence(f: GpuFacts) -> Finding | None:
                                            "idle re-initialises the GPU (slower start)")
 
 
+def readings_finding(bad: Sequence[BadReading]) -> Finding | None:
+    """Readings no working GPU gives (NaN, infinite, negative counts): whatever else the document
+    says, it cannot be called healthy."""
+    if not bad:
+        return None
+    shown = "; ".join(str(b) for b in bad[:6]) + (f"; and {len(bad) - 6} more" if len(bad) > 6 else "")
+    return Finding("readings", _V.INCONCLUSIVE, f"nvidia-smi gave readings no working GPU gives, so the driver or "
+                                               f"the tool is not to be trusted here: {shown}")
+
+
 def gpu_findings(f: GpuFacts, events: list[XidEvent] | None, nvlink: NvlinkCounters | None,
                  uptime_s: float | None = None) -> GpuHealth:
     """Every per-GPU check of `f`; `events` None means the kernel log could not be read."""
@@ -351,6 +408,7 @@ def gpu_findings(f: GpuFacts, events: list[XidEvent] | None, nvlink: NvlinkCount
     g.findings.extend(_pcie(f))
     g.findings.extend(c for c in (_power(f), _persistence(f)) if c is not None)
     g.findings.append(_throttle(f))
+    g.findings.extend(c for c in (readings_finding(f.bad_readings),) if c is not None)
     return g
 
 

@@ -21,6 +21,7 @@ from gpuws.core.health.checks import (
     cuda_finding,
     expectation_findings,
     gpu_findings,
+    readings_finding,
 )
 from gpuws.core.health.facts import parse_nvlink, parse_smi_document
 from gpuws.core.jsontypes import JsonObject, JsonValue
@@ -31,15 +32,18 @@ RC_MARK = "@@rc "
 MAX_OUTPUT_CHARS = 8_000_000  # a kernel log filtered to XID lines and one XML: far below this
 
 # $1 = 1 to run dcgmi diag -r 1. Each section starts with "@@gpuws-health NAME"; a command's exit
-# status follows it as "@@rc N".
+# status follows it as "@@rc N". Every marker is printed after a newline of its own, so that a
+# command whose output lacks a final newline (`nvidia-smi -q -x` ends with `</nvidia_smi_log>`
+# and no newline on some drivers and wrappers) never has a marker glued to its last line;
+# `split_sections` takes that framing newline off again.
 SCRIPT = r"""
 dcgm=$1
-printf '@@gpuws-health hostname\n'; hostname 2>/dev/null || cat /proc/sys/kernel/hostname
-printf '@@gpuws-health instance\n'; cat /sys/devices/virtual/dmi/id/board_asset_tag 2>/dev/null
-printf '@@gpuws-health uptime\n'; cat /proc/uptime 2>/dev/null
-printf '@@gpuws-health smi\n'; nvidia-smi -q -x 2>&1; printf '@@rc %s\n' "$?"
-printf '@@gpuws-health nvlink-e\n'; nvidia-smi nvlink -e 2>&1; printf '@@rc %s\n' "$?"
-printf '@@gpuws-health nvlink-s\n'; nvidia-smi nvlink -s 2>&1; printf '@@rc %s\n' "$?"
+printf '\n@@gpuws-health hostname\n'; hostname 2>/dev/null || cat /proc/sys/kernel/hostname
+printf '\n@@gpuws-health instance\n'; cat /sys/devices/virtual/dmi/id/board_asset_tag 2>/dev/null
+printf '\n@@gpuws-health uptime\n'; cat /proc/uptime 2>/dev/null
+printf '\n@@gpuws-health smi\n'; nvidia-smi -q -x 2>&1; printf '\n@@rc %s\n' "$?"
+printf '\n@@gpuws-health nvlink-e\n'; nvidia-smi nvlink -e 2>&1; printf '\n@@rc %s\n' "$?"
+printf '\n@@gpuws-health nvlink-s\n'; nvidia-smi nvlink -s 2>&1; printf '\n@@rc %s\n' "$?"
 src=; why=; out=
 if command -v journalctl >/dev/null 2>&1; then
   out=$(journalctl -k -b -q --no-pager 2>/dev/null)
@@ -51,13 +55,13 @@ if [ -z "$src" ] && command -v dmesg >/dev/null 2>&1; then
   if [ "$rc" -eq 0 ] && [ -n "$out" ]; then src=dmesg
   else why="${why:+$why; }dmesg: $(printf '%s\n' "$out" | head -n 1)"; fi
 fi
-printf '@@gpuws-health kernel %s\n' "${src:-none}"
+printf '\n@@gpuws-health kernel %s\n' "${src:-none}"
 if [ -n "$src" ]; then printf '%s\n' "$out" | grep -F 'NVRM: Xid' | tail -n 2000
 else printf '%s\n' "${why:-neither journalctl nor dmesg is on the host}"; fi
 if [ "$dcgm" = 1 ]; then
-  printf '@@gpuws-health dcgm\n'
-  if command -v dcgmi >/dev/null 2>&1; then dcgmi diag -r 1 -j 2>&1; printf '@@rc %s\n' "$?"
-  else printf 'dcgmi is not installed on the host\n@@rc 127\n'; fi
+  printf '\n@@gpuws-health dcgm\n'
+  if command -v dcgmi >/dev/null 2>&1; then dcgmi diag -r 1 -j 2>&1; printf '\n@@rc %s\n' "$?"
+  else printf 'dcgmi is not installed on the host\n\n@@rc 127\n'; fi
 fi
 """
 
@@ -88,27 +92,39 @@ class Sections:
 
 
 def split_sections(output: str) -> Sections:
-    """Split the script's output at its markers; text before the first marker is ignored."""
+    """Split the script's output at its markers; text before the first marker is ignored.
+
+    The script prints a newline before each marker (see SCRIPT), which is taken off again here:
+    a section's text is the same whether its command ended with a newline or not. Output from
+    before that framing (markers right after the text) reads the same.
+    """
     if len(output) > MAX_OUTPUT_CHARS:
         raise ParseError(f"health output is {len(output)} characters, more than {MAX_OUTPUT_CHARS}: refused")
     out = Sections()
     current: Section | None = None
     lines: list[str] = []
+    ended = False  # the section's exit status came: what follows it up to the next marker is framing
     for line in output.splitlines():
         if line.startswith(MARK):
-            if current is not None:
-                current.text = "\n".join(lines)
+            _close(current, lines, ended)
             name, _, arg = line[len(MARK):].strip().partition(" ")
-            current, lines = Section(arg=arg.strip()), []
+            current, lines, ended = Section(arg=arg.strip()), [], False
             out.parts[name] = current
-        elif line.startswith(RC_MARK) and current is not None:
+        elif line.startswith(RC_MARK) and current is not None and not ended:
+            _close(current, lines, ended)
+            ended = True
             rc = line[len(RC_MARK):].strip()
             current.rc = int(rc) if rc.isdigit() else None
-        else:
+        elif not ended:
             lines.append(line)
-    if current is not None:
-        current.text = "\n".join(lines)
+    _close(current, lines, ended)
     return out
+
+
+def _close(section: Section | None, lines: list[str], ended: bool) -> None:
+    """Set the text of `section` (unless its exit status already ended it), without the framing newline."""
+    if section is not None and not ended:
+        section.text = "\n".join(lines[:-1] if lines and lines[-1] == "" else lines)
 
 
 def _first_line(text: str) -> str:
@@ -187,6 +203,9 @@ def evaluate(host: str, output: str, *, expected: Mapping[str, object] | None = 
         health.findings.append(Finding("nvidia-smi", verdict, f"nvidia-smi -q -x failed: {why or 'no output'}"))
         return health
     doc = parse_smi_document(smi.text)
+    whole = readings_finding(doc.bad_readings)
+    if whole is not None:
+        health.findings.append(whole)
     health.driver_version, health.cuda_version, health.simulated = doc.driver_version, doc.cuda_version, doc.simulated
     uptime = sections.get("uptime")
     try:

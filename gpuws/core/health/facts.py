@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from gpuws.core.errors import ParseError
 from gpuws.core.nvsmi._values import clean_text, parse_link_width, parse_quantity
 from gpuws.core.nvsmi._xmldoc import parse_xml_document
+from gpuws.core.nvsmi.readings import BadReading, bad_document_readings, bad_gpu_readings, check_number
 from gpuws.core.simulation import SIM_XML_MARKER
 
 _WATTS = frozenset({"W"})
@@ -45,8 +46,9 @@ class GpuFacts:
     repair_pending: list[str] = field(default_factory=list)  # channel / TPC repair pending (driver 570+)
     unrepairable_memory: bool | None = None
     pcie_gen_current: int | None = None
-    pcie_gen_max_system: int | None = None  # what the slot / system allows (max_link_gen)
+    pcie_gen_max_system: int | None = None  # the most card and platform can train at together (max_link_gen)
     pcie_gen_max_device: int | None = None  # what the card itself can do (max_device_link_gen)
+    pcie_gen_max_host: int | None = None  # the host's root port (max_host_link_gen; not always right)
     pcie_width_current: int | None = None
     pcie_width_max: int | None = None
     pcie_replays: int | None = None
@@ -57,6 +59,8 @@ class GpuFacts:
     power_default_w: float | None = None
     fabric_state: str | None = None
     fabric_status: str | None = None
+    c2c_mode: str | None = None  # "Enabled" on Grace Hopper / Grace Blackwell (NVLink-C2C to a Grace CPU)
+    bad_readings: list[BadReading] = field(default_factory=list)  # values no GPU can give (NaN, -5 errors, ...)
 
 
 @dataclass
@@ -67,6 +71,7 @@ class SmiDocument:
     cuda_version: str | None
     gpus: list[GpuFacts]
     simulated: bool
+    bad_readings: list[BadReading] = field(default_factory=list)  # document-wide (attached_gpus)
 
 
 def _t(node: ET.Element, path: str) -> str | None:
@@ -82,9 +87,49 @@ def _first(node: ET.Element, *paths: str) -> str | None:
     return None
 
 
-def _int(node: ET.Element, where: str, *paths: str) -> int | None:
-    value = parse_quantity(_first(node, *paths), _NO_UNIT, where)
-    return None if value is None else int(value)
+class _Numbers:
+    """Reads one GPU's numbers; a value no GPU can give (NaN, infinite, negative, not a number)
+    is None and is kept in `bad`, so that the health checks call the GPU inconclusive, never
+    healthy, and the rest of the document is still read."""
+
+    def __init__(self, node: ET.Element, position: int) -> None:
+        self.node = node
+        self.position = position
+        self.bad: list[BadReading] = []
+
+    def raw(self, *paths: str) -> tuple[str, str | None]:
+        """(path, text) of the first of `paths` that has a value; (first path, None) otherwise."""
+        for path in paths:
+            found = self.node.find(path)
+            if found is not None and clean_text(found.text) is not None:
+                return path, found.text
+        return paths[0], None
+
+    def number(self, units: frozenset[str], *paths: str, high: float = 2.0**53) -> float | None:
+        """The first of `paths` with a value, as a number in `units` (or bare) from 0 to `high`."""
+        path, raw = self.raw(*paths)
+        if raw is None:
+            return None
+        try:
+            value = parse_quantity(raw, units, path)
+        except ParseError:
+            value = None
+        why = check_number(raw, 0.0, high, next(iter(units), ""))
+        if why is None and value is None:
+            why = "not a number"
+        if why is not None:
+            self.bad.append(BadReading(self.position, path, raw.strip(), why))
+            return None
+        return value
+
+    def count(self, *paths: str) -> int | None:
+        """A whole, non-negative count."""
+        value = self.number(_NO_UNIT, *paths)
+        if value is not None and not value.is_integer():
+            path, raw = self.raw(*paths)
+            self.bad.append(BadReading(self.position, path, (raw or "").strip(), "not a whole number"))
+            return None
+        return None if value is None else int(value)
 
 
 def _yes(value: str | None) -> bool | None:
@@ -93,35 +138,44 @@ def _yes(value: str | None) -> bool | None:
     return value.strip().lower() in ("yes", "true", "active", "enabled")
 
 
-def _sum_counts(section: ET.Element | None, wanted: str, where: str) -> int | None:
-    """Sum the numeric leaves of an ECC section whose tag path says `wanted`
-    ("uncorrectable" or "correctable"); None when the driver reports none of them."""
+def _wanted(path: str, wanted: str) -> bool:
+    unc = "uncorrectable" in path or "double_bit" in path
+    corr = ("correctable" in path or "single_bit" in path) and not unc
+    return "threshold" not in path and ((wanted == "uncorrectable" and unc) or (wanted == "correctable" and corr))
+
+
+def _sum_counts(section: ET.Element | None, wanted: str, numbers: _Numbers, base: str) -> int | None:
+    """The `wanted` ("uncorrectable" or "correctable") ECC count of a volatile or aggregate
+    section, on every schema; None when the driver reports none of them.
+
+    Ampere and newer list one count per memory (`sram_uncorrectable_parity`, `dram_uncorrectable`,
+    ...): they are added. Before Ampere each kind (`single_bit`, `double_bit`) lists a count per
+    location (`device_memory`, `register_file`, `l1_cache`, ...) and their `<total>`: the total is
+    the count, never added to its own parts (which double it); the parts are added only when the
+    driver gives no total.
+    """
     if section is None:
         return None
-    total: int | None = None
 
-    def walk(node: ET.Element, path: str) -> None:
-        nonlocal total
+    def walk(node: ET.Element, path: str) -> int | None:
         children = list(node)
         if not children:
-            unc = "uncorrectable" in path or "double_bit" in path
-            corr = ("correctable" in path or "single_bit" in path) and not unc
-            if (wanted == "uncorrectable" and unc) or (wanted == "correctable" and corr):
-                if "threshold" in path:
-                    return
-                value = parse_quantity(node.text, _NO_UNIT, f"{where}/{path}")
-                if value is not None:
-                    total = (total or 0) + int(value)
-            return
-        for child in children:
-            walk(child, f"{path}/{child.tag}")
+            return numbers.count(path.removeprefix("gpu/")) if _wanted(path, wanted) else None
+        total = node.find("total")
+        if total is not None and _wanted(f"{path}/total", wanted):
+            counted = walk(total, f"{path}/total")
+            if counted is not None:
+                return counted
+        parts = [walk(child, f"{path}/{child.tag}") for child in children if child.tag != "total"]
+        known = [p for p in parts if p is not None]
+        return sum(known) if known else None
 
-    walk(section, section.tag)
-    return total
+    return walk(section, f"gpu/{base}")
 
 
 def _gpu(node: ET.Element, index: int) -> GpuFacts:
     where = f"nvidia-smi XML gpu {index}"
+    n = _Numbers(node, index)
     f = GpuFacts(index=index)
     f.name = _t(node, "product_name")
     f.uuid = _t(node, "uuid")
@@ -131,27 +185,29 @@ def _gpu(node: ET.Element, index: int) -> GpuFacts:
     f.mig_mode = _t(node, "mig_mode/current_mig")
     f.recovery_action = _t(node, "gpu_recovery_action")
     f.ecc_mode = _t(node, "ecc_mode/current_ecc")
-    f.ecc_volatile_uncorrectable = _sum_counts(node.find("ecc_errors/volatile"), "uncorrectable", where)
-    f.ecc_aggregate_uncorrectable = _sum_counts(node.find("ecc_errors/aggregate"), "uncorrectable", where)
-    f.ecc_volatile_correctable = _sum_counts(node.find("ecc_errors/volatile"), "correctable", where)
-    f.retired_sbe = _int(node, where, "retired_pages/multiple_single_bit_retirement/retired_count")
-    f.retired_dbe = _int(node, where, "retired_pages/double_bit_retirement/retired_count")
+    volatile, aggregate = "ecc_errors/volatile", "ecc_errors/aggregate"
+    f.ecc_volatile_uncorrectable = _sum_counts(node.find(volatile), "uncorrectable", n, volatile)
+    f.ecc_aggregate_uncorrectable = _sum_counts(node.find(aggregate), "uncorrectable", n, aggregate)
+    f.ecc_volatile_correctable = _sum_counts(node.find(volatile), "correctable", n, volatile)
+    f.retired_sbe = n.count("retired_pages/multiple_single_bit_retirement/retired_count")
+    f.retired_dbe = n.count("retired_pages/double_bit_retirement/retired_count")
     f.retirement_pending = _yes(_first(node, "retired_pages/pending_retirement", "retired_pages/pending_blacklist"))
     f.remap_pending = _yes(_t(node, "remapped_rows/remapped_row_pending"))
     f.remap_failure = _yes(_t(node, "remapped_rows/remapped_row_failure"))
-    f.remapped_unc = _int(node, where, "remapped_rows/remapped_row_unc")
-    f.remapped_corr = _int(node, where, "remapped_rows/remapped_row_corr")
+    f.remapped_unc = n.count("remapped_rows/remapped_row_unc")
+    f.remapped_corr = n.count("remapped_rows/remapped_row_corr")
     f.repair_pending = [kind for kind in ("channel", "tpc") if _yes(_t(node, f"ecc_errors/{kind}_repair_pending"))]
     f.unrepairable_memory = _yes(_t(node, "ecc_errors/unrepairable_memory"))
     link = "pci/pci_gpu_link_info"
-    f.pcie_gen_current = _int(node, where, f"{link}/pcie_gen/current_link_gen")
-    f.pcie_gen_max_system = _int(node, where, f"{link}/pcie_gen/max_link_gen")
-    f.pcie_gen_max_device = _int(node, where, f"{link}/pcie_gen/max_device_link_gen")
-    f.pcie_width_current = parse_link_width(_t(node, f"{link}/link_widths/current_link_width"), where)
-    f.pcie_width_max = parse_link_width(_t(node, f"{link}/link_widths/max_link_width"), where)
-    f.pcie_replays = _int(node, where, "pci/replay_counter")
+    f.pcie_gen_current = n.count(f"{link}/pcie_gen/current_link_gen")
+    f.pcie_gen_max_system = n.count(f"{link}/pcie_gen/max_link_gen")
+    f.pcie_gen_max_device = n.count(f"{link}/pcie_gen/max_device_link_gen")
+    f.pcie_gen_max_host = n.count(f"{link}/pcie_gen/max_host_link_gen")
+    f.pcie_width_current = _width(n, f"{link}/link_widths/current_link_width", where)
+    f.pcie_width_max = _width(n, f"{link}/link_widths/max_link_width", where)
+    f.pcie_replays = n.count("pci/replay_counter")
     f.performance_state = _t(node, "performance_state")
-    f.utilization_pct = parse_quantity(_t(node, "utilization/gpu_util"), frozenset({"%"}), where)
+    f.utilization_pct = n.number(frozenset({"%"}), "utilization/gpu_util", high=100.0)
     for group in ("clocks_event_reasons", "clocks_throttle_reasons"):
         section = node.find(group)
         if section is not None:
@@ -162,13 +218,30 @@ def _gpu(node: ET.Element, index: int) -> GpuFacts:
     for group in ("gpu_power_readings", "power_readings"):
         if node.find(group) is None:
             continue
-        f.power_limit_w = parse_quantity(_first(node, f"{group}/current_power_limit", f"{group}/enforced_power_limit",
-                                                f"{group}/power_limit"), _WATTS, where)
-        f.power_default_w = parse_quantity(_t(node, f"{group}/default_power_limit"), _WATTS, where)
+        f.power_limit_w = n.number(_WATTS, f"{group}/current_power_limit", f"{group}/enforced_power_limit",
+                                   f"{group}/power_limit")
+        f.power_default_w = n.number(_WATTS, f"{group}/default_power_limit")
         break
     f.fabric_state = _t(node, "fabric/state")
     f.fabric_status = _t(node, "fabric/status")
+    f.c2c_mode = _t(node, "c2c_mode")
+    # Readings no check above uses (temperature, power draw, ...), judged by the same rule.
+    seen = {(b.field, b.value) for b in n.bad}
+    f.bad_readings = n.bad + [b for b in bad_gpu_readings(node, index) if (b.field, b.value) not in seen]
     return f
+
+
+def _width(n: _Numbers, path: str, where: str) -> int | None:
+    raw = n.raw(path)[1]
+    try:
+        width = parse_link_width(raw, where)
+    except ParseError:
+        n.bad.append(BadReading(n.position, path, (raw or "").strip(), "not a PCIe link width"))
+        return None
+    if width is not None and not 1 <= width <= 64:
+        n.bad.append(BadReading(n.position, path, (raw or "").strip(), "impossible PCIe link width"))
+        return None
+    return width
 
 
 def parse_smi_document(text: str) -> SmiDocument:
@@ -179,7 +252,8 @@ def parse_smi_document(text: str) -> SmiDocument:
         raise ParseError(f"nvidia-smi XML: root element is <{root.tag[:40]}>, not <nvidia_smi_log>")
     gpus = [_gpu(node, i) for i, node in enumerate(root.findall("gpu"))]
     return SmiDocument(driver_version=_t(root, "driver_version"), cuda_version=_t(root, "cuda_version"),
-                       gpus=gpus, simulated=any(SIM_XML_MARKER in c for c in doc.comments))
+                       gpus=gpus, simulated=any(SIM_XML_MARKER in c for c in doc.comments),
+                       bad_readings=bad_document_readings(root))
 
 
 @dataclass

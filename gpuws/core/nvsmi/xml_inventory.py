@@ -18,6 +18,7 @@ from gpuws.core.inventory import GpuInfo, MigDevice
 from gpuws.core.nvsmi._values import clean_text, parse_int_quantity, parse_link_width, parse_quantity
 from gpuws.core.nvsmi._xmldoc import parse_xml_document
 from gpuws.core.nvsmi.mig_profiles import derive_mig_profile
+from gpuws.core.nvsmi.readings import BadReading, bad_readings
 from gpuws.core.simulation import SIM_XML_MARKER
 
 ROOT_TAG = "nvidia_smi_log"
@@ -52,6 +53,11 @@ def is_simulated_xml(text: str) -> bool:
     """
     document = parse_xml_document(text)
     return any(SIM_XML_MARKER in comment for comment in document.comments)
+
+
+def impossible_readings(text: str) -> list[BadReading]:
+    """The readings of the document no working GPU gives (gpuws.core.nvsmi.readings)."""
+    return bad_readings(parse_xml_document(text).root)
 
 
 def parse_nvidia_smi_xml(text: str) -> list[GpuInfo]:

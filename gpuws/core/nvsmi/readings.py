@@ -1,0 +1,107 @@
+"""Readings of `nvidia-smi -q -x` that no working GPU can give: NaN or infinite values, numbers
+outside what the quantity can be (a negative count, 250 % utilisation, a GPU at -300 C), a GPU
+count that is not a count.
+
+Such a value is not a reading of the card but a sign that the driver, the tool or something
+between them is broken, so nothing concluded from that document can be called healthy:
+`gpuws health` makes each one an inconclusive finding and `gpuws probe` prints it as a warning.
+Both come here, so the two say the same.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import xml.etree.ElementTree as ET
+from dataclasses import dataclass
+
+from gpuws.core.nvsmi._values import describe, is_missing
+
+# (path under <gpu>, lowest, highest, unit). Bounds are physical, not operating limits: a card
+# at 95 C is hot but real; one at 900 C or -300 C is a broken reading.
+GPU_READINGS: tuple[tuple[str, float, float, str], ...] = (
+    ("temperature/gpu_temp", -60.0, 200.0, "C"),
+    ("temperature/memory_temp", -60.0, 200.0, "C"),
+    ("gpu_power_readings/power_draw", 0.0, 10_000.0, "W"),
+    ("gpu_power_readings/average_power_draw", 0.0, 10_000.0, "W"),
+    ("gpu_power_readings/instant_power_draw", 0.0, 10_000.0, "W"),
+    ("gpu_power_readings/current_power_limit", 0.0, 10_000.0, "W"),
+    ("gpu_power_readings/enforced_power_limit", 0.0, 10_000.0, "W"),
+    ("gpu_power_readings/default_power_limit", 0.0, 10_000.0, "W"),
+    ("power_readings/power_draw", 0.0, 10_000.0, "W"),
+    ("power_readings/power_limit", 0.0, 10_000.0, "W"),
+    ("power_readings/enforced_power_limit", 0.0, 10_000.0, "W"),
+    ("power_readings/default_power_limit", 0.0, 10_000.0, "W"),
+    ("utilization/gpu_util", 0.0, 100.0, "%"),
+    ("utilization/memory_util", 0.0, 100.0, "%"),
+    ("fb_memory_usage/total", 0.0, 2.0**40, "MiB"),
+)
+# Anything that reads as a number, NaN and infinity included, so that they can be named.
+_NUMBER = re.compile(r"^\s*([-+]?(?:\d+(?:\.\d+)?(?:[eE][-+]?\d+)?|nan|inf(?:inity)?))\s*(\S+)?\s*$",
+                     re.IGNORECASE)
+
+
+@dataclass(frozen=True)
+class BadReading:
+    """One reading no GPU can give: where it is, what it said, and why it cannot be."""
+
+    gpu: int | None  # position of the <gpu> in the document; None for a document-wide field
+    field: str
+    value: str
+    why: str
+
+    def __str__(self) -> str:
+        where = f"GPU {self.gpu} " if self.gpu is not None else ""
+        return f"{where}{self.field} = {describe(self.value)}: {self.why}"
+
+
+def check_number(value: str | None, low: float, high: float, unit: str) -> str | None:
+    """Why `value` (as nvidia-smi writes it, e.g. "41 C") is impossible, or None when it is a
+    plausible reading or missing ("N/A")."""
+    if value is None or is_missing(value):
+        return None
+    match = _NUMBER.match(value)
+    if match is None or (match.group(2) is not None and match.group(2) != unit):
+        return f"not a number of {unit}" if unit else "not a number"
+    number = float(match.group(1))
+    if math.isnan(number):
+        return "not a number (NaN)"
+    if math.isinf(number):
+        return "infinite"
+    if number < low or number > high:
+        return f"impossible (outside {low:g} to {high:g}{' ' + unit if unit else ''})"
+    return None
+
+
+def bad_gpu_readings(gpu: ET.Element, position: int) -> list[BadReading]:
+    """The impossible readings of one `<gpu>` element."""
+    out = []
+    for path, low, high, unit in GPU_READINGS:
+        node = gpu.find(path)
+        if node is None or node.text is None:
+            continue
+        why = check_number(node.text, low, high, unit)
+        if why is not None:
+            out.append(BadReading(position, path, node.text.strip(), why))
+    return out
+
+
+def bad_document_readings(root: ET.Element) -> list[BadReading]:
+    """Document-wide impossible readings: an `attached_gpus` that is not a count. (It may well
+    differ from the number of `<gpu>` elements: `nvidia-smi -q -x -i 0` lists one of four.)"""
+    node = root.find("attached_gpus")
+    if node is None or node.text is None or is_missing(node.text):
+        return []
+    text = node.text.strip()
+    if not re.fullmatch(r"\d{1,6}", text):
+        why = check_number(text, 0, 1e6, "") or "not a whole number"
+        return [BadReading(None, "attached_gpus", text, why)]
+    return []
+
+
+def bad_readings(root: ET.Element) -> list[BadReading]:
+    """Every impossible reading of a parsed `nvidia-smi -q -x` document, document-wide first."""
+    out = bad_document_readings(root)
+    for position, gpu in enumerate(root.findall("gpu")):
+        out.extend(bad_gpu_readings(gpu, position))
+    return out

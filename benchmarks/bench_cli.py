@@ -3,7 +3,8 @@
 Times `gpuws --version`, `gpuws --help` and `gpuws hosts list --json` (wall clock, each a fresh
 process, medians) against the bare interpreter's start-up (`python -c pass`) measured in the same
 run, interleaved so machine load hits all alike. Targets: each under 150 ms and within 4x the bare
-interpreter. Also prints peak memory (max RSS) and the modules each command imported. All run
+interpreter; `--version` within 2x and `hosts list` within 2.5x (#35: they had grown to 2.8x and 4.3x).
+Also prints peak memory (max RSS) and the modules each command imported. All run
 with their bytecode compiled, as after an install (see `main`).
 """
 
@@ -25,6 +26,8 @@ COMMANDS = {
     "gpuws --help": [sys.executable, "-m", "gpuws", "--help"],
     "gpuws hosts list --json": [sys.executable, "-m", "gpuws", "hosts", "list", "--json"],
 }
+# The ratio to the bare interpreter each command must keep (default 4x).
+RATIO_TARGET = {"gpuws --version": 2.0, "gpuws hosts list --json": 2.5}
 _COUNT_MODULES = """
 import runpy, sys
 sys.argv = ["gpuws", *sys.argv[1:]]
@@ -76,9 +79,10 @@ def main() -> None:
         for name, argv in COMMANDS.items():
             median = statistics.median(times[name])
             modules = _modules(argv, env)
+            target = RATIO_TARGET.get(name, 4.0)
             verdict = "" if name == "bare interpreter" else (
-                f"  {median / bare:.1f}x bare; {'meets' if median < 0.150 and median <= 4 * bare else 'MISSES'} "
-                "< 150 ms and <= 4x bare")
+                f"  {median / bare:.1f}x bare; {'meets' if median < 0.150 and median <= target * bare else 'MISSES'} "
+                f"< 150 ms and <= {target:g}x bare")
             print(f"  {name:<26}{median * 1000:7.0f} ms  {modules:4d} modules{verdict}")
 
 

@@ -32,7 +32,7 @@ from gpuws.app.errors import Classified, classify
 from gpuws.core.inventory import Inventory
 from gpuws.core.models import HostProfile
 from gpuws.core.runner import CommandRunner
-from gpuws.core.states import ConnectionState
+from gpuws.core.states import ConnectionState, Countdown, Detail
 
 if TYPE_CHECKING:
     from gpuws.remote.auth import KbdintPrompt as KbdintPrompt  # re-exported for the window
@@ -152,10 +152,27 @@ class HostLink:
         self._listeners: list[Callable[[], None]] = []
         self.connection: LinkConnection | None = None  # the connection object (kept through drops; None when closed)
         self.state = ConnectionState.DISCONNECTED
-        self.detail = ""  # one line for people: the reason in words, and what happens next
+        self._detail: Detail = ""  # one line for people: the reason in words, and what happens next
         self.error: Classified | None = None  # the last failure, classified (class name for details)
         self.inventory: Inventory | None = None
         self.host_key_error: BaseException | None = None
+
+    @property
+    def detail(self) -> str:
+        """One line for people: the reason in words and what happens next, with the seconds left
+        of a wait as they are now ("trying again in 42 s")."""
+        return str(self._detail)
+
+    @property
+    def counting(self) -> bool:
+        """Whether the detail counts down (a view reading it again shows a new text)."""
+        return isinstance(self._detail, Countdown)
+
+    def tick(self) -> None:
+        """Tell the listeners again while the detail counts down (the window's one-second clock,
+        through `Workspace.check_stale`), so every countdown shown counts."""
+        if self.counting:
+            self._notify()
 
     @property
     def name(self) -> str:
@@ -314,9 +331,10 @@ class HostLink:
     # -- reports (owner's thread) --------------------------------------------------------------------
 
     def _make_connection(self, accept_new: bool, token: int) -> LinkConnection:
-        def on_state(state: ConnectionState | str, detail: str = "", *_: object) -> None:
+        def on_state(state: ConnectionState | str, detail: Detail = "", *_: object) -> None:
             value = ConnectionState(state)  # the connection's enum (or its value, from a stand-in)
-            self._post(lambda: self._on_state(token, value, str(detail)))
+            kept = detail if isinstance(detail, Countdown) else str(detail)  # a countdown keeps counting
+            self._post(lambda: self._on_state(token, value, kept))
 
         factory = self._factory or _default_factory()
         kwargs: dict[str, object] = {"accept_new": accept_new}
@@ -325,7 +343,7 @@ class HostLink:
         kwargs.update(self.connection_options)  # the caller's stores, prompts, policies win
         theirs = kwargs.pop("on_state", None)
         if callable(theirs):  # a script's own progress lines ("reconnecting...") too
-            def both(state: ConnectionState | str, detail: str = "", *rest: object) -> None:
+            def both(state: ConnectionState | str, detail: Detail = "", *rest: object) -> None:
                 on_state(state, detail)
                 theirs(state, detail)
 
@@ -360,7 +378,7 @@ class HostLink:
         finally:
             unsubscribe()
 
-    def _on_state(self, token: int, state: ConnectionState, detail: str) -> None:
+    def _on_state(self, token: int, state: ConnectionState, detail: Detail) -> None:
         # Only the fast reconnect's steps are passed on: connects, probes and failures are this
         # link's to report (the probe decides between "connected" and "no driver").
         if token != self._token:
@@ -392,7 +410,8 @@ class HostLink:
         if error is not None:
             self.error = error
         reason = self.error.reason if self.error is not None else "connection lost"
-        self._set(ConnectionState.UNREACHABLE, f"{reason}; trying again in {delay:.0f} s (or Retry now)")
+        self._set(ConnectionState.UNREACHABLE,
+                  Countdown.after_delay(f"{reason}; trying again in ", delay, " (or Retry now)", decimals=0))
 
     def _failed(self, token: int, exc: BaseException) -> None:
         if token != self._token:
@@ -407,10 +426,10 @@ class HostLink:
         if self.host_key_error is not None and self.on_host_key is not None:
             self.on_host_key(HostKeyRequest(self.name, exc, state is ConnectionState.HOST_KEY_CHANGED))
 
-    def _set(self, state: ConnectionState, detail: str, *, force: bool = False) -> None:
-        if (state, detail) == (self.state, self.detail) and not force:
+    def _set(self, state: ConnectionState, detail: Detail, *, force: bool = False) -> None:
+        if (state, detail) == (self.state, self._detail) and not force:
             return
-        self.state, self.detail = state, detail
+        self.state, self._detail = state, detail
         self._notify()
 
     def _notify(self) -> None:

@@ -178,6 +178,15 @@ class HostRecord:
             return f"Stale (no data for {self.stale_s:.0f} s)"
         return self.state.value.replace("_", " ").capitalize()
 
+    @property
+    def shown_state(self) -> tuple[ConnectionState, str]:
+        """The one state the sidebar, the header and the tray show, from this one place: the state
+        whose colour they take and the words when they say more than its label ("" otherwise).
+        A stale host takes RECONNECTING's colour with "Stale (no data for N s)", never Connected's."""
+        if self.state is ConnectionState.CONNECTED and self.stale_s is not None:
+            return ConnectionState.RECONNECTING, self.status_text
+        return self.state, ""
+
 
 class Workspace:
     """Sessions by host name, with their connection state, telemetry feeds, tunnels, cost
@@ -551,8 +560,12 @@ class Workspace:
     def check_stale(self, now: float | None = None) -> list[str]:
         """Mark each connected host with no sample for `STALE_INTERVALS` sample intervals as stale
         (`HostRecord.stale_s`, `status_text`), and fresh again once samples arrive; listeners hear
-        STATE. Returns the stale hosts. Call it about once a second (the window's clock)."""
+        STATE. Returns the stale hosts. Call it about once a second (the window's clock): it also
+        ticks each link's countdown ("trying again in 42 s"), so every countdown shown counts."""
         now = self._clock() if now is None else now
+        for record in list(self._hosts.values()):
+            if record.link is not None:
+                record.link.tick()
         store = self.telemetry.store
         limit = STALE_INTERVALS / max(self.telemetry.hz, 1e-6)
         stale: list[str] = []
@@ -560,7 +573,11 @@ class Workspace:
             age: float | None = None
             if record.state is ConnectionState.CONNECTED and self.streaming(name):
                 last = store.status(name).last_t
-                since = last if last is not None else self._streaming_since.get(name)
+                began = self._streaming_since.get(name)
+                # A stream that began after the last sample (a reconnect) is as old as it is, never
+                # as old as the sample before the drop: "Stale (no data for 56 s)" beside a new one.
+                known = [t for t in (last, began) if t is not None]
+                since = max(known) if known else None
                 if since is not None and now - since > limit:
                     age = now - since
             shown = None if record.stale_s is None else round(record.stale_s)

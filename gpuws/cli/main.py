@@ -15,11 +15,11 @@ import sys
 from collections.abc import Sequence
 
 from gpuws import __version__
-from gpuws.app.errors import EXIT_STATUS_TABLE
 from gpuws.cli.output import OneLineParser, fail, undecodable_argument
 from gpuws.core.errors import GpuwsError
 
-# The one table (gpuws.app.errors), applied below to every error a command lets through.
+# The one table (gpuws.app.errors), applied below to every error a command lets through, and
+# printed by `gpuws --help`: imported for those only (a quick command needs neither, #35).
 
 # One module per concern; each registers its own subcommands.
 COMMAND_MODULES = (
@@ -92,12 +92,23 @@ def _command_in(argv: Sequence[str]) -> str | None:
     return None
 
 
+class _TopParser(OneLineParser):
+    """`gpuws` itself: its help ends with the exit-status table, read from the error table only
+    when the help is printed."""
+
+    def format_help(self) -> str:
+        """Qt-free argparse: the help text, the exit-status table as its epilog."""
+        from gpuws.app.errors import EXIT_STATUS_TABLE
+
+        self.epilog = EXIT_STATUS_TABLE
+        return super().format_help()
+
+
 def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
     """The `gpuws` parser; given the command line, only the module of its command is imported."""
-    parser = OneLineParser(
+    parser = _TopParser(
         prog="gpuws",
         description="Workstation manager for cloud GPU sessions. Run without a command to open the window.",
-        epilog=EXIT_STATUS_TABLE,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("--version", action="version", version=f"gpuws {__version__}")

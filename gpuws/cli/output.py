@@ -49,13 +49,15 @@ def undecodable_argument(argv: Sequence[str]) -> str | None:
     """Why an argument cannot be used, when one holds bytes that are not UTF-8 (Python keeps them
     as lone surrogates, which no profile, keyring or terminal can take); None when all are fine."""
     for position, arg in enumerate(argv, start=1):
-        from gpuws.core.terminal import printable
-
         try:
             arg.encode("utf-8")
         except UnicodeEncodeError:
+            from gpuws.core.terminal import printable  # only for a bad one: the sanitiser costs a start (#35)
+
             return f"argument {position} ({printable(arg, 60)}) is not valid UTF-8; gpuws takes only UTF-8 text"
         if "\x00" in arg:  # no real command line holds one (C strings); main() called in-process may
+            from gpuws.core.terminal import printable
+
             return f"argument {position} ({printable(arg, 60)}) holds a NUL character"
     return None
 

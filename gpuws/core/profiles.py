@@ -32,8 +32,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 
-import tomli_w
-
 from gpuws.core import paths
 from gpuws.core.errors import ValidationError
 from gpuws.core.jumps import jump_profile_names
@@ -171,6 +169,8 @@ def encode_profiles(profiles: Iterable[HostProfile]) -> bytes:
         "schema_version": SCHEMA_VERSION,
         "hosts": [drop_unset(profile_to_dict(p)) for p in profiles],
     }
+    import tomli_w  # only to write: a command that reads profiles starts without it (#35)
+
     return tomli_w.dumps(doc).encode("utf-8")
 
 

@@ -22,10 +22,8 @@ cap is read, and TOML nested too deeply is a damaged file, not a traceback.
 from __future__ import annotations
 
 import contextlib
-import difflib
 import os
 import re
-import tempfile
 import time
 import tomllib
 from collections.abc import Callable, Iterable, Iterator, Sequence
@@ -239,6 +237,8 @@ def key_line(lines: Sequence[str], dotted: str, parent: str | None = None, offse
 
 def did_you_mean(key: str, known: Iterable[str]) -> str:
     """' (did you mean 'currency'?)' when a known key is close to `key`, else ''."""
+    import difflib  # a misspelt key only: never on a clean read's path (#35)
+
     close = difflib.get_close_matches(key, list(known), n=1, cutoff=0.7)
     return f" (did you mean {close[0]!r}?)" if close else ""
 
@@ -352,6 +352,8 @@ def parse_records(raw: bytes, path: Path, fmt: RecordFormat[_T]) -> Loaded[_T]:
 
 def atomic_write_bytes(path: Path, data: bytes) -> None:
     """Replace `path` with `data` so that a crash leaves either the old or the new content."""
+    import tempfile  # writers only (#35)
+
     fd, tmp_name = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
         with os.fdopen(fd, "wb") as tmp:

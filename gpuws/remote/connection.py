@@ -26,7 +26,7 @@ from asyncssh.public_key import get_default_certificate_algs, get_default_public
 from gpuws.core.errors import GpuwsError
 from gpuws.core.jumps import JumpChainError, jump_hops
 from gpuws.core.models import HostProfile
-from gpuws.core.states import ConnectionState
+from gpuws.core.states import ConnectionState, Countdown, Detail
 from gpuws.remote.auth import AuthFailed, KbdintPrompt, connect_options
 from gpuws.remote.ciphers import encryption_options
 from gpuws.remote.error_states import error_state
@@ -103,7 +103,7 @@ class HostKeyQuestion:
 
 
 ConfirmHostKey = Callable[[HostKeyQuestion], Awaitable[bool] | bool]
-StateCallback = Callable[[ConnectionState, str], None]
+StateCallback = Callable[[ConnectionState, Detail], None]
 
 
 @dataclass(frozen=True)
@@ -295,7 +295,7 @@ class HostConnection:
         self._keepalive_interval = keepalive_interval
         self._policy = reconnect or ReconnectPolicy()
         self._state = ConnectionState.DISCONNECTED
-        self._detail = ""
+        self._detail: Detail = ""
         self._failure: GpuwsError | None = None
         self._changed = asyncio.Event()
         self._conns: list[asyncssh.SSHClientConnection] = []  # jump hosts first, target last
@@ -311,8 +311,8 @@ class HostConnection:
 
     @property
     def detail(self) -> str:
-        """The last state's explanation (an error message, or the retry in progress)."""
-        return self._detail
+        """The last state's explanation (an error message, or the retry in progress, counting down)."""
+        return str(self._detail)
 
     @property
     def failure(self) -> GpuwsError | None:
@@ -325,7 +325,7 @@ class HostConnection:
         user = self.profile.user or getpass.getuser()
         return f"{user}@{host_token(self.profile.host, self.profile.port)}"
 
-    def _set_state(self, state: ConnectionState, detail: str = "") -> None:
+    def _set_state(self, state: ConnectionState, detail: Detail = "") -> None:
         self._state, self._detail = state, detail
         self._changed.set()
         self._changed = asyncio.Event()
@@ -521,8 +521,8 @@ class HostConnection:
     async def _reconnect(self) -> None:
         for attempt in range(1, self._policy.max_retries + 1):
             delay = self._policy.delay(attempt)
-            self._set_state(ConnectionState.RECONNECTING,
-                            f"connection lost; retry {attempt}/{self._policy.max_retries} in {delay:.1f} s")
+            self._set_state(ConnectionState.RECONNECTING, Countdown.after_delay(  # counts down as it is read
+                f"connection lost; retry {attempt}/{self._policy.max_retries} in ", delay))
             await asyncio.sleep(delay)
             if self._closing:
                 return

@@ -156,9 +156,11 @@ class HostDetail(QWidget):
     def _on_state(self, state: str, detail: str) -> None:
         record = self._record()
         problem = self._feed_problem() if state == "connected" else ""
-        if record is not None and state == "connected" and record.stale_s is not None:
-            # Never "Connected" while no sample came for three intervals (a frozen host).
-            self.status.set_state("reconnecting", record.status_text)
+        look, words = record.shown_state if record is not None and state == "connected" else (state, "")
+        if words:
+            # Never "Connected" while no sample came for three intervals (a frozen host): the
+            # Workspace's one shown state, as the sidebar shows it.
+            self.status.set_state(look, words)
             self.status.setToolTip("The host stopped sending samples; the readouts show the last values.")
         elif problem:  # never "Connected" while a feed this host owns is dead
             self.status.set_state("reconnecting", "Connected \u2014 telemetry interrupted")

@@ -35,6 +35,7 @@ class SidebarEntry:
     address: str
     state: str = "disconnected"
     status: str = ""  # the state in words when it says more than the state ("Stale (no data for 9 s)")
+    look: str = ""  # the state whose colour the dot and `status` take with it ("": `state`'s)
     summary: str = ""
     price: str = ""
     simulated: bool = False
@@ -76,7 +77,7 @@ class _HostDelegate(QStyledItemDelegate):
         # Status dot, vertically centred on the first line.
         painter.setRenderHint(QPainter.RenderHint.Antialiasing)
         painter.setPen(Qt.PenStyle.NoPen)
-        painter.setBrush(theme.state_colour(entry.state, pal))
+        painter.setBrush(theme.state_colour(entry.look or entry.state, pal))  # one colour with the words
         painter.drawEllipse(rect.left(), rect.top() + (line_h - _DOT) // 2, _DOT, _DOT)
         x = rect.left() + _DOT + 8
 
@@ -119,7 +120,7 @@ class _HostDelegate(QStyledItemDelegate):
         second = entry.summary if entry.state == "connected" and entry.summary else theme.state_label(entry.state)
         if entry.status:  # stale: the last summary is not now
             second = entry.status
-            painter.setPen(text if selected else theme.warning_colour(pal))
+            painter.setPen(text if selected else theme.state_colour(entry.look or entry.state, pal))
         elif entry.state not in ("connected", "connecting", "reconnecting", "disconnected"):
             painter.setPen(text if selected else theme.state_colour(entry.state, pal))
         else:
@@ -177,6 +178,7 @@ class HostSidebar(QWidget):
                 address=host_address(profile),
                 state=prev.state if prev else "disconnected",
                 status=prev.status if prev else "",
+                look=prev.look if prev else "",
                 summary=prev.summary if prev else "",
                 price=price_text(profile.price_per_hour, profile.currency),
                 simulated=profile.simulated,
@@ -200,13 +202,14 @@ class HostSidebar(QWidget):
             entry.state = state
             self._store(item, entry, detail)
 
-    def set_status(self, name: str, status: str) -> None:
-        """Show `status` (e.g. "Stale (no data for 9 s)") instead of the state's label; "" clears it."""
+    def set_status(self, name: str, status: str, look: str = "") -> None:
+        """Show `status` (e.g. "Stale (no data for 9 s)") instead of the state's label, dot and words
+        in the colour of state `look` (the Workspace's `HostRecord.shown_state`); "" clears it."""
         item = self._item(name)
         if item is not None:
             entry = self._entry(item)
-            if entry.status != status:
-                entry.status = status
+            if (entry.status, entry.look) != (status, look):
+                entry.status, entry.look = status, look
                 self._store(item, entry)
 
     def set_inventory(self, name: str, inventory: Inventory | None) -> None:

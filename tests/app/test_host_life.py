@@ -86,7 +86,8 @@ def _flowing_since(ws: Workspace, t: float) -> bool:
 
 
 @contextlib.contextmanager
-def _opened(tmp_path: Path, pace: RetryPace) -> Iterator[tuple[Workspace, Owner, dict[str, Any]]]:
+def _opened(tmp_path: Path, pace: RetryPace, reconnect: ReconnectPolicy | None = None,
+            ) -> Iterator[tuple[Workspace, Owner, dict[str, Any]]]:
     port = free_port()
     proc, info = demo_process.start(port, tmp_path / "host", PASSWORD)
     owner = Owner()
@@ -95,7 +96,8 @@ def _opened(tmp_path: Path, pace: RetryPace) -> Iterator[tuple[Workspace, Owner,
                           simulated=True)
     link = HostLink(profile, owner.spawn, owner.post, password=PASSWORD, pace=pace,
                     known_host_key=key_from_known_hosts_line(info["known_hosts_line"]),
-                    connection_options={"reconnect": ReconnectPolicy(base_delay=0.1, max_delay=0.2, max_retries=2),
+                    connection_options={"reconnect": reconnect or ReconnectPolicy(base_delay=0.1, max_delay=0.2,
+                                                                                  max_retries=2),
                                         "keepalive_interval": 1.0, "connect_timeout": 5.0})
     ws.attach(link)
     ws.connect("rig")
@@ -128,6 +130,28 @@ def test_retry_now_tries_at_once_instead_of_at_the_slow_pace(tmp_path: Path) -> 
         back = time.time()
         ws.retry_now("rig")  # the user's "Retry now"
         owner.wait_until(lambda: _flowing_since(ws, back))
+
+
+def test_every_countdown_counts(tmp_path: Path) -> None:
+    """#35: "retry 6/10 in 11.4 s" stayed the same for 15 s and "trying again in 60 s" from 130 s
+    to 220 s: the text was made once, when the wait began. The window's one-second clock
+    (`check_stale`) reads them again; here it is called as often as the owner polls."""
+    hour = RetryPace(fast=1, fast_delay_s=0.3, slow_s=3600.0)
+    fast = ReconnectPolicy(base_delay=3.0, max_delay=3.0, max_retries=1)
+    with _opened(tmp_path, hour, fast) as (ws, owner, state):
+        def detail() -> str:
+            ws.check_stale()  # the window's clock
+            record = ws.host("rig")
+            return record.detail if record is not None else ""
+
+        demo_process.stop(state["proc"])
+        retry = "connection lost; retry 1/1 in "
+        owner.wait_until(lambda: detail().startswith(retry))
+        first = detail()
+        owner.wait_until(lambda: detail().startswith(retry) and detail() != first, timeout=2.5)  # it counts
+        owner.wait_until(lambda: "trying again in 3600 s" in detail())
+        owner.wait_until(lambda: "trying again in 3599 s" in detail(), timeout=3.0)  # a second later
+        assert ws.state("rig") is ConnectionState.UNREACHABLE and detail().endswith("(or Retry now)")
 
 
 def test_a_killed_host_restarted_on_the_same_port_after_the_outage_comes_back_with_data(
@@ -230,6 +254,30 @@ def test_stale_after_three_missed_sample_intervals_by_the_workspace_clock() -> N
     assert ws.host("lab").status_text == "Stale (no data for 4 s)" and heard == [Change.STATE]  # type: ignore[union-attr]
     ws.telemetry.store.ingest("lab", SampleBatch(1004.0, [GpuSample(t=1004.0, gpu=0)], "nvml"))
     assert ws.check_stale(1004.2) == [] and ws.host("lab").status_text == "Connected"  # type: ignore[union-attr]
+
+
+def test_a_host_back_after_an_outage_is_not_stale_before_its_first_new_sample() -> None:
+    """#35: just after a reconnect the header said "Stale (no data for 56 s)" beside a new sample:
+    the age was counted from the last sample before the drop, not from the new stream's start."""
+    from gpuws.core.telemetry.sample import GpuSample, SampleBatch
+    from tests.app.test_workspace import Conn, Spawned
+
+    now = [1000.0]
+    ws = Workspace(Spawned(), telemetry=TelemetryService(hz=1.0), clock=lambda: now[0])
+    ws.add_host(HostProfile(name="lab", host="h"))
+    ws.connection_changed("lab", Conn())
+    ws.state_changed("lab", ConnectionState.CONNECTED)
+    ws.telemetry.store.ingest("lab", SampleBatch(1000.0, [GpuSample(t=1000.0, gpu=0)], "nvml"))
+    now[0] = 1001.0
+    ws.state_changed("lab", ConnectionState.RECONNECTING)  # the drop: the stream stops
+    now[0] = 1056.0
+    ws.state_changed("lab", ConnectionState.CONNECTED)  # back: a new stream begins now
+    assert ws.check_stale(1056.6) == []
+    record = ws.host("lab")
+    assert record is not None and record.status_text == "Connected"
+    assert record.shown_state == (ConnectionState.CONNECTED, "")
+    assert ws.check_stale(1060.0) == ["lab"]  # the new stream's own three intervals, then stale
+    assert record.shown_state == (ConnectionState.RECONNECTING, "Stale (no data for 4 s)")
 
 
 def test_a_script_opens_its_host_on_a_workspace_through_the_same_link() -> None:

@@ -13,6 +13,11 @@ import pytest
 from gpuws.cli import main as cli_main
 
 HEAVY = ("PySide6", "asyncssh", "paramiko", "numpy")
+# What a command that only reads (or only prints its version) never uses (#35): the profile writer's
+# TOML libraries, the whole error table (it is the help text's and a failing command's), the
+# sanitiser (only for an argument that must be escaped), close-match suggestions.
+NOT_FOR_READING = ("tomlkit", "tomli_w", "gpuws.app.errors", "difflib")
+NOT_FOR_VERSION = (*NOT_FOR_READING, "gpuws.core.terminal", "gpuws.core.models", "dataclasses")
 # Importing gpuws.cli.main and running a quick command, then listing which heavy packages came in.
 _PROBE = """
 import json, sys
@@ -27,6 +32,7 @@ else:
     import gpuws.cli.main
 heavy = json.loads(sys.argv[2])
 print("\\nLOADED=" + json.dumps(sorted(m for m in heavy + ["keyring", "filelock"] if m in sys.modules)))
+print("\\nALL=" + json.dumps(sorted(sys.modules)))
 """
 
 
@@ -36,8 +42,39 @@ def _loaded(argv: list[str] | None, tmp_path: Path) -> list[str]:
         [sys.executable, "-c", _PROBE, json.dumps(argv), json.dumps(list(HEAVY))],
         capture_output=True, text=True, env=env, check=True, timeout=60,
     )
-    line = result.stdout.rsplit("LOADED=", 1)[1]
+    line = result.stdout.rsplit("LOADED=", 1)[1].split("\nALL=")[0]
     return list(json.loads(line))
+
+
+def _all_loaded(argv: list[str], tmp_path: Path) -> set[str]:
+    env = {"GPUWS_CONFIG_DIR": str(tmp_path), "PATH": "/usr/bin:/bin", "HOME": str(tmp_path)}
+    result = subprocess.run(
+        [sys.executable, "-c", _PROBE, json.dumps(argv), json.dumps(list(HEAVY))],
+        capture_output=True, text=True, env=env, check=True, timeout=60,
+    )
+    return set(json.loads(result.stdout.rsplit("ALL=", 1)[1]))
+
+
+@pytest.mark.parametrize(("argv", "unused"), [
+    (["--version"], NOT_FOR_VERSION),
+    (["hosts", "list", "--json"], NOT_FOR_READING),
+    (["hosts", "list"], NOT_FOR_READING),
+])
+def test_quick_commands_leave_out_what_they_do_not_use(argv: list[str], unused: tuple[str, ...],
+                                                       tmp_path: Path) -> None:
+    """#35: `hosts list` was 3.8-4.3x a bare interpreter and `--version` 2.8x: the writer's TOML,
+    the whole error table and the sanitiser came in on paths that use none of them."""
+    (tmp_path / "profiles.toml").write_text('[hosts.gpu-a]\nhost = "gpu-a.example.com"\n')
+    loaded = _all_loaded(argv, tmp_path)
+    assert sorted(loaded & {*HEAVY, *unused}) == []
+
+
+def test_help_still_lists_the_exit_statuses(capsys: pytest.CaptureFixture[str]) -> None:
+    from gpuws.app.errors import EXIT_STATUS_TABLE
+
+    with pytest.raises(SystemExit):
+        cli_main.main(["--help"])
+    assert EXIT_STATUS_TABLE in capsys.readouterr().out
 
 
 def test_importing_the_cli_pulls_in_nothing_heavy(tmp_path: Path) -> None:

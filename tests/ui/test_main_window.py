@@ -156,3 +156,26 @@ def test_the_sidebar_keeps_its_width_across_tabs_and_window_sizes(make_window: A
     window.resize(900, 600)
     qtbot.waitUntil(lambda: window.width() == 900, timeout=3000)
     assert 200 <= window.sidebar.width() < 310  # only as much narrower as the tabs need
+
+
+def test_the_sidebar_and_the_header_show_one_state_in_one_colour(make_window: Any, qtbot: Any) -> None:
+    """#35: while frozen the sidebar dot was green beside "Stale (no data for 31 s)" and the header's
+    amber. The demo host is made stale by the Workspace's clock (a minute on, no sample since)."""
+    import time
+
+    from gpuws.ui import theme
+
+    window = make_window()
+    with qtbot.waitSignal(window.demo_ready, timeout=15000):
+        window.open_demo()
+    qtbot.waitUntil(lambda: window.sidebar.entry("demo").state == "connected"
+                    and window.workspace.telemetry.store.status("demo").last_t is not None, timeout=30000)
+    window.sidebar.select("demo")
+    assert window.workspace.check_stale(time.time() + 60) == ["demo"]  # what the window's clock does, later
+    entry = window.sidebar.entry("demo")
+    header = window.detail.status
+    assert entry is not None and entry.status.startswith("Stale (no data for ")
+    assert header.label.text() == entry.status  # the same words ...
+    dot = entry.look or entry.state
+    assert theme.state_colour(dot) == theme.state_colour(header.state)  # ... in the same colour
+    assert dot != "connected"  # never green beside "Stale"

@@ -158,3 +158,19 @@ def test_a_frozen_host_is_shown_stale_with_greyed_readouts(
     closing = hub.workspace.close_tunnel("rig", tunnel)
     qtbot.waitUntil(closing.done, timeout=10_000)
     service.close()
+
+
+def test_the_headers_countdown_counts(shown: tuple[HostDetail, HostSession, dict[str, Any]], qtbot: Any) -> None:
+    """#35: "trying again in 60 s" stayed from 130 s to 220 s; at this scale (60 s -> 2 s) the
+    header must say 2 s, then 1 s, as the window's one-second clock ticks (`check_stale`)."""
+    detail, _session, state = shown
+    hub = _telemetry(detail).hub
+    assert hub is not None
+    demo_process.stop(state["proc"])
+
+    def says(seconds: int) -> bool:
+        hub.workspace.check_stale()  # the window's clock
+        return f"trying again in {seconds} s" in detail.problem.text()
+
+    qtbot.waitUntil(lambda: says(2), timeout=60_000)
+    qtbot.waitUntil(lambda: says(1), timeout=3_000)

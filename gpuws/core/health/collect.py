@@ -136,8 +136,14 @@ def _kernel_events(section: Section | None) -> tuple[list[XidEvent] | None, Find
         return None, Finding("kernel_log", HealthVerdict.INCONCLUSIVE, "the kernel log was not read")
     if section.arg in ("journalctl", "dmesg"):
         events = parse_xid_lines(section.text)
-        return events, Finding("kernel_log", HealthVerdict.HEALTHY,
-                               f"kernel log since boot read with {section.arg}: {len(events)} XID lines")
+        lines = f"{len(events)} XID line{'' if len(events) == 1 else 's'}"
+        if not events:
+            return events, Finding("kernel_log", HealthVerdict.HEALTHY,
+                                   f"kernel log since boot read with {section.arg}: {lines}")
+        # The log was read; what its XIDs mean is judged on each GPU (never "healthy" here beside a
+        # GPU made unhealthy by them).
+        return events, Finding("kernel_log", HealthVerdict.INFO,
+                               f"kernel log since boot read with {section.arg}: {lines}, judged on each GPU")
     return None, Finding("kernel_log", HealthVerdict.INCONCLUSIVE,
                          f"the kernel log cannot be read, so XIDs since boot are unknown: {_first_line(section.text)}")
 

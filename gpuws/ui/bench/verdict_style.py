@@ -67,9 +67,11 @@ def verdict_text(verdict: Verdict) -> str:
 
 
 def check_name(check: str) -> str:
-    """The display name of a check ("health.remapped_rows" -> "Health: remapped rows")."""
+    """The display name of a check ("health.remapped_rows" -> "Health: Remapped memory rows")."""
     if check.startswith("health."):
-        return "Health: " + check[len("health."):].replace("_", " ")
+        from gpuws.core.health.names import check_name as health_check_name
+
+        return "Health: " + health_check_name(check[len("health."):])
     return CHECK_NAMES.get(check, check)
 
 

@@ -13,9 +13,12 @@ from PySide6.QtGui import QGuiApplication, QShowEvent
 from PySide6.QtWidgets import QHBoxLayout, QPushButton, QTreeWidget, QTreeWidgetItem, QVBoxLayout, QWidget
 
 from gpuws.core.health import HealthVerdict, HostHealth, provider_report
+from gpuws.core.health.names import check_name
 from gpuws.ui.tabs import HostContext
 from gpuws.ui.widgets import Badge, Banner, BannerKind, heading, muted_label
 
+_ABOUT = ("Passive checks in seconds: ECC, remapped rows, XIDs since boot, NVLink, fabric manager, PCIe link, "
+          "power cap, throttling. No load on the GPUs.")
 _SHOWN = {HealthVerdict.HEALTHY: "\u2713 healthy", HealthVerdict.INFO: "i info",
           HealthVerdict.DEGRADED: "! degraded", HealthVerdict.UNHEALTHY: "\u2715 unhealthy",
           HealthVerdict.INCONCLUSIVE: "? inconclusive"}
@@ -32,8 +35,7 @@ class HealthTab(QWidget):
         self.title = heading("Health", 1.2, self)
         self.sim_badge = Badge("SIMULATED", parent=self)
         self.sim_badge.hide()
-        self.summary = muted_label("Passive checks in seconds: ECC, remapped rows, XIDs since boot, NVLink, "
-                                   "fabric manager, PCIe link, power cap, throttling. No load on the GPUs.", self)
+        self.summary = muted_label(_ABOUT, self)
         self.summary.setWordWrap(True)
         self.check_button = QPushButton("Check health")
         self.check_button.clicked.connect(self.start)
@@ -73,21 +75,33 @@ class HealthTab(QWidget):
         """Show `context`'s host (its last result is not kept across hosts)."""
         if self.context is not None:
             with contextlib.suppress(RuntimeError, TypeError):
-                self.context.session.state_changed.disconnect(self._update_button)
+                self.context.session.state_changed.disconnect(self._on_state)
         self.context = context
         self.show_health(None)
+        self.summary.setText(_ABOUT)  # never the last host's verdict beside this one's empty table
         self.problem.hide()
         self.sim_badge.setVisible(bool(context is not None and context.profile.simulated))
         if context is not None:
-            context.session.state_changed.connect(self._update_button)
+            context.session.state_changed.connect(self._on_state)
         self._update_button()
+        self._check_if_shown()
+
+    def _on_state(self, *_: object) -> None:
+        self._update_button()
+        self._check_if_shown()
+
+    def _check_if_shown(self) -> None:
+        """The open tab checks a host once it is selected and connected (it may have been the open
+        tab since the last session, so no showEvent comes), once per host: an empty table is never
+        what a user meets."""
+        if self.isVisible() and self.health is None and self.problem.isHidden():
+            self.start()
 
     def showEvent(self, event: QShowEvent) -> None:
         """Check a connected host the first time its tab is shown: passive, seconds, no load, so an
         empty table is never what a user meets."""
         super().showEvent(event)
-        if self.health is None and self.problem.isHidden():
-            self.start()
+        self._check_if_shown()
 
     def _update_button(self, *_: object) -> None:
         connected = self.context is not None and self.context.session.connection is not None
@@ -139,12 +153,12 @@ class HealthTab(QWidget):
                              f", CUDA {health.cuda_version or '-'}")
         host_item = QTreeWidgetItem(self.tree, ["host", _SHOWN[health.verdict], health.hostname or ""])
         for f in health.findings:
-            QTreeWidgetItem(host_item, [f.check, _SHOWN[f.verdict], f.detail])
+            QTreeWidgetItem(host_item, [check_name(f.check), _SHOWN[f.verdict], f.detail])
         for g in health.gpus:
             item = QTreeWidgetItem(self.tree, [f"GPU {g.index} {g.name or ''}", _SHOWN[g.verdict],
                                                f"{g.uuid or '-'}  serial {g.serial or '-'}"])
             for f in g.findings:
-                child = QTreeWidgetItem(item, [f.check, _SHOWN[f.verdict], f.detail])
+                child = QTreeWidgetItem(item, [check_name(f.check), _SHOWN[f.verdict], f.detail])
                 child.setToolTip(2, f.detail)
             item.setExpanded(g.verdict is not HealthVerdict.HEALTHY)
         host_item.setExpanded(health.verdict is not HealthVerdict.HEALTHY)

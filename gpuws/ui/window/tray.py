@@ -74,7 +74,8 @@ class TrayChores(WindowBase):
 
     def _on_workspace_change(self, change: Change, host: str) -> None:
         if change is Change.STATE and (record := self.workspace.host(host)) is not None:
-            self.sidebar.set_status(host, record.status_text if record.stale_s is not None else "")
+            look, words = record.shown_state  # the header shows the same (HostDetail._on_state)
+            self.sidebar.set_status(host, words, look.value if words else "")
         if change in (Change.STATE, Change.COST, Change.IDLE, Change.REMOVED) and not self._closed:
             self._tray_refresh.start()
 

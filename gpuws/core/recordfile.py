@@ -9,9 +9,15 @@ The file is the user's as much as gpuws's: they may edit it by hand. So:
 - A wrong value (type, range, a duplicate name, a missing jump host) marks that one record
   broken: it is listed with its error (file, line, key) and left in the file untouched; the
   other records work.
-- A UTF-8 BOM is accepted (and kept). A file that is not TOML, a file cut short (the complete
-  records before the damage load), one from a newer gpuws (`schema_version` above ours) or one
-  gpuws may not read is read-only: every write is refused with the reason until it is fixed.
+- A UTF-8 BOM is accepted (and kept). A file that is not TOML (or not UTF-8), a file cut short,
+  one from a newer gpuws (`schema_version` above ours) or one gpuws may not read is read-only:
+  every write is refused with the reason until it is fixed.
+- A damaged file is read again record by record, cut at each `[[key]]` header (and at any other
+  table header, a header cut short included): one record's damage (a byte that is not UTF-8, a
+  duplicate key, a garbage line, `[key]` for `[[key]]`, the end of the file) costs that record
+  only; every complete record loads, the damaged one is listed broken with its line.
+- `repair` writes back the user's own text of every valid record and never rewrites a file from
+  a newer gpuws (refused: that gpuws may know records this one cannot read).
 
 Also, as before: writes are atomic (temp file, fsync, `os.replace`, directory fsync); every
 change takes a `FileLock` on the sibling `NAME.lock`, re-reads the file and applies its change,
@@ -272,9 +278,10 @@ class _Piece:
     """A part of a damaged file, cut at table headers: the preamble, a record, or another table."""
 
     kind: str  # "preamble", "record" ([[key]], also [key] or a header cut short), "other"
-    first: int  # its first line, from 1
+    first: int  # its first line, from 1 (a comment above its header, or the header)
     data: bytearray = field(default_factory=bytearray)
     last: int = 0  # its last line
+    header: int = 0  # its header's line
 
     @property
     def text(self) -> str:
@@ -302,16 +309,27 @@ def _header_kind(line: str, key: str) -> str | None:
 def _pieces(body: bytes, key: str) -> list[_Piece]:
     """The file cut at each record's header (and at any other table's): the unit of recovery, so
     that damage inside one record (a byte that is not UTF-8, a duplicate key, a line of garbage,
-    the file cut short) costs that record only."""
+    the file cut short) costs that record only. Comment lines right above a header are its."""
     pieces = [_Piece("preamble", 1)]
+    lines: list[list[bytes]] = [[]]
     parts = body.split(b"\n")
     for n, part in enumerate(parts, start=1):
         line = part + b"\n" if n < len(parts) else part
         kind = _header_kind(part.decode("utf-8", errors="replace"), key)
         if kind in ("record", "other"):
-            pieces.append(_Piece(kind, n))
-        pieces[-1].data += line
+            above = lines[-1]
+            keep = len(above)
+            while keep > 0 and above[keep - 1].lstrip().startswith(b"#"):
+                keep -= 1
+            moved = above[keep:]
+            del above[keep:]
+            pieces[-1].last -= len(moved)
+            pieces.append(_Piece(kind, n - len(moved), header=n))
+            lines.append(list(moved))
+        lines[-1].append(line)
         pieces[-1].last = n
+    for piece, held in zip(pieces, lines, strict=True):
+        piece.data = bytearray(b"".join(held))
     return pieces
 
 
@@ -329,9 +347,10 @@ def _parse_piece(piece: _Piece) -> tuple[dict[str, Any] | None, tuple[int, int |
     except tomllib.TOMLDecodeError as exc:
         line, column = _toml_error_at(exc, text)
         # "at end of document" is the piece's last line, not the next piece's first
-        return None, (min(piece.first + line - 1, piece.last), column, f"is not valid TOML ({_TOML_AT.sub('', str(exc)).strip()})")
+        reason = _TOML_AT.sub("", str(exc)).strip()
+        return None, (min(piece.first + line - 1, piece.last), column, f"is not valid TOML ({reason})")
     except RecursionError:  # tomllib recurses per nesting level: a hostile file can exhaust it
-        return None, (piece.first, None, "is nested too deeply")
+        return None, (piece.header, None, "is nested too deeply")
 
 
 def _version_of(doc: dict[str, Any]) -> int | None:
@@ -416,7 +435,7 @@ def _recover(body: bytes, bom: bool, path: Path, fmt: RecordFormat[_T], state: F
             continue
         index = len(rows)
         rows.append({})
-        spans.append((piece.first, piece.last))
+        spans.append((piece.header, piece.last))
         chunks.append(piece.text)
         named = _NAME_LINE.search(piece.text)
         name = (named.group(1) or named.group(2)) if named else None
@@ -429,10 +448,10 @@ def _recover(body: bytes, bom: bool, path: Path, fmt: RecordFormat[_T], state: F
             rows[index] = value[0]
         elif isinstance(value, dict):  # `[hosts]`: one table, not an entry of the list
             rows[index] = value
-            failed[index] = (name, problem(piece.first, fmt.key, f"`[{fmt.key}]` is not a record's header; "
+            failed[index] = (name, problem(piece.header, fmt.key, f"`[{fmt.key}]` is not a record's header; "
                                                                  f"write `[[{fmt.key}]]`"))
         else:
-            failed[index] = (name, problem(piece.first, fmt.key, f"is not a [[{fmt.key}]] table"))
+            failed[index] = (name, problem(piece.header, fmt.key, f"is not a [[{fmt.key}]] table"))
     text = body.decode("utf-8", errors="replace")
     lines = _Lines(text, fmt.key, spans)
     if failed_head is not None:

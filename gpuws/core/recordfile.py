@@ -643,6 +643,7 @@ class RecordFile(Generic[_T]):
             if index is None:
                 raise self.fmt.missing(name)
             record, unknown = self.fmt.decode(row)
+            self._refuse_unknown_tables(row, unknown)
             others = [r for r, t in zip(loaded.records, loaded.tables, strict=True) if t != index]
             check(record, others)
             doc = self._document(loaded)
@@ -650,6 +651,22 @@ class RecordFile(Generic[_T]):
             self._save(loaded, doc)
             return [f"{u.key}: is not a known {self.kind} field{did_you_mean(u.key.rsplit('.', 1)[-1], u.known)}; "
                     "kept in the file" for u in unknown]
+
+    def _refuse_unknown_tables(self, row: dict[str, Any], unknown: list[UnknownKey]) -> None:
+        """A table the record does not have (a `[[hosts]]` header typed into an edited record) is
+        refused: kept, it would be nested into the record as `[[hosts.hosts]]`. An unknown plain
+        key stays a warning, as in the file."""
+        for item in unknown:
+            value: Any = row
+            for part in item.key.split("."):
+                value = value.get(part) if isinstance(value, dict) else None
+            is_list = isinstance(value, list) and bool(value) and all(isinstance(v, dict) for v in value)
+            if not (isinstance(value, dict) or is_list):
+                continue
+            shown = f"[[{item.key}]]" if is_list else f"[{item.key}]"
+            hint = (f"; the text holds this one {self.kind}'s keys, without a [[{self.fmt.key}]] header"
+                    if item.key.split(".")[0] == self.fmt.key else "")
+            raise ValidationError(item.key, f"{shown} is a table a {self.kind} does not have; not saved{hint}")
 
     def delete_broken(self, name: str) -> bool:
         """Delete the broken record called `name` from the file (the user asked to remove it);

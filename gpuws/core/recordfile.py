@@ -51,6 +51,7 @@ BOM = b"\xef\xbb\xbf"
 
 _R = TypeVar("_R")
 _T = TypeVar("_T")
+Table = dict[str, Any]  # one TOML table as tomllib reads it
 
 
 class Named(Protocol):
@@ -265,7 +266,7 @@ class Loaded(Generic[_T]):
     state: FileState
     text: str  # the text tomlkit round-trips (without the BOM)
     bom: bool
-    rows: list[dict[str, Any]]  # every record table as read (valid or not; {} for one that did not parse)
+    rows: list[Table]  # every record table as read (valid or not; {} for one that did not parse)
     version: int | None = None  # the file's schema_version when it is a whole number
     # Read record by record (the file as a whole is damaged): the preamble's text when it parsed,
     # and each row's own text, so that `repair` writes back the user's text of the records it keeps.
@@ -333,7 +334,7 @@ def _pieces(body: bytes, key: str) -> list[_Piece]:
     return pieces
 
 
-def _parse_piece(piece: _Piece) -> tuple[dict[str, Any] | None, tuple[int, int | None, str] | None]:
+def _parse_piece(piece: _Piece) -> tuple[Table | None, tuple[int, int | None, str] | None]:
     """A piece's TOML, or where and why it does not parse (line, column, message)."""
     data = bytes(piece.data)
     try:
@@ -353,15 +354,15 @@ def _parse_piece(piece: _Piece) -> tuple[dict[str, Any] | None, tuple[int, int |
         return None, (piece.header, None, "is nested too deeply")
 
 
-def _version_of(doc: dict[str, Any]) -> int | None:
+def _version_of(doc: Table) -> int | None:
     version = doc.get("schema_version")
     return version if isinstance(version, int) and not isinstance(version, bool) else None
 
 
-def _salvage_preamble(piece: _Piece) -> dict[str, Any]:
+def _salvage_preamble(piece: _Piece) -> Table:
     """The top-level keys of a preamble that does not parse, line by line (its schema_version
     above all: a newer file must be known as newer even when its first lines are damaged)."""
-    doc: dict[str, Any] = {}
+    doc: Table = {}
     for line in piece.text.split("\n"):
         with contextlib.suppress(tomllib.TOMLDecodeError, RecursionError):
             for k, v in tomllib.loads(line).items():
@@ -415,6 +416,7 @@ def _recover(body: bytes, bom: bool, path: Path, fmt: RecordFormat[_T], state: F
     read-only: `state.read_only` is already set)."""
 
     def problem(line: int | None, key: str | None, message: str, column: int | None = None) -> FileProblem:
+        """A problem in this file."""
         return FileProblem(path, line, key, message, column)
 
     pieces = _pieces(body, fmt.key)
@@ -423,7 +425,7 @@ def _recover(body: bytes, bom: bool, path: Path, fmt: RecordFormat[_T], state: F
     preamble = head.text if top is not None else None
     if top is None:
         top = _salvage_preamble(head)
-    rows: list[dict[str, Any]] = []
+    rows: list[Table] = []
     spans: list[tuple[int, int]] = []
     chunks: list[str] = []
     failed: dict[int, tuple[str | None, FileProblem]] = {}
@@ -462,7 +464,7 @@ def _recover(body: bytes, bom: bool, path: Path, fmt: RecordFormat[_T], state: F
     return Loaded(records, tables, state, text, bom, rows, _version_of(top), preamble, chunks)
 
 
-def _check_top(doc: dict[str, Any], lines: _Lines, fmt: RecordFormat[Any], state: FileState,
+def _check_top(doc: Table, lines: _Lines, fmt: RecordFormat[_T], state: FileState,
                problem: Callable[..., FileProblem]) -> None:
     """The top level: schema_version (a file from a newer gpuws is read-only) and unknown keys."""
     version = doc.get("schema_version")
@@ -483,7 +485,7 @@ def _check_top(doc: dict[str, Any], lines: _Lines, fmt: RecordFormat[Any], state
                                       + did_you_mean(key, ["schema_version", fmt.key]) + "; ignored, kept in the file"))
 
 
-def _decode_rows(rows: list[dict[str, Any]], failed: dict[int, tuple[str | None, FileProblem]], lines: _Lines,
+def _decode_rows(rows: list[Table], failed: dict[int, tuple[str | None, FileProblem]], lines: _Lines,
                  fmt: RecordFormat[_T], state: FileState,
                  problem: Callable[..., FileProblem]) -> tuple[list[_T], list[int]]:
     """The valid records (and their row index) among `rows`; the others go to `state.broken`.
@@ -652,12 +654,12 @@ class RecordFile(Generic[_T]):
             return [f"{u.key}: is not a known {self.kind} field{did_you_mean(u.key.rsplit('.', 1)[-1], u.known)}; "
                     "kept in the file" for u in unknown]
 
-    def _refuse_unknown_tables(self, row: dict[str, Any], unknown: list[UnknownKey]) -> None:
+    def _refuse_unknown_tables(self, row: Table, unknown: list[UnknownKey]) -> None:
         """A table the record does not have (a `[[hosts]]` header typed into an edited record) is
         refused: kept, it would be nested into the record as `[[hosts.hosts]]`. An unknown plain
         key stays a warning, as in the file."""
         for item in unknown:
-            value: Any = row
+            value: object = row
             for part in item.key.split("."):
                 value = value.get(part) if isinstance(value, dict) else None
             is_list = isinstance(value, list) and bool(value) and all(isinstance(v, dict) for v in value)

@@ -79,6 +79,18 @@ def _sshd_missing() -> str | None:
     return None if os.access(SSHD, os.X_OK) else f"no OpenSSH sshd at {SSHD} (install openssh-server)"
 
 
+def _xvfb_missing() -> str | None:
+    from tests.support.xvfb import XVFB
+
+    return None if XVFB is not None else "no Xvfb (install xvfb: scripts/install-deps.sh test)"
+
+
+def _ssh_missing() -> str | None:
+    import shutil
+
+    return None if shutil.which("ssh") else "no OpenSSH client `ssh` (install openssh-client)"
+
+
 def _keyring_missing() -> str | None:
     if not os.environ.get("DBUS_SESSION_BUS_ADDRESS"):
         return "no D-Bus session with a Secret Service (run under scripts/test.sh)"
@@ -89,23 +101,41 @@ def _keyring_missing() -> str | None:
     return unusable_reason(keyring.get_keyring())
 
 
+# What a marked test needs; the test command installs each (scripts/install-deps.sh test).
+_CHECKS = {"sshd": _sshd_missing, "keyring": _keyring_missing, "xvfb": _xvfb_missing, "ssh_client": _ssh_missing}
+_MISSING: dict[str, str | None] = {}
+
+
+def _missing(marker: str) -> str | None:
+    if marker not in _MISSING:
+        _MISSING[marker] = _CHECKS[marker]()
+    return _MISSING[marker]
+
+
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    """In the test command, a test whose part is missing fails with the reason, never skips: a
+    fresh machine after the README's command would otherwise pass with those tests unrun."""
+    if not IN_TEST_COMMAND:
+        return
+    for marker in _CHECKS:
+        if item.get_closest_marker(marker) is not None and (reason := _missing(marker)) is not None:
+            pytest.fail(f"{marker}: {reason}; the test command needs it (GPUWS_TEST_SESSION=1: "
+                        "a missing part fails here, never skips)", pytrace=False)
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """Mark tests by the fixtures they use (sshd, gui), and outside the test command skip those
-    whose service is missing, with the reason, instead of failing (as qutebrowser's conftest does)."""
-    missing: dict[str, str | None] = {}
-    checks = {"sshd": _sshd_missing, "keyring": _keyring_missing}
+    whose part is missing, with the reason, instead of failing (as qutebrowser's conftest does)."""
     for item in items:
         for fixture, marker in _FIXTURE_MARKERS.items():
             if fixture in getattr(item, "fixturenames", ()) and item.get_closest_marker(marker) is None:
                 item.add_marker(getattr(pytest.mark, marker))
         if IN_TEST_COMMAND:
             continue
-        for marker, check in checks.items():
+        for marker in _CHECKS:
             if item.get_closest_marker(marker) is None:
                 continue
-            if marker not in missing:
-                missing[marker] = check()
-            reason = missing[marker]
+            reason = _missing(marker)
             if reason is not None:
                 item.add_marker(pytest.mark.skip(reason=f"{marker} test outside the test command: {reason}"))
 

@@ -9,9 +9,15 @@ The file is the user's as much as gpuws's: they may edit it by hand. So:
 - A wrong value (type, range, a duplicate name, a missing jump host) marks that one record
   broken: it is listed with its error (file, line, key) and left in the file untouched; the
   other records work.
-- A UTF-8 BOM is accepted (and kept). A file that is not TOML, a file cut short (the complete
-  records before the damage load), one from a newer gpuws (`schema_version` above ours) or one
-  gpuws may not read is read-only: every write is refused with the reason until it is fixed.
+- A UTF-8 BOM is accepted (and kept). A file that is not TOML (or not UTF-8), a file cut short,
+  one from a newer gpuws (`schema_version` above ours) or one gpuws may not read is read-only:
+  every write is refused with the reason until it is fixed.
+- A damaged file is read again record by record, cut at each `[[key]]` header (and at any other
+  table header, a header cut short included): one record's damage (a byte that is not UTF-8, a
+  duplicate key, a garbage line, `[key]` for `[[key]]`, the end of the file) costs that record
+  only; every complete record loads, the damaged one is listed broken with its line.
+- `repair` writes back the user's own text of every valid record and never rewrites a file from
+  a newer gpuws (refused: that gpuws may know records this one cannot read).
 
 Also, as before: writes are atomic (temp file, fsync, `os.replace`, directory fsync); every
 change takes a `FileLock` on the sibling `NAME.lock`, re-reads the file and applies its change,
@@ -43,6 +49,7 @@ BOM = b"\xef\xbb\xbf"
 
 _R = TypeVar("_R")
 _T = TypeVar("_T")
+Table = dict[str, Any]  # one TOML table as tomllib reads it
 
 
 class Named(Protocol):
@@ -66,6 +73,10 @@ class ProfileStoreError(GpuwsError):
 
 class ReadOnlyFile(ProfileStoreError):
     """The file is read-only until the user fixes it (not TOML, cut short, from a newer gpuws)."""
+
+
+class NewerFileRefused(ProfileStoreError):
+    """`repair` of a file a newer gpuws wrote: refused, the file is left as it is."""
 
 
 @dataclass(frozen=True)
@@ -175,32 +186,35 @@ def _toml_error_at(exc: tomllib.TOMLDecodeError, text: str) -> tuple[int, int | 
 
 
 class _Lines:
-    """Where records and keys are in the text (tomllib keeps no positions)."""
+    """Where records and keys are in the text (tomllib keeps no positions).
 
-    def __init__(self, text: str, key: str) -> None:
-        self.lines = text.splitlines()
-        header = re.compile(rf"^\s*\[\[\s*(?:{re.escape(key)}|\"{re.escape(key)}\")\s*\]\]\s*(?:#.*)?$")
-        self.headers = [n for n, line in enumerate(self.lines, start=1) if header.match(line)]
+    `spans` (recovery): the first and last line of each record, as the record-by-record reader
+    cut them; by default the records start at each `[[key]]` line and run to the next."""
+
+    def __init__(self, text: str, key: str, spans: list[tuple[int, int]] | None = None) -> None:
+        self.lines = text.split("\n")  # lines as TOML counts them (only \n ends one)
         self.key = key
+        if spans is None:
+            header = re.compile(rf"^\s*\[\[\s*(?:{re.escape(key)}|\"{re.escape(key)}\")\s*\]\]\s*(?:#.*)?$")
+            starts = [n for n, line in enumerate(self.lines, start=1) if header.match(line)]
+            spans = [(first, (starts[i + 1] - 1) if i + 1 < len(starts) else len(self.lines))
+                     for i, first in enumerate(starts)]
+        self.spans = spans
+        self.headers = [first for first, _ in spans]
 
     def record(self, index: int) -> int | None:
         """The line of the `[[key]]` header of record `index` (0-based)."""
         return self.headers[index] if index < len(self.headers) else None
-
-    def before_line(self, line: int) -> int:
-        """How many records start before `line`."""
-        return sum(1 for h in self.headers if h < line)
 
     def field(self, index: int | None, dotted: str) -> int | None:
         """The line of `dotted` in record `index` (None: at the top level), else the record's line."""
         if index is None:
             start, end = 1, (self.headers[0] if self.headers else len(self.lines) + 1)
         else:
-            first = self.record(index)
-            if first is None:
+            if index >= len(self.spans):
                 return None
-            start = first
-            end = self.headers[index + 1] if index + 1 < len(self.headers) else len(self.lines) + 1
+            start, last = self.spans[index]
+            end = last + 1
         return key_line(self.lines[start - 1:end - 1], dotted, self.key, offset=start - 1) or (
             start if index is not None else None)
 
@@ -252,45 +266,207 @@ class Loaded(Generic[_T]):
     state: FileState
     text: str  # the text tomlkit round-trips (without the BOM)
     bom: bool
-    rows: list[dict[str, Any]]  # every record table as read (valid or not)
+    rows: list[Table]  # every record table as read (valid or not; {} for one that did not parse)
+    version: int | None = None  # the file's schema_version when it is a whole number
+    # Read record by record (the file as a whole is damaged): the preamble's text when it parsed,
+    # and each row's own text, so that `repair` writes back the user's text of the records it keeps.
+    preamble: str | None = None
+    chunks: list[str] | None = None
+
+
+@dataclass
+class _Piece:
+    """A part of a damaged file, cut at table headers: the preamble, a record, or another table."""
+
+    kind: str  # "preamble", "record" ([[key]], also [key] or a header cut short), "other"
+    first: int  # its first line, from 1 (a comment above its header, or the header)
+    data: bytearray = field(default_factory=bytearray)
+    last: int = 0  # its last line
+    header: int = 0  # its header's line
+
+    @property
+    def text(self) -> str:
+        """Its text as far as it decodes (for finding lines and names)."""
+        return self.data.decode("utf-8", errors="replace")
+
+
+# A table header, also one cut short (`[[hos`); not an array's line such as `["a"],`.
+_HEADER_LINE = re.compile(r"^\s*\[\[?\s*(?P<name>[^\[\]#,=]*?)\s*(?:\]\]?)?\s*(?:#.*)?$")
+_NAME_LINE = re.compile(r"""^\s*(?:name|"name")\s*=\s*(?:"([^"\\]*)"|'([^']*)')""", re.MULTILINE)
+
+
+def _header_kind(line: str, key: str) -> str | None:
+    """'record' for a record's header (`[[key]]`, also `[key]` or one cut short), 'sub' for a table
+    inside a record (`[key.alerts]`), 'other' for any other table header, None for no header."""
+    found = _HEADER_LINE.match(line)
+    if found is None:
+        return None
+    parts = [p.strip().strip("\"'") for p in found.group("name").split(".")]
+    if parts == [key]:
+        return "record"
+    return "sub" if parts[0] == key and len(parts) > 1 else "other"
+
+
+def _pieces(body: bytes, key: str) -> list[_Piece]:
+    """The file cut at each record's header (and at any other table's): the unit of recovery, so
+    that damage inside one record (a byte that is not UTF-8, a duplicate key, a line of garbage,
+    the file cut short) costs that record only. Comment lines right above a header are its."""
+    pieces = [_Piece("preamble", 1)]
+    lines: list[list[bytes]] = [[]]
+    parts = body.split(b"\n")
+    for n, part in enumerate(parts, start=1):
+        line = part + b"\n" if n < len(parts) else part
+        kind = _header_kind(part.decode("utf-8", errors="replace"), key)
+        if kind in ("record", "other"):
+            above = lines[-1]
+            keep = len(above)
+            while keep > 0 and above[keep - 1].lstrip().startswith(b"#"):
+                keep -= 1
+            moved = above[keep:]
+            del above[keep:]
+            pieces[-1].last -= len(moved)
+            pieces.append(_Piece(kind, n - len(moved), header=n))
+            lines.append(list(moved))
+        lines[-1].append(line)
+        pieces[-1].last = n
+    for piece, held in zip(pieces, lines, strict=True):
+        piece.data = bytearray(b"".join(held))
+    return pieces
+
+
+def _parse_piece(piece: _Piece) -> tuple[Table | None, tuple[int, int | None, str] | None]:
+    """A piece's TOML, or where and why it does not parse (line, column, message)."""
+    data = bytes(piece.data)
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line_start = data.rfind(b"\n", 0, exc.start) + 1
+        return None, (piece.first + data[:exc.start].count(b"\n"), exc.start - line_start + 1,
+                      f"is not UTF-8 text (byte 0x{data[exc.start]:02x})")
+    try:
+        return tomllib.loads(text), None
+    except tomllib.TOMLDecodeError as exc:
+        line, column = _toml_error_at(exc, text)
+        # "at end of document" is the piece's last line, not the next piece's first
+        reason = _TOML_AT.sub("", str(exc)).strip()
+        return None, (min(piece.first + line - 1, piece.last), column, f"is not valid TOML ({reason})")
+    except RecursionError:  # tomllib recurses per nesting level: a hostile file can exhaust it
+        return None, (piece.header, None, "is nested too deeply")
+
+
+def _version_of(doc: Table) -> int | None:
+    version = doc.get("schema_version")
+    return version if isinstance(version, int) and not isinstance(version, bool) else None
+
+
+def _salvage_preamble(piece: _Piece) -> Table:
+    """The top-level keys of a preamble that does not parse, line by line (its schema_version
+    above all: a newer file must be known as newer even when its first lines are damaged)."""
+    doc: Table = {}
+    for line in piece.text.split("\n"):
+        with contextlib.suppress(tomllib.TOMLDecodeError, RecursionError):
+            for k, v in tomllib.loads(line).items():
+                doc.setdefault(k, v)
+    return doc
 
 
 def parse_records(raw: bytes, path: Path, fmt: RecordFormat[_T]) -> Loaded[_T]:
-    """Everything usable in a record file's bytes, and every problem with where it is."""
+    """Everything usable in a record file's bytes, and every problem with where it is.
+
+    A file that is not UTF-8 or not TOML as a whole, or whose records are not `[[key]]` tables,
+    is read-only and read again record by record (`_recover`): every complete record still loads,
+    each damaged one is listed broken with its line."""
     bom = raw.startswith(BOM)
     body = raw[len(BOM):] if bom else raw
     state = FileState()
-    what = f"{fmt.kind} file"
 
     def problem(line: int | None, key: str | None, message: str, column: int | None = None) -> FileProblem:
         return FileProblem(path, line, key, message, column)
 
+    gone_to = f"gpuws will not write it until it is fixed (or `{fmt.repair}` moves it aside)"
     try:
         text = body.decode("utf-8")
     except UnicodeDecodeError as exc:
         line = body[:exc.start].count(b"\n") + 1
-        state.read_only = problem(line, None, f"is not UTF-8 text (byte {exc.start + 1})")
-        return Loaded([], [], state, "", bom, [])
-    lines = _Lines(text, fmt.key)
+        state.read_only = problem(line, None, f"is not UTF-8 text (byte {exc.start + 1}); {gone_to}")
+        return _recover(body, bom, path, fmt, state)
     try:
         doc = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         line, column = _toml_error_at(exc, text)
         reason = _TOML_AT.sub("", str(exc)).strip()
-        state.read_only = problem(line, None, f"is not valid TOML ({reason}); gpuws will not write it until it is "
-                                              f"fixed (or `{fmt.repair}` moves it aside)", column)
-        # A file cut short: the complete records before the damaged one still load. (Cut before
-        # an earlier record when that text does not parse either: a string left open, say.)
-        doc = {}
-        for index in range(lines.before_line(line) - 1, -1, -1):
-            with contextlib.suppress(tomllib.TOMLDecodeError, RecursionError):
-                doc = tomllib.loads("\n".join(lines.lines[:lines.headers[index] - 1]))
-                break
+        state.read_only = problem(line, None, f"is not valid TOML ({reason}); {gone_to}", column)
+        return _recover(body, bom, path, fmt, state)
     except RecursionError:  # tomllib recurses per nesting level: a hostile file can exhaust it
-        state.read_only = problem(None, None, f"is nested too deeply to be a {what}")
-        return Loaded([], [], state, text, bom, [])
-    if not doc:
-        return Loaded([], [], state, text, bom, [])
+        state.read_only = problem(None, None, f"is nested too deeply to be a {fmt.kind} file")
+        return _recover(body, bom, path, fmt, state)
+    lines = _Lines(text, fmt.key)
+    rows = doc.get(fmt.key, [])
+    if not isinstance(rows, list) or not all(isinstance(r, dict) for r in rows):
+        state.read_only = problem(lines.field(None, fmt.key), fmt.key, f"must be a list of [[{fmt.key}]] tables")
+        return _recover(body, bom, path, fmt, state)
+    _check_top(doc, lines, fmt, state, problem)
+    records, tables = _decode_rows(list(rows), {}, lines, fmt, state, problem)
+    return Loaded(records, tables, state, text, bom, list(rows), _version_of(doc))
+
+
+def _recover(body: bytes, bom: bool, path: Path, fmt: RecordFormat[_T], state: FileState) -> Loaded[_T]:
+    """A damaged file read record by record: cut at each record's header, each record parsed on
+    its own; the complete ones load, each damaged one is broken with its line (the file stays
+    read-only: `state.read_only` is already set)."""
+
+    def problem(line: int | None, key: str | None, message: str, column: int | None = None) -> FileProblem:
+        """A problem in this file."""
+        return FileProblem(path, line, key, message, column)
+
+    pieces = _pieces(body, fmt.key)
+    head, rest = pieces[0], pieces[1:]
+    top, failed_head = _parse_piece(head)
+    preamble = head.text if top is not None else None
+    if top is None:
+        top = _salvage_preamble(head)
+    rows: list[Table] = []
+    spans: list[tuple[int, int]] = []
+    chunks: list[str] = []
+    failed: dict[int, tuple[str | None, FileProblem]] = {}
+    for piece in rest:
+        doc, error = _parse_piece(piece)
+        if piece.kind == "other" and doc is not None:
+            for k, v in doc.items():  # a table of its own (not a record): known or not, as usual
+                top.setdefault(k, v)
+            continue
+        index = len(rows)
+        rows.append({})
+        spans.append((piece.header, piece.last))
+        chunks.append(piece.text)
+        named = _NAME_LINE.search(piece.text)
+        name = (named.group(1) or named.group(2)) if named else None
+        if error is not None:
+            failed[index] = (name, problem(error[0], None, error[2], error[1]))
+            continue
+        assert doc is not None
+        value = doc.get(fmt.key)
+        if isinstance(value, list) and len(value) == 1 and isinstance(value[0], dict):
+            rows[index] = value[0]
+        elif isinstance(value, dict):  # `[hosts]`: one table, not an entry of the list
+            rows[index] = value
+            failed[index] = (name, problem(piece.header, fmt.key, f"`[{fmt.key}]` is not a record's header; "
+                                                                 f"write `[[{fmt.key}]]`"))
+        else:
+            failed[index] = (name, problem(piece.header, fmt.key, f"is not a [[{fmt.key}]] table"))
+    text = body.decode("utf-8", errors="replace")
+    lines = _Lines(text, fmt.key, spans)
+    if failed_head is not None:
+        state.warnings.append(problem(failed_head[0], None, f"{failed_head[2]}; the lines before the first "
+                                                            f"[[{fmt.key}]] are ignored", failed_head[1]))
+    _check_top(top, lines, fmt, state, problem)
+    records, tables = _decode_rows(rows, failed, lines, fmt, state, problem)
+    return Loaded(records, tables, state, text, bom, rows, _version_of(top), preamble, chunks)
+
+
+def _check_top(doc: Table, lines: _Lines, fmt: RecordFormat[_T], state: FileState,
+               problem: Callable[..., FileProblem]) -> None:
+    """The top level: schema_version (a file from a newer gpuws is read-only) and unknown keys."""
     version = doc.get("schema_version")
     version_line = lines.field(None, "schema_version")
     if not isinstance(version, int) or isinstance(version, bool) or version < 1:
@@ -298,21 +474,30 @@ def parse_records(raw: bytes, path: Path, fmt: RecordFormat[_T]) -> Loaded[_T]:
             version_line, "schema_version", f"must be a whole number from 1 to {fmt.newest} "
                                             f"(add `schema_version = {fmt.newest}` at the top)")
     elif version > fmt.newest:
-        state.read_only = state.read_only or problem(
-            version_line, "schema_version", f"{version} is from a newer gpuws (this one reads up to {fmt.newest}); "
-                                            "the file is read-only here and left as it is")
-    rows = doc.get(fmt.key, [])
-    if not isinstance(rows, list) or not all(isinstance(r, dict) for r in rows):
-        state.read_only = state.read_only or problem(
-            lines.field(None, fmt.key), fmt.key, f"must be a list of [[{fmt.key}]] tables")
-        return Loaded([], [], state, text, bom, [])
+        newer = problem(version_line, "schema_version", f"{version} is from a newer gpuws (this one reads up to "
+                                                        f"{fmt.newest}); the file is read-only here and left as it is")
+        if state.read_only is not None:  # damaged too: say both, the newer schema first
+            state.warnings.insert(0, newer)
+        else:
+            state.read_only = newer
     for key in sorted(set(doc) - {"schema_version", fmt.key}):
         state.warnings.append(problem(lines.field(None, key), key, "is not a known top-level key"
                                       + did_you_mean(key, ["schema_version", fmt.key]) + "; ignored, kept in the file"))
+
+
+def _decode_rows(rows: list[Table], failed: dict[int, tuple[str | None, FileProblem]], lines: _Lines,
+                 fmt: RecordFormat[_T], state: FileState,
+                 problem: Callable[..., FileProblem]) -> tuple[list[_T], list[int]]:
+    """The valid records (and their row index) among `rows`; the others go to `state.broken`.
+    `failed`: rows already known broken (they did not parse), with the name found and why."""
     records: list[_T] = []
     tables: list[int] = []
     seen: dict[str, int] = {}
     for index, table in enumerate(rows):
+        if index in failed:
+            name_found, why = failed[index]
+            state.broken.append(BrokenRecord(name_found, index + 1, why))
+            continue
         name = table.get("name") if isinstance(table.get("name"), str) else None
         label = f"{fmt.kind} {name!r}" if name else f"{fmt.kind} #{index + 1}"
         try:
@@ -344,7 +529,7 @@ def parse_records(raw: bytes, path: Path, fmt: RecordFormat[_T]) -> Loaded[_T]:
             records = [r for i, r in enumerate(records) if i not in broken]
             tables = [t for i, t in enumerate(tables) if i not in broken]
     state.broken.sort(key=lambda b: b.number)
-    return Loaded(records, tables, state, text, bom, list(rows))
+    return records, tables
 
 
 # -- writing ----------------------------------------------------------------------------------------
@@ -462,6 +647,7 @@ class RecordFile(Generic[_T]):
             if index is None:
                 raise self.fmt.missing(name)
             record, unknown = self.fmt.decode(row)
+            self._refuse_unknown_tables(row, unknown)
             others = [r for r, t in zip(loaded.records, loaded.tables, strict=True) if t != index]
             check(record, others)
             doc = self._document(loaded)
@@ -469,6 +655,22 @@ class RecordFile(Generic[_T]):
             self._save(loaded, doc)
             return [f"{u.key}: is not a known {self.kind} field{did_you_mean(u.key.rsplit('.', 1)[-1], u.known)}; "
                     "kept in the file" for u in unknown]
+
+    def _refuse_unknown_tables(self, row: Table, unknown: list[UnknownKey]) -> None:
+        """A table the record does not have (a `[[hosts]]` header typed into an edited record) is
+        refused: kept, it would be nested into the record as `[[hosts.hosts]]`. An unknown plain
+        key stays a warning, as in the file."""
+        for item in unknown:
+            value: object = row
+            for part in item.key.split("."):
+                value = value.get(part) if isinstance(value, dict) else None
+            is_list = isinstance(value, list) and bool(value) and all(isinstance(v, dict) for v in value)
+            if not (isinstance(value, dict) or is_list):
+                continue
+            shown = f"[[{item.key}]]" if is_list else f"[{item.key}]"
+            hint = (f"; the text holds this one {self.kind}'s keys, without a [[{self.fmt.key}]] header"
+                    if item.key.split(".")[0] == self.fmt.key else "")
+            raise ValidationError(item.key, f"{shown} is a table a {self.kind} does not have; not saved{hint}")
 
     def delete_broken(self, name: str) -> bool:
         """Delete the broken record called `name` from the file (the user asked to remove it);
@@ -486,17 +688,24 @@ class RecordFile(Generic[_T]):
 
     def repair(self) -> RecoveryNotice | None:
         """On the user's request only: move the file aside (original bytes kept) and write back the
-        records that are valid. None when there was nothing to repair."""
+        records that are valid, in the user's own text. None when there was nothing to repair.
+        Refused (NewerFileRefused) for a file a newer gpuws wrote: this one cannot know its records."""
         with self._locked():
             loaded = self._load()
             if not self.path.exists() or not (loaded.state.read_only or loaded.state.broken):
                 self.state = loaded.state
                 return None
+            if loaded.version is not None and loaded.version > self.fmt.newest:
+                self.state = loaded.state
+                raise NewerFileRefused(
+                    f"{self.kind}s: not repaired: a newer gpuws wrote {self.path} (schema_version {loaded.version}; "
+                    f"this one reads up to {self.fmt.newest}); it is left as it is: use that gpuws")
+            kept = self._kept(loaded) if loaded.records else b""
             backup = backup_path(self.path)
             try:
                 os.replace(self.path, backup)
                 if loaded.records:
-                    self._write_fresh(loaded.records)
+                    self._write_bytes(kept)
             except OSError as exc:
                 raise ProfileStoreError(f"{self.kind}s: cannot move {self.path} aside: {exc.strerror}") from None
             problems = loaded.state.notices()
@@ -504,6 +713,35 @@ class RecordFile(Generic[_T]):
             return RecoveryNotice(backup, f"Moved {self.path} to {backup} (the original, unchanged) and kept "
                                           f"the {len(loaded.records)} valid {self.kind}(s). It had: "
                                           + "; ".join(problems))
+
+    def _kept(self, loaded: Loaded[_T]) -> bytes:
+        """What `repair` writes back: the user's own text of each valid record (comments and keys
+        gpuws does not know stay) under a valid schema_version. Written fresh from the records only
+        when that text would not read back as exactly those records."""
+        import tomlkit
+
+        names = [getattr(r, "name", None) for r in loaded.records]
+        try:
+            if loaded.chunks is None:  # TOML as a whole: drop the broken tables from the document
+                doc = tomlkit.parse(loaded.text)
+                tables = doc[self.fmt.key]
+                for index in sorted(set(range(len(loaded.rows))) - set(loaded.tables), reverse=True):
+                    del tables[index]
+            else:  # read record by record: the preamble (when it parsed) and each valid record's text
+                parts = [loaded.preamble or ""] + [loaded.chunks[i] for i in loaded.tables]
+                doc = tomlkit.parse("".join(p if p.endswith("\n") or not p else p + "\n" for p in parts))
+            if "schema_version" in doc and loaded.version != self.fmt.newest:
+                doc["schema_version"] = self.fmt.newest  # not a whole number, or below 1
+            text = tomlkit.dumps(doc)
+            if "schema_version" not in doc:
+                text = f"schema_version = {self.fmt.newest}\n\n" + text
+            data = (BOM if loaded.bom else b"") + text.encode("utf-8")
+            again = parse_records(data, self.path, self.fmt)
+            if again.state.read_only is None and [getattr(r, "name", None) for r in again.records] == names:
+                return data
+        except (tomlkit.exceptions.TOMLKitError, KeyError, IndexError):
+            pass
+        return self._fresh(loaded.records)
 
     # -- internals --------------------------------------------------------------------------------
 
@@ -585,7 +823,8 @@ class RecordFile(Generic[_T]):
         self._write_bytes((BOM if loaded.bom else b"") + data)
         self.state = parse_records((BOM if loaded.bom else b"") + data, self.path, self.fmt).state
 
-    def _write_fresh(self, records: list[_T]) -> None:
+    def _fresh(self, records: list[_T]) -> bytes:
+        """A new file holding only `records` (what gpuws writes when it has no text of the user's)."""
         import tomlkit
 
         doc = tomlkit.document()
@@ -594,7 +833,7 @@ class RecordFile(Generic[_T]):
         for rec in records:
             tables.append(drop_unset(self.fmt.to_table(rec)))
         doc[self.fmt.key] = tables
-        self._write_bytes(tomlkit.dumps(doc).encode("utf-8"))
+        return tomlkit.dumps(doc).encode("utf-8")
 
     def _write_bytes(self, data: bytes) -> None:
         try:

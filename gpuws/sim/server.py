@@ -8,7 +8,17 @@ channel closes or the client disconnects, the whole process group is killed: no 
 A session that asks for a terminal (`ssh -t`, `gpuws shell`) gets a real pseudo-terminal as its
 controlling terminal, so tmux and shells behave as on a host. tmux keeps its socket under the
 state directory (TMUX_TMPDIR), never in the machine's own /tmp/tmux-UID. Detached programs a
-command starts (tmux, the desktop's Xvnc) outlive the connection and the demo host, as on a real host.
+command starts (tmux, the desktop's Xvnc and window manager, Jupyter, TensorBoard) outlive the
+connection, as on a real host, and an in-process demo host (the one a CLI command given NAME
+`demo` starts, so the next command finds the desktop still there). `gpuws demo-host` ends them
+all when it stops, by SIGTERM, SIGINT, SIGHUP or its parent's death (`serve_forever`).
+
+How it finds them: every process it starts carries the host's GPUWS_SIM_STATE in its environment,
+and so do their children (tmux's server, the desktop's Xvnc and session, a `setsid nohup` server):
+`leftover_pids` scans /proc for it. Neither process groups nor PR_SET_PDEATHSIG in the children
+would do: these programs leave their group on purpose (setsid, a daemon's double fork), and the
+parent-death signal is cleared in every forked child (tmux's server is one). Its own parent's
+death reaches the demo host as PR_SET_PDEATHSIG (set on itself), which runs the same stop.
 
 The desktop parts are real (Xvnc, websockify, glxinfo of this machine); only VirtualGL is simulated:
 a `vglrun` wrapper under which the `glxinfo` wrapper names the first simulated GPU as the renderer
@@ -305,8 +315,9 @@ class DemoHost:
         )
         return self.info
 
-    async def stop(self) -> None:
-        """Stop listening, kill every command still running, close connections."""
+    async def stop(self, *, end_detached: bool = False) -> None:
+        """Stop listening, kill every command still running, close connections; `end_detached`:
+        also end what its commands left running detached (tmux, the desktop, Jupyter...)."""
         for pgid in list(self._groups):
             _kill_group(pgid)
         if self._server is not None:
@@ -318,6 +329,8 @@ class DemoHost:
         # Let each handler reap its killed command, so no subprocess transport outlives the host.
         if self._handlers:
             await asyncio.wait(set(self._handlers), timeout=5.0)
+        if end_detached:
+            await asyncio.to_thread(kill_leftovers, self.state_dir)
 
     async def _handle_process(self, process: asyncssh.SSHServerProcess[bytes]) -> None:
         task = asyncio.current_task()
@@ -509,8 +522,25 @@ async def _pump_out(source: asyncio.StreamReader | None, sink: Any) -> None:
         await sink.drain()
 
 
+PR_SET_PDEATHSIG = 1  # <linux/prctl.h>
+
+
+def end_with_parent(sig: int = signal.SIGTERM) -> bool:
+    """Have the kernel send `sig` to this process when its parent ends (PR_SET_PDEATHSIG; Linux,
+    where the simulated host runs). False when the parent ended already (then no signal comes).
+    The signal follows the parent *thread* that started us: a shell or a program's main thread."""
+    parent = os.getppid()
+    if sys.platform.startswith("linux"):
+        import ctypes
+
+        ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, sig, 0, 0, 0)
+    return os.getppid() == parent
+
+
 async def serve_forever(gpus: str, port: int, state_dir: Path | None, faults: list[SimFault] | None = None) -> int:
-    """Run a demo host until SIGINT/SIGTERM, printing its connection JSON line first."""
+    """Run a demo host until SIGINT/SIGTERM/SIGHUP or its parent's death, printing its connection
+    JSON line first; then end every process it started, detached ones too."""
+    parent_alive = end_with_parent()
     host = DemoHost(gpus=gpus, port=port, state_dir=state_dir, faults=faults)
     info = await host.start()
     print(info.to_json(), flush=True)
@@ -520,10 +550,12 @@ async def serve_forever(gpus: str, port: int, state_dir: Path | None, faults: li
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):  # SIGHUP: its terminal closed
         loop.add_signal_handler(sig, stop.set)
+    if not parent_alive:
+        stop.set()
     try:
         await stop.wait()
     finally:
-        await host.stop()
+        await host.stop(end_detached=True)
     return 0
 
 

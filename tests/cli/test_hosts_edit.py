@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import json
 import os
+import pty
 import sys
 import tomllib
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -59,8 +61,14 @@ n = int((turns.parent / "count").read_text())
 (turns.parent / "count").write_text(str(n + 1))
 (turns.parent / f"shown-{n}").write_text(path.read_text())
 step = calls[min(n, len(calls) - 1)]
+if n >= 30:  # an editor relaunched without end: give up here, so the test ends either way
+    sys.exit(9)
 if step == "KEEP":
     pass
+elif step.startswith("APPEND "):  # adds text each time: never the same save twice
+    path.write_text(path.read_text() + step.removeprefix("APPEND ") + f"  # {n}\n")
+elif step.startswith("GROW "):  # a save of that many bytes
+    path.write_text(path.read_text() + "# " + "x" * int(step.removeprefix("GROW ")) + "\n")
 else:
     text = path.read_text()
     old, new = step.split(" => ")
@@ -80,6 +88,39 @@ def scripted_editor(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, *steps: str
     return tmp_path
 
 
+@pytest.fixture
+def terminal_stdin() -> Iterator[None]:
+    """fd 0 is a real terminal (a pty) for the test: someone could fix an invalid save."""
+    master, slave = pty.openpty()
+    saved = os.dup(0)
+    os.dup2(slave, 0)
+    try:
+        yield
+    finally:
+        os.dup2(saved, 0)
+        for fd in (saved, slave, master):
+            os.close(fd)
+
+
+@pytest.fixture
+def no_terminal_stdin() -> Iterator[None]:
+    """fd 0 is /dev/null, as under cron or `< /dev/null`."""
+    null = os.open(os.devnull, os.O_RDONLY)
+    saved = os.dup(0)
+    os.dup2(null, 0)
+    try:
+        yield
+    finally:
+        os.dup2(saved, 0)
+        os.close(saved)
+        os.close(null)
+
+
+def launches(seen: Path) -> int:
+    return int((seen / "count").read_text())
+
+
+@pytest.mark.usefixtures("terminal_stdin")
 def test_editor_reopens_with_the_error_until_valid(capsys: pytest.CaptureFixture[str], tmp_path: Path,
                                                    monkeypatch: pytest.MonkeyPatch) -> None:
     assert run(capsys, "hosts", "add", "rig", "--host", "rig.example")[0] == 0
@@ -100,6 +141,7 @@ def test_editor_reopens_with_the_error_until_valid(capsys: pytest.CaptureFixture
     assert next(h for h in doc["hosts"] if h["name"] == "rig")["my_note"] == "kept"
 
 
+@pytest.mark.usefixtures("terminal_stdin")
 def test_editor_abandoned_after_an_error_changes_nothing(capsys: pytest.CaptureFixture[str], tmp_path: Path,
                                                          monkeypatch: pytest.MonkeyPatch) -> None:
     assert run(capsys, "hosts", "add", "rig", "--host", "rig.example")[0] == 0
@@ -121,3 +163,69 @@ def test_editor_fixes_a_broken_profile(capsys: pytest.CaptureFixture[str], tmp_p
     assert code == 0, err
     assert ProfileStore().get("rig").currency == "EUR"
     assert not [name for name in os.listdir(path.parent) if "corrupt" in name]
+
+
+# -- issue 36 item 5: bounded -------------------------------------------------------------------------
+
+
+@pytest.mark.usefixtures("terminal_stdin")
+def test_an_editor_that_keeps_saving_invalid_toml_is_stopped_after_three_saves(
+        capsys: pytest.CaptureFixture[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # Found: relaunched about 100 times a second without end.
+    assert run(capsys, "hosts", "add", "rig", "--host", "rig.example")[0] == 0
+    before = ProfileStore().path.read_bytes()
+    seen = scripted_editor(tmp_path, monkeypatch, "APPEND this = = not toml")
+    code, _, err = run(capsys, "hosts", "edit", "rig", "--editor")
+    assert (code, launches(seen)) == (2, 3)
+    assert "3 invalid saves in a row" in err and "not valid TOML" in err and "nothing changed" in err
+    assert ProfileStore().path.read_bytes() == before
+
+
+@pytest.mark.usefixtures("no_terminal_stdin")
+def test_without_a_terminal_an_invalid_save_ends_the_edit_at_once(
+        capsys: pytest.CaptureFixture[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # Found: 3,030 launches in 30 s with stdin from /dev/null.
+    assert run(capsys, "hosts", "add", "rig", "--host", "rig.example")[0] == 0
+    seen = scripted_editor(tmp_path, monkeypatch, "APPEND this = = not toml")
+    code, _, err = run(capsys, "hosts", "edit", "rig", "--editor")
+    assert (code, launches(seen)) == (2, 1)
+    assert "stdin is not a terminal" in err
+    # A valid save needs no terminal.
+    seen = scripted_editor(tmp_path, monkeypatch, "port = 22 => port = 2200")
+    assert run(capsys, "hosts", "edit", "rig", "--editor")[0] == 0
+    assert ProfileStore().get("rig").port == 2200
+
+
+@pytest.mark.usefixtures("terminal_stdin")
+def test_an_oversized_save_is_refused_by_its_size_before_it_is_read(
+        capsys: pytest.CaptureFixture[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # Found: a 50 MB edit took 15.5 s and 317 MB before it was refused.
+    assert run(capsys, "hosts", "add", "rig", "--host", "rig.example")[0] == 0
+    before = ProfileStore().path.read_bytes()
+    seen = scripted_editor(tmp_path, monkeypatch, f"GROW {5 * 1024 * 1024}")
+    code, _, err = run(capsys, "hosts", "edit", "rig", "--editor")
+    assert (code, launches(seen)) == (2, 1)
+    assert "more than the 1048576 allowed" in err and "nothing changed" in err
+    assert ProfileStore().path.read_bytes() == before
+
+
+@pytest.mark.usefixtures("terminal_stdin")
+def test_a_hosts_table_typed_in_the_editor_is_refused_not_nested(
+        capsys: pytest.CaptureFixture[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # Found: saved as [[hosts.hosts]] with only a warning.
+    assert run(capsys, "hosts", "add", "rig", "--host", "rig.example")[0] == 0
+    before = ProfileStore().path.read_bytes()
+    seen = scripted_editor(tmp_path, monkeypatch, 'APPEND [[hosts]]\nname = "other"\nhost = "o.example"', "KEEP")
+    code, _, err = run(capsys, "hosts", "edit", "rig", "--editor")
+    assert code == 2 and "[[hosts]] is a table a profile does not have" in err
+    second = (seen / "shown-1").read_text().splitlines()
+    error = next(line for line in second if "ERROR" in line)
+    header = next(n for n, line in enumerate(second, start=1) if line.startswith("[[hosts]]"))
+    assert f"line {header}: hosts:" in error
+    assert ProfileStore().path.read_bytes() == before
+    assert "hosts.hosts" not in ProfileStore().path.read_text()
+    # A nested table it does not know either, under one it knows.
+    seen = scripted_editor(tmp_path, monkeypatch, "APPEND [alerts.extra]\nx = 1", "KEEP")
+    code, _, err = run(capsys, "hosts", "edit", "rig", "--editor")
+    assert code == 2 and "[alerts.extra] is a table a profile does not have" in err
+    assert ProfileStore().path.read_bytes() == before

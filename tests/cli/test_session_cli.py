@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -158,6 +160,11 @@ def test_tunnel_command_runs_until_interrupted(sshd: SshdServer, tmp_path: Path,
     port = free_port()
     http = subprocess.Popen([sys.executable, "-m", "http.server", str(port), "--bind", "127.0.0.1",
                              "--directory", str(root)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    # The host's server listens before the tunnel is opened (in that order, whatever the machine's load).
+    for _ in range(600):
+        with contextlib.suppress(OSError), socket.create_connection(("127.0.0.1", port), timeout=1):
+            break
+        time.sleep(0.05)  # polling the condition, bounded only to fail instead of hanging
     local = free_port()
     env = {**os.environ, "HOME": str(own_home), "PYTHONPATH": str(REPO)}
     proc = subprocess.Popen(
@@ -166,7 +173,6 @@ def test_tunnel_command_runs_until_interrupted(sshd: SshdServer, tmp_path: Path,
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, cwd=REPO, stdin=subprocess.DEVNULL,
     )
     try:
-        time.sleep(0.5)  # let http.server bind
         assert proc.stdout is not None
         line = proc.stdout.readline()
         doc = json.loads(line)

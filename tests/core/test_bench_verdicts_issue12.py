@@ -111,3 +111,23 @@ def test_inconclusive_stress_is_never_a_pass_overall() -> None:
     outcomes = score_run({"gpus": [H100]}, [res("stress", status="inconclusive", reason="ran 0.6 s of 10 s"),
                                             res("gemm_bf16", 900.0, details={"sustained_p10": 880.0})])
     assert overall(outcomes) is Verdict.INCONCLUSIVE
+
+
+@pytest.mark.parametrize(("reasons", "sustained", "verdict"), [
+    (["hw_thermal_slowdown"], 250.0, Verdict.WARN),  # sustained fell to 86% of the peak window while throttled
+    (["hw_power_brake_slowdown"], 250.0, Verdict.WARN),
+    (["sw_power_cap"], 250.0, Verdict.PASS),  # the default power limit: how a healthy SXM card runs
+    ([], 250.0, Verdict.PASS),  # the same drop, no throttle seen: nothing to name
+    (["hw_thermal_slowdown"], 265.0, Verdict.PASS),  # throttled, but sustained held 91% of the peak window
+])
+def test_the_throttle_rule_on_another_card_format_and_reason(reasons: list[str], sustained: float,
+                                                             verdict: Verdict) -> None:
+    """A second, independent test of the throttle rule (issue 36): A100, fp16, other reasons, and
+    both sides of it (the exempt power cap, the 90%-of-peak-window line)."""
+    telemetry = {"samples": 10, "sm_clock_min_mhz": 900, "sm_clock_max_mhz": 1410, "throttle_reasons_seen": reasons}
+    outcome = last([res("gemm_fp16", 280.0, gpu=1, details={"sustained_p10": sustained, "peak": 290.0,
+                                                            "telemetry": telemetry})])
+    assert outcome.verdict is verdict, outcome.reason
+    assert ("throttled: " in outcome.reason) == (verdict is Verdict.WARN)
+    if verdict is Verdict.WARN:
+        assert f"throttled: {reasons[0]} (SM clock 900-1,410 MHz)" in outcome.reason

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+from pathlib import Path
 
 import asyncssh
 import pytest
@@ -56,7 +57,8 @@ def csv_seeds() -> list[str]:
 
 
 def agent_seeds() -> list[str]:
-    record = {"gpu": 0, "uuid": "GPU-0", "util_gpu": 50.0, "mem_used_mib": 1024, "power_w": 120.5, "pstate": "P0",
+    # The agent's own field names (gpuws/agent/telemetry_agent.py FIELDS): `util_gpu` was read as unset.
+    record = {"gpu": 0, "uuid": "GPU-0", "util_gpu_pct": 50.0, "mem_used_mib": 1024, "power_w": 120.5, "pstate": "P0",
               "throttle_mask": 4, "processes": [{"pid": 12, "name": "python3", "used_mib": 800.0}],
               "mig": {"parent_gpu": 0, "device": 1, "gi": 2, "ci": 0}}
     return [json.dumps({"type": "batch", "t": 1700000000.5, "gpus": [record, {**record, "gpu": 1, "mig": None}]}),
@@ -175,3 +177,82 @@ def test_what_the_fuzzer_found_is_a_parse_error() -> None:
         parse_nvidia_smi_xml("<nvidia_smi_log>\udcff</nvidia_smi_log>")
     with pytest.raises(ParseError, match="nested too deeply"):
         _json_line("[" * 100_000)
+
+
+# -- the unmutated seeds parse to their known values --------------------------------------------------
+# A parser that refused everything would pass every fuzz test above; these fail for it. Where the
+# known values come from the seed text itself, they are read by a different reader (a regular
+# expression, the csv or json module) than the parser under test.
+
+
+def test_nvidia_smi_xml_seeds_parse_to_their_gpus() -> None:
+    import re
+
+    seeds = xml_seeds()
+    assert len(seeds) == 6
+    for text in seeds:
+        gpus = parse_nvidia_smi_xml(text)
+        assert [g.name for g in gpus] == re.findall(r"<product_name>\s*(.*?)\s*</product_name>", text)
+        assert [g.uuid for g in gpus] == re.findall(r"<uuid>\s*(.*?)\s*</uuid>", text)
+        assert [g.index for g in gpus] == list(range(len(re.findall(r"<gpu id=", text))))
+
+
+def test_query_csv_seeds_parse_to_their_rows() -> None:
+    import csv
+    import io
+
+    for text in csv_seeds():
+        table = [row for row in csv.reader(io.StringIO(text), skipinitialspace=True) if row]
+        header, body = [h.strip() for h in table[0]], table[1:]
+        rows = parse_query_csv(text)
+        assert len(rows) == len(body) >= 1
+        assert [row["index"] for row in rows] == [line[header.index("index")].strip() for line in body]
+        assert [row["name"] for row in rows] == [line[header.index("name")].strip() for line in body]
+        fields = [h.split(" [")[0] for h in header]
+        line = text.strip().splitlines()[1]
+        assert parse_query_line(line, fields) == rows[0]
+
+
+def test_agent_json_seeds_parse_to_their_samples() -> None:
+    batch, hello = agent_seeds()
+    message = _json_line(batch)
+    assert message == json.loads(batch)
+    samples = [sample_from_agent(record, t=0.0) for record in message["gpus"]]
+    assert [(s.gpu, s.uuid, s.util_gpu_pct, s.mem_used_mib, s.power_w, s.pstate) for s in samples] == [
+        (0, "GPU-0", 50.0, 1024, 120.5, "P0"), (1, "GPU-0", 50.0, 1024, 120.5, "P0")]
+    first, second = samples
+    assert [(p.pid, p.name, p.used_mib) for p in first.processes or []] == [(12, "python3", 800.0)]
+    assert first.mig is not None and (first.mig.parent_gpu, first.mig.gi) == (0, 2) and second.mig is None
+    assert _json_line(hello)["driver"] == "550.54"
+
+
+def test_ssh_config_seed_parses_to_its_hosts(tmp_path: Path) -> None:
+    # The first corpus seed, whose values `ssh -G` confirms (tests/core/test_sshconfig_parity.py).
+    path = tmp_path / "config"
+    path.write_text(ssh_config_seeds()[0])
+    found = {p.name: (p.host, p.port, p.user) for p in import_ssh_config(path, ssh_dir=tmp_path).profiles}
+    assert found == {"bastion3": ("10.0.0.3", 22, "ops"), "gpu": ("gpu.example.com", 2222, "first")}
+
+
+def test_known_hosts_seed_parses_to_its_entries(tmp_path: Path) -> None:
+    path = tmp_path / "known_hosts"
+    path.write_text(known_hosts_seeds()[0])
+    entries = parse_known_hosts(path)
+    assert [(e.line_no, e.marker, e.hosts) for e in entries] == [
+        (1, None, "gpu0,10.0.0.0"), (2, None, "gpu1,10.0.0.1"), (3, "cert-authority", "*.example"),
+        (4, "revoked", "[h]:2222")]
+    assert [e.matches("gpu1", 22) for e in entries] == [False, True, False, False]
+    assert entries[3].matches("h", 2222) and entries[2].matches("gpu.example", 22)
+
+
+def test_profiles_toml_seed_parses_to_its_profiles(tmp_path: Path) -> None:
+    path = tmp_path / "profiles.toml"
+    path.write_text(profiles_seeds()[0])
+    store = ProfileStore(path)
+    loaded = {p.name: p for p in store.load()}
+    assert store.state.broken == [] and store.state.read_only is None and store.state.warnings == []
+    assert sorted(loaded) == ["a100-box", "inner"]
+    box = loaded["a100-box"]
+    assert (box.host, box.user, box.auth, box.key_path, box.notes, box.tags, box.price_per_hour) == (
+        "203.0.113.7", "ubuntu", AuthMethod.KEY, "~/.ssh/id_ed25519", "team box", ["x"], 1.5)
+    assert (loaded["inner"].host, loaded["inner"].jump) == ("10.0.0.2", "a100-box,ssh://ops@h:2222")

@@ -146,9 +146,9 @@ async def test_client_timeout_kills_the_run_and_cleans_up(cpu_host: Host, monkey
     # The runner is told it has 30 s; the client gives up after 2 s (as if the runner hung).
     monkeypatch.setattr(remote_bench, "GRACE_S", -28.0)
     async with HostConnection(key_profile(cpu_host.server)) as conn:
-        started = time.monotonic()
-        run = await run_benchmark(conn.runner, "full", python=cpu_host.python, host="cpu-box", timeout=30)
-        assert time.monotonic() - started < 10
+        # The client gives up before the runner's own 30 s (a guard against a hang, not a timing).
+        run = await asyncio.wait_for(
+            run_benchmark(conn.runner, "full", python=cpu_host.python, host="cpu-box", timeout=30), 25)
     assert run.timed_out and run.error and "stopped" in run.error
     assert build_report(run)["verdict"] == "inconclusive"
     assert cpu_host.leftovers() == ([], [])

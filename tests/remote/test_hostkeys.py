@@ -108,6 +108,23 @@ def test_revoked_key_is_refused_even_when_also_listed(tmp_path: Path, keys: dict
         check_or_raise(KnownHosts([path]), "gpu1", 22, public(keys["a"]))
 
 
+def test_revoked_in_one_file_wins_over_trusted_in_another_whatever_the_order(tmp_path: Path,
+                                                                           keys: dict[str, Path]) -> None:
+    """A second, independent test of "revoked before trusted" (issue 36): the @revoked line first,
+    in the user's own file, the trusting line after it in gpuws's file; `check` itself (not the
+    raising wrapper), and another key of the host still trusted."""
+    users, ours = tmp_path / "user_known_hosts", tmp_path / "gpuws_known_hosts"
+    users.write_text(line("[gpu2]:2222", keys["b"], marker="@revoked "))
+    ours.write_text(line("[gpu2]:2222", keys["a"]) + line("[gpu2]:2222", keys["b"]))
+    for files in ([users, ours], [ours, users]):
+        known = KnownHosts(files)
+        result = known.check("gpu2", 2222, public(keys["b"]))
+        assert result.status is HostKeyStatus.REVOKED
+        assert result.entry is not None and result.entry.location == f"{users}:1"
+        assert known.check("gpu2", 2222, public(keys["a"])).status is HostKeyStatus.TRUSTED
+        assert known.check("gpu2", 22, public(keys["b"])).status is HostKeyStatus.UNKNOWN  # port 22: none of them
+
+
 def test_cert_authority_lines_do_not_trust_a_plain_key(tmp_path: Path, keys: dict[str, Path]) -> None:
     path = tmp_path / "known_hosts"
     path.write_text(line("*", keys["a"], marker="@cert-authority "))

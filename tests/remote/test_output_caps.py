@@ -51,13 +51,23 @@ def test_default_caps() -> None:
     assert DEFAULT_MAX_OUTPUT == 64 * 1024 * 1024 and DEFAULT_MAX_LINE == 1024 * 1024
 
 
-async def test_one_budget_is_shared_by_the_commands_of_a_connection(sshd: SshdServer, isolated_home: Path) -> None:
+async def test_one_budget_is_shared_by_the_commands_of_a_connection(sshd: SshdServer, isolated_home: Path,
+                                                                   tmp_path: Path) -> None:
     """Two commands at once may not hold more than the connection's budget between them."""
     trust(sshd, isolated_home)
+    release = tmp_path / "release"  # sshd runs on this machine: the commands see this file
+    # Each writes 2 MB, then waits for `release`: neither can end before the other has written,
+    # so they overlap by construction (not by a sleep); the test releases them after the first ends.
+    half = ["sh", "-c", "head -c 2000000 /dev/zero | tr '\\000' x; i=0; "
+            f"while [ ! -e {release} ] && [ $i -lt 1200 ]; do sleep 0.05; i=$((i+1)); done"]
     async with HostConnection(key_profile(sshd, name="gpu1")) as conn:
         runner = SshRunner(conn, max_output=3 * 1024 * 1024)
-        half = ["sh", "-c", "head -c 2000000 /dev/zero | tr '\\000' x; sleep 1"]
-        results = await asyncio.gather(runner.run(half), runner.run(half), return_exceptions=True)
+        runs = [asyncio.ensure_future(runner.run(half)) for _ in range(2)]
+        done, _ = await asyncio.wait(runs, return_when=asyncio.FIRST_COMPLETED)
+        # The first to end is the one refused: 4 MB held at once is over the 3 MiB budget.
+        assert [isinstance(run.exception(), RemoteOutputTooLarge) for run in done] == [True]
+        release.touch()
+        results = await asyncio.gather(*runs, return_exceptions=True)
         assert sum(isinstance(r, RemoteOutputTooLarge) for r in results) == 1
         assert runner.budget.held == 0
 

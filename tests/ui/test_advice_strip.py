@@ -28,7 +28,6 @@ from tests.support.sshd import install_sim_nvidia_smi
 
 pytestmark = pytest.mark.gui
 
-SHOTS = Path("/tmp/gpuws-shots")
 A100, L40S = 1, 2  # GPUs of the default simulated host: the idle notebook and the sustained render
 
 
@@ -77,7 +76,7 @@ def _children() -> list[int]:
     return out
 
 
-def test_idle_gpu_advice_with_money_opens_the_resize_wizard(detail: HostDetail, qtbot: Any) -> None:
+def test_idle_gpu_advice_with_money_opens_the_resize_wizard(detail: HostDetail, qtbot: Any, tmp_path: Path) -> None:
     strip = detail.advice_strip
     qtbot.waitUntil(lambda: A100 in strip.rows and any(a.gpu == L40S and a.advice is not Advice.NOT_ENOUGH_DATA
                                                         for a in strip.advices), timeout=60000)
@@ -89,8 +88,7 @@ def test_idle_gpu_advice_with_money_opens_the_resize_wizard(detail: HostDetail, 
     assert saturated.advice in (Advice.KEEP, Advice.LARGER)  # already the full card: kept, saying so
     assert "GPU 2 (full)" in strip.summary.text()
     assert row.resize_button.isVisible() and row.resize_button.text() == "Resize to 1g.10gb instead…"
-    SHOTS.mkdir(parents=True, exist_ok=True)
-    detail.grab().save(str(SHOTS / "advice-strip.png"))  # for a person to look at
+    detail.grab().save(str(tmp_path / "advice-strip.png"))  # for a person to look at (pytest keeps the last runs)
 
     row.resize_button.click()
     tab = detail.tabs.currentWidget()

@@ -3,7 +3,7 @@
 `LocalRunner` runs the same `sh` wrapper and `bench_runner.py` the host would get; with
 GPUWS_SIMULATED=1 and the emulated `nvidia-smi` first on PATH that is the simulated GPU host
 (H100, A100, L40S and a vGPU guest), without them it is a CPU-only host (the CPU harness check).
-Screenshots go to /tmp/gpuws-shots/benchmarks-*.png for a person to look at.
+Screenshots go to each test's own tmp_path (benchmarks-*.png) for a person to look at.
 """
 
 from __future__ import annotations
@@ -38,7 +38,6 @@ from gpuws.ui.tabs.benchmarks import PAGE_LOG, PAGE_RESULTS, BenchmarksTab
 from tests.support.sshd import install_sim_nvidia_smi
 
 pytestmark = pytest.mark.gui
-SHOTS = Path("/tmp/gpuws-shots")
 
 
 class FakeConnection:
@@ -93,11 +92,11 @@ def row(tab: BenchmarksTab, check: str, gpu: int | None) -> int:
     return index
 
 
-def save_shot(tab: BenchmarksTab, name: str) -> None:
-    SHOTS.mkdir(exist_ok=True)
+def save_shot(tab: BenchmarksTab, folder: Path, name: str) -> None:
+    """Save the tab for a person to look at, in the test's own tmp_path (pytest keeps the last runs)."""
     tab.show()
     QApplication.processEvents()
-    assert tab.grab().toImage().save(str(SHOTS / name))
+    assert tab.grab().toImage().save(str(folder / name))
 
 
 def leftovers(root: Path) -> tuple[list[str], list[str]]:
@@ -209,7 +208,7 @@ def test_simulated_run_shows_progress_table_chart_and_labels(qtbot: Any, bridge:
     assert len(store.history("demo")) == 1 and tab.history_view.run_count() == 1
     assert tab.last_result is not None and tab.last_result.saved_path is not None
 
-    save_shot(tab, "benchmarks-light.png")
+    save_shot(tab, tmp_path, "benchmarks-light.png")
     app = QApplication.instance()
     assert isinstance(app, QApplication)
     original = QPalette(app.palette())
@@ -217,9 +216,9 @@ def test_simulated_run_shows_progress_table_chart_and_labels(qtbot: Any, bridge:
     try:
         QApplication.processEvents()
         assert theme.is_dark(tab.palette())
-        save_shot(tab, "benchmarks-dark.png")
+        save_shot(tab, tmp_path, "benchmarks-dark.png")
         tab.show_page(2)
-        save_shot(tab, "benchmarks-history-dark.png")
+        save_shot(tab, tmp_path, "benchmarks-history-dark.png")
     finally:
         app.setPalette(original)
 
@@ -261,7 +260,7 @@ def test_cpu_only_host_is_labelled_and_never_passes_gpu_checks(qtbot: Any, bridg
     assert tab.table.cell(toolchain, Column.VERDICT) == "? INCONCLUSIVE"
     assert "no CUDA toolchain" in tab.table.cell(toolchain, Column.NOTE)
     assert not tab.chart.showing_plot()  # nothing here may be drawn against a datasheet
-    save_shot(tab, "benchmarks-cpu-light.png")
+    save_shot(tab, tmp_path, "benchmarks-cpu-light.png")
 
 
 class RecordedRunner:
@@ -356,7 +355,7 @@ def test_history_compares_with_earlier_runs_and_other_hosts(qtbot: Any, bridge: 
     cells = [view.cell(0, c) for c in range(view.compare_table.columnCount())]
     assert cells[4] == f"{first.change:+.1%}" and first.change < -0.05  # 1.0 vs 1.25 and 1.0
     tab.show_page(2)
-    save_shot(tab, "benchmarks-history-light.png")
+    save_shot(tab, tmp_path, "benchmarks-history-light.png")
 
     view.select_run(1)  # the older run: shown, and compared with nothing earlier on this host
     assert tab.shown_run is not None and tab.shown_run.started_at.startswith("2024-05-01")

@@ -2,7 +2,7 @@
 run through a LocalRunner behind a real HostSession): plan shown, typed confirmation, stopping
 busy processes, progress to the end, the verified result, a fault rolled back, the audit history.
 
-Screenshots are saved under /tmp/gpuws-shots/ (light and dark) for a person to look at.
+Screenshots are saved in each test's tmp_path (light and dark) for a person to look at.
 """
 
 from __future__ import annotations
@@ -37,7 +37,6 @@ from tests.support.sshd import install_sim_nvidia_smi
 pytestmark = pytest.mark.gui
 
 A100 = 1  # GPU 1 of the default simulated host: NVIDIA A100-SXM4-80GB
-SHOTS = Path("/tmp/gpuws-shots")
 IDLE_KERNEL_PID = SCENARIO_PID_BASE + A100 * 100  # the "idle" scenario's notebook kernel on GPU 1
 
 
@@ -94,13 +93,13 @@ def _row(tab: ResizeTab, target: str) -> list[str]:
     raise AssertionError(f"no row for {target}")
 
 
-def _shoot(tab: ResizeTab, name: str) -> None:
-    SHOTS.mkdir(exist_ok=True)
-    assert tab.grab().save(str(SHOTS / f"{name}.png"))
+def _shoot(tab: ResizeTab, folder: Path, name: str) -> None:
+    assert tab.grab().save(str(folder / f"{name}.png"))  # for a person to look at
 
 
-def _shoot_light_and_dark(tab: ResizeTab, name: str) -> None:
-    """Save the tab in the light and the dark palette (the application palette is restored)."""
+def _shoot_light_and_dark(tab: ResizeTab, folder: Path, name: str) -> None:
+    """Save the tab in the light and the dark palette into `folder`, the test's own tmp_path (the
+    application palette is restored)."""
     app = QApplication.instance()
     assert isinstance(app, QApplication)
     original = app.palette()
@@ -110,14 +109,14 @@ def _shoot_light_and_dark(tab: ResizeTab, name: str) -> None:
             QApplication.processEvents()
             dark = tab.palette().color(QPalette.ColorRole.Window).lightness() < 80
             assert dark == (suffix == "dark")
-            _shoot(tab, f"{name}-{suffix}")
+            _shoot(tab, folder, f"{name}-{suffix}")
     finally:
         app.setPalette(original)
 
 
 @pytest.mark.slow
 def test_full_to_seven_slices_and_back_with_typed_confirmation(
-    qtbot: Any, tab: ResizeTab, sim_store: SimStateStore
+    qtbot: Any, tab: ResizeTab, sim_store: SimStateStore, tmp_path: Path
 ) -> None:
     # The targets of the A100 80GB, priced from the catalog's reference ($2.00/h for the card).
     _choose(qtbot, tab, A100, "7x1g.10gb")
@@ -145,7 +144,7 @@ def test_full_to_seven_slices_and_back_with_typed_confirmation(
     assert not button.isEnabled() and "in use" in tab.confirmation.reason.text()
     tab.processes_view.stop_checkbox.setChecked(True)
     assert button.isEnabled()
-    _shoot_light_and_dark(tab, "resize-plan")
+    _shoot_light_and_dark(tab, tmp_path, "resize-plan")
 
     _apply_and_wait(qtbot, tab)
     bar = tab.progress_view.bar
@@ -161,7 +160,7 @@ def test_full_to_seven_slices_and_back_with_typed_confirmation(
     record = tab.audit_view.records[0]
     assert (record.before, record.after, record.outcome) == ("full", "7x1g.10gb", TARGET_VERIFIED)
     assert tab.audit_view.table.item(0, 2).text() == "full \u2192 7x1g.10gb"
-    _shoot_light_and_dark(tab, "resize-verified")
+    _shoot_light_and_dark(tab, tmp_path, "resize-verified")
 
     # And back to the full card: a new plan needs a new confirmation.
     _choose(qtbot, tab, A100, "full")
@@ -180,7 +179,8 @@ def test_full_to_seven_slices_and_back_with_typed_confirmation(
 
 
 @pytest.mark.slow
-def test_a_failed_step_shows_the_verified_rollback(qtbot: Any, tab: ResizeTab, sim_store: SimStateStore) -> None:
+def test_a_failed_step_shows_the_verified_rollback(qtbot: Any, tab: ResizeTab, sim_store: SimStateStore,
+                                                   tmp_path: Path) -> None:
     with sim_store.update() as state:
         for gpu in state.gpus:
             gpu.set_load(0.0)  # no scenario processes: the GPU is free
@@ -200,7 +200,7 @@ def test_a_failed_step_shows_the_verified_rollback(qtbot: Any, tab: ResizeTab, s
     qtbot.waitUntil(lambda: len(tab.audit_view.records) == 1, timeout=5000)
     assert tab.audit_view.records[0].outcome == ROLLED_BACK and tab.audit_view.records[0].after == "full"
     qtbot.waitUntil(lambda: tab.refresh_button.isEnabled(), timeout=15000)  # the re-read is done
-    _shoot_light_and_dark(tab, "resize-rollback")
+    _shoot_light_and_dark(tab, tmp_path, "resize-rollback")
 
 
 def test_provider_plan_masks_credentials_and_needs_the_typed_name(qtbot: Any, tab: ResizeTab) -> None:
@@ -279,7 +279,7 @@ def test_price_difference_text() -> None:
 
 
 @pytest.mark.slow
-def test_demo_host_in_the_window_full_to_seven_slices_and_back(make_window: Any, qtbot: Any) -> None:
+def test_demo_host_in_the_window_full_to_seven_slices_and_back(make_window: Any, qtbot: Any, tmp_path: Path) -> None:
     """`gpuws --demo`: the in-process demo host over SSH, in the main window's Resize tab."""
     window = make_window()
     with qtbot.waitSignal(window.demo_ready, timeout=15000):
@@ -309,8 +309,7 @@ def test_demo_host_in_the_window_full_to_seven_slices_and_back(make_window: Any,
             window.show()
             window.detail.tabs.setCurrentWidget(tab)
             qtbot.wait(200)  # let the layouts settle before grabbing
-            SHOTS.mkdir(exist_ok=True)
-            assert window.grab().save(str(SHOTS / "resize-window-demo.png"))
+            assert window.grab().save(str(tmp_path / "resize-window-demo.png"))
     qtbot.waitUntil(lambda: len(tab.audit_view.records) == 2, timeout=5000)
     qtbot.waitUntil(tab.refresh_button.isEnabled, timeout=15000)  # its last re-read is done
 

@@ -1,6 +1,6 @@
 """`gpuws --demo --screenshot`: the window rendered offscreen after the simulated host was probed.
 
-The PNGs are kept under /tmp/gpuws-shots/ for a person to look at (light and dark palettes).
+The PNGs are kept in each test's tmp_path for a person to look at (light and dark palettes).
 """
 
 from __future__ import annotations
@@ -18,7 +18,6 @@ from gpuws.core.paths import config_dir
 
 pytestmark = pytest.mark.gui
 
-SHOTS = Path("/tmp/gpuws-shots")
 
 
 def _screenshot(tmp_path: Path, name: str, theme: str) -> QImage:
@@ -31,8 +30,6 @@ def _screenshot(tmp_path: Path, name: str, theme: str) -> QImage:
     assert "before the demo host was ready" not in proc.stderr
     image = QImage(str(out))
     assert not image.isNull()
-    SHOTS.mkdir(exist_ok=True)
-    image.save(str(SHOTS / f"{name}.png"))
     return image
 
 
@@ -56,7 +53,7 @@ def test_demo_screenshot_light_and_dark(tmp_path: Path) -> None:
     assert _mean_lightness(light) > 150 > 90 > _mean_lightness(dark)
 
 
-def test_demo_in_the_window_is_probed_and_labelled(make_window: Any, qtbot: Any) -> None:
+def test_demo_in_the_window_is_probed_and_labelled(make_window: Any, qtbot: Any, tmp_path: Path) -> None:
     window = make_window()
     with qtbot.waitSignal(window.demo_ready, timeout=15000):
         window.open_demo()
@@ -70,6 +67,5 @@ def test_demo_in_the_window_is_probed_and_labelled(make_window: Any, qtbot: Any)
     assert not (config_dir() / "profiles.toml").exists() or "demo" not in (config_dir() / "profiles.toml").read_text()
     window.show()
     image = window.grab().toImage()
-    SHOTS.mkdir(exist_ok=True)
-    image.save(str(SHOTS / "demo-inprocess.png"))
+    image.save(str(tmp_path / "demo-inprocess.png"))  # for a person to look at
     assert len(_colours(image)) > 40

@@ -1,5 +1,5 @@
 """The Session tab's Desktop panel against the demo host (a real Xvnc), and the tab at 900 px wide:
-no horizontal scroll bar, the Terminal card whole. Saves /tmp/gpuws-shots/session-tab-900.png."""
+no horizontal scroll bar, the Terminal card whole. Saves session-tab-900.png in its tmp_path."""
 
 from __future__ import annotations
 
@@ -24,7 +24,6 @@ from tests.support.vnc import greeting
 # x-display: Xvnc takes the first free X display number on the machine; one at a time (issue 27).
 pytestmark = [pytest.mark.gui, pytest.mark.keyring, pytest.mark.slow, pytest.mark.xdist_group("x-display")]
 TAB_WIDTH_IN_900_WINDOW = 600
-SHOTS = Path("/tmp/gpuws-shots")
 
 
 class FakeSession(QObject):
@@ -86,8 +85,7 @@ def test_desktop_panel_checks_starts_and_stops(qtbot: Any, bridge: AsyncBridge, 
         qtbot.waitUntil(lambda: access.geometry().right() < body.width() <= viewport, timeout=5000)
         assert access.width() >= access.minimumSizeHint().width()
         assert all(card.geometry().right() < body.width() for card in tab._cards)
-        SHOTS.mkdir(parents=True, exist_ok=True)
-        assert tab.grab().save(str(SHOTS / "session-tab-900.png"))
+        assert tab.grab().save(str(tmp_path / "session-tab-900.png"))  # for a person to look at
 
         tab.stop_desktop()
         qtbot.waitUntil(lambda: tab.desktop_status.text() == "Desktop stopped.", timeout=60_000)

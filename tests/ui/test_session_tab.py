@@ -1,6 +1,6 @@
 """The Session tab under pytest-qt, a view of the Workspace: cost climbing with a budget warning,
 the ssh command with its jump host, per-host idle choices, and a real tunnel through sshd opened
-from the tab. Saves /tmp/gpuws-shots/session-tab.png. (The ledger's and idle policy's own
+from the tab. Saves session-tab.png in its tmp_path. (The ledger's and idle policy's own
 behaviour is tested Qt-free in tests/app/test_costs.py.)"""
 
 from __future__ import annotations
@@ -28,7 +28,6 @@ from tests.support.sshd import SshdServer
 pytestmark = [
     pytest.mark.gui,
 ]
-SHOTS = Path("/tmp/gpuws-shots")
 
 
 class FakeSession(QObject):
@@ -155,8 +154,7 @@ def test_tunnel_from_the_tab_through_sshd(
         tab.resize(980, 760)
         tab.show()
         qtbot.waitExposed(tab)
-        SHOTS.mkdir(parents=True, exist_ok=True)
-        assert tab.grab().save(str(SHOTS / "session-tab.png"))
+        assert tab.grab().save(str(tmp_path / "session-tab.png"))  # for a person to look at
 
         # Found: with no browser, "Open in browser" did nothing visible; there was no "Copy URL".
         monkeypatch.undo()

@@ -22,7 +22,6 @@ from tests.ui.telemetry_samples import fill_store, h100_sample
 
 pytestmark = pytest.mark.gui
 
-SHOTS = Path("/tmp/gpuws-shots")
 
 
 @pytest.fixture
@@ -218,7 +217,8 @@ def _colour_share(image: QImage, colour: QColor, tolerance: int = 40) -> float:
 
 
 @pytest.mark.parametrize("palette", ["light", "dark"])
-def test_screenshot_has_content(tab: TelemetryTab, hub: TelemetryHub, qtbot: Any, qapp: Any, palette: str) -> None:
+def test_screenshot_has_content(tab: TelemetryTab, hub: TelemetryHub, qtbot: Any, qapp: Any, palette: str,
+                                tmp_path: Path) -> None:
     from gpuws.ui import theme
 
     old = qapp.palette()
@@ -231,8 +231,7 @@ def test_screenshot_has_content(tab: TelemetryTab, hub: TelemetryHub, qtbot: Any
         qtbot.waitUntil(lambda: len(tab.cards.cards) == 4 and not tab.cards.cards["0"].stale, timeout=2000)
         tab.open_detail("0", "mem_used_mib")
         qtbot.wait(150)
-        SHOTS.mkdir(parents=True, exist_ok=True)
-        path = SHOTS / f"telemetry-tab-{palette}.png"
+        path = tmp_path / f"telemetry-tab-{palette}.png"
         assert tab.grab().save(str(path))
         image = QImage(str(path))
         assert image.width() == 1100
@@ -244,7 +243,7 @@ def test_screenshot_has_content(tab: TelemetryTab, hub: TelemetryHub, qtbot: Any
         tab.show_page(PAGE_OVERVIEW)
         qtbot.waitUntil(lambda: len(tab.overview.canvas.tiles) == 5, timeout=2000)
         shot = tab.grab()
-        assert shot.save(str(SHOTS / f"telemetry-overview-{palette}.png"))
+        assert shot.save(str(tmp_path / f"telemetry-overview-{palette}.png"))
         assert _colour_share(shot.toImage(), series_colour("util", pal)) > 0.0002
     finally:
         qapp.setPalette(old)

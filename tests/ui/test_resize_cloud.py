@@ -147,3 +147,23 @@ def test_a_cloud_host_not_connected_still_offers_its_types(qtbot: Any, bridge: A
         widget.set_host(None)
         widget.close()
         session.close()
+
+
+def test_at_the_pickers_minimum_width_the_price_and_change_stay_in_view(qtbot: Any) -> None:
+    from gpuws.core.resize.cloud import cloud_family
+    from gpuws.ui.resize.target_picker import CLOUD_COLUMNS, TargetPicker
+
+    profile = HostProfile(name="l4", host="203.0.113.9", currency="USD", slice_profile="g6f.2xlarge",
+                          provider=ProviderInfo(kind="aws", region="us-east-2"))
+    picker = TargetPicker()
+    qtbot.addWidget(picker)
+    picker.set_provider("aws")
+    picker.set_cloud_family(cloud_family(profile))
+    picker.resize(234, 600)  # what a 900 px window gives it
+    picker.show()
+    qtbot.waitExposed(picker)
+    table = picker.cloud_table
+    qtbot.waitUntil(lambda: table.horizontalHeader().length() <= table.viewport().width())
+    for title in ("Instance type", "$ / h", "vs now"):
+        assert not table.isColumnHidden(CLOUD_COLUMNS.index(title)), title
+    assert not table.horizontalScrollBar().isVisible()

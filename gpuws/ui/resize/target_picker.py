@@ -70,7 +70,7 @@ class TargetPicker(QWidget):
         self._prices: PriceBook | None = None
 
         self.gpu_combo = QComboBox(self)
-        self.gpu_combo.setPlaceholderText("not connected: the GPUs are read once it is")
+        self.gpu_combo.setPlaceholderText("not connected")
         self.gpu_combo.setSizeAdjustPolicy(QComboBox.SizeAdjustPolicy.AdjustToContents)
         self.gpu_combo.currentIndexChanged.connect(self._on_gpu_index)
 

@@ -41,7 +41,8 @@ PROVIDER_PREFIX = "type:"
 
 def register(sub: Subcommands) -> None:
     """Register `gpuws slices` and `gpuws resize`."""
-    slices = sub.add_parser("slices", help="list the layouts each GPU of a host can be resized to")
+    slices = sub.add_parser("slices", help="list the layouts each GPU of a host can be resized to (a cloud host "
+                            "with --instance-type: its instance types, priced)")
     slices.add_argument("name", help="host profile name ('demo' for the built-in simulated host)")
     slices.add_argument("--json", action="store_true", help="print JSON")
     slices.add_argument("--accept-new", action="store_true", help="trust an unknown host key on first connect")
@@ -96,9 +97,16 @@ def slice_rows(state: GpuMigState, prices: PriceBook) -> list[dict[str, Any]]:
 
 
 async def _slices_async(args: argparse.Namespace) -> int:
+    from gpuws.app.cloud_slices import cloud_family_of
     from gpuws.app.resize import read_gpus
     from gpuws.app.targets import open_target
 
+    cloud = cloud_family_of(args.name)  # a cloud host: its instance-type family, no connection
+    if cloud is not None:
+        from gpuws.cli.commands.cloud_slices import print_cloud_slices
+
+        print_cloud_slices(*cloud, as_json=args.json)
+        return EXIT_OK
     async with open_target(args.name, accept_new=args.accept_new, **tty_prompts()) as conn:
         gpus = await read_gpus(conn.runner)
         profile = conn.profile

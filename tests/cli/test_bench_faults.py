@@ -143,3 +143,18 @@ def test_fabric_down_cannot_pass_the_check(capsys: pytest.CaptureFixture[str], m
     gemm = next(c for c in report["checks"] if c["check"] == "gemm_bf16" and c["gpu"] == 0)
     assert fabric["verdict"] == "fail" and gemm["verdict"] == "inconclusive" and "802" in gemm["reason"]
     assert code == 11
+
+
+@pytest.mark.parametrize(("allow_warn", "code"), [(False, 13), (True, 0)])
+def test_a_power_capped_card_warns_with_its_own_exit_status(capsys: pytest.CaptureFixture[str],
+                                                            monkeypatch: pytest.MonkeyPatch, tmp_path: Path,
+                                                            allow_warn: bool, code: int) -> None:
+    """Issue 32: `--check` on a card capped at 300 of 700 W exited 0; a warn is 13 now, 0 only when
+    the script asks with --allow-warn."""
+    monkeypatch.setenv("GPUWS_SIM_FAULTS", "power-capped:0")
+    argv = ["bench", "demo", "--check", "--json", "--no-save", "--report-dir", str(tmp_path)]
+    got = main(argv + (["--allow-warn"] if allow_warn else []))
+    report = json.loads(capsys.readouterr().out)
+    power = next(c for c in report["checks"] if c["check"] == "health.power_limit" and c["gpu"] == 0)
+    assert power["verdict"] == "warn" and "300 of 700 W" in power["reason"]
+    assert report["verdict"] == "warn" and got == code

@@ -66,7 +66,7 @@ SIM_MARKER = "gpuws-simulated-gpu-host"
 SIM_FAULTS_ENV = "GPUWS_SIM_FAULTS"  # faults the gpuws simulated host plays (see gpuws/sim/faults.py)
 SIM_JOBS_PAUSED_ENV = "GPUWS_SIM_JOBS_PAUSED"
 SIM_FAULT_KINDS = ("bench-nan", "copy-corrupt", "busy", "throttle", "slow-link", "gemm-wrong", "cuda-invisible",
-                   "fabric-down")
+                   "fabric-down", "gemm-element", "gemm-tile")
 # A timed check that ran less than this share of the time it asked for proves nothing.
 MIN_RUN_SHARE = 0.9
 # A GPU at or above this utilisation before the run is in use, processes listed or not (containers
@@ -123,6 +123,36 @@ GEMM_SAMPLES_PER_TILE = 2
 # fp16 4.5e-4, bf16 3.6e-3, fp8 (fast accumulation, bf16 out) 7.0e-3. A wrong tile is off by O(1).
 GEMM_TOLERANCE = {"gemm_fp32": 2e-5, "gemm_tf32": 1e-2, "gemm_fp16": 1e-2, "gemm_bf16": 1e-2, "gemm_fp8": 5e-2}
 STRESS_TOLERANCE = {"fp32": 2e-5, "fp16": 1e-2, "bf16": 1e-2}
+
+
+# Every element of every checked product is also covered by Huang-Abraham checksums (ABFT): per
+# CHECKSUM_BAND-row band and column, the band's sum of C = A @ B against (e_band^T A) B, and per row
+# and CHECKSUM_BAND-column band, C's sum against A (B e_band), all in float64 (the plain e^T(AB) vs
+# (e^T A)B of Huang and Abraham, split into bands so that one wrong element stands out of the
+# rounding noise of 32 elements, not 8192). A sum is wrong when it differs by more than
+#   CHECKSUM_LAMBDA * sqrt(u_out^2 * sum(C^2) + rho^2 * sum_l(a^2 b^2)),  rho^2 = k u_acc^2 + (2 u_in)^2
+#                                                                      + u_out^2 + g64^2,
+# over the band's elements: u_out the output format's unit roundoff (each element rounded once; with
+# a band of 32 <= CHECKSUM_LAMBDA^2 elements this term bounds even errors that all lean one way, by
+# Cauchy-Schwarz), u_acc the accumulator's (k roundings of partial sums whose squares sum to at most
+# k sum(a^2 b^2) in expectation), u_in the inputs' conversion (TF32), the u_out^2 once more for a
+# split-K reduction rounded in the output format, g64 the float64 reference's own. The error terms
+# are rounding errors of random-sign products (the runner's inputs are zero-mean random), so their
+# sum is bounded as Hoeffding bounds a sum of independent bounded terms: beyond 8 times the root
+# sum of squares with probability under 2 exp(-32) = 2.5e-14 per sum.
+CHECKSUM_BAND = 32
+CHECKSUM_LAMBDA = 8.0
+# Unit roundoff (in, accumulate, out) per format. TF32 keeps 10 mantissa bits (truncating: <= 2^-10),
+# but cuBLAS's CUBLAS_COMPUTE_32F_FAST_TF32 on the H200 recording erred as bf16 inputs do (3.3e-3 of the
+# row's largest element, torch's TF32 4.9e-4): 2^-8. FP8 with fast accumulation keeps about 14 bits
+# in the tensor core's accumulator (DeepSeek-V3 technical report, 3.3.2): 2^-13; its output is bf16.
+CHECKSUM_ROUNDOFF = {
+    "fp32": (0.0, 2.0**-24, 2.0**-24),
+    "tf32": (2.0**-8, 2.0**-24, 2.0**-24),
+    "fp16": (0.0, 2.0**-24, 2.0**-11),
+    "bf16": (0.0, 2.0**-24, 2.0**-8),
+    "fp8": (0.0, 2.0**-13, 2.0**-8),
+}
 
 
 class CheckError(Exception):
@@ -518,6 +548,32 @@ class Backend:
         ref, got = self.grid(dev, a, b, c, rows, cols)
         return answer_check(ref, got, GEMM_TOLERANCE[check], rows, cols)
 
+    def ops(self, dev: int) -> ArrayOps | None:
+        """The array operations of this backend's arrays (None: it keeps no arrays here)."""
+        return None
+
+    def checksum(self, dev: int, a: Any, b: Any, c: Any, fmt: str) -> dict[str, Any] | None:
+        """Every element of c = a @ b checked by `checksum_check`; a checksum that could not be
+        computed (out of memory for the float64 copies) says why instead of passing."""
+        ops = self.ops(dev)
+        if ops is None:
+            return None
+        self.sync(dev)
+        try:
+            return checksum_check(ops, a, b, c, fmt)
+        except Exception as exc:
+            return {"method": "huang-abraham", "error": f"{type(exc).__name__}: {first_line(exc)}"}
+        finally:
+            self.release()
+
+    def checksum_gemm(self, dev: int, check: str) -> dict[str, Any] | None:
+        """The last timed GEMM's product, every element, by checksum (None when none was kept)."""
+        last = getattr(self, "last_gemm", None)
+        if last is None or last[2].get("c") is None:
+            return None
+        a, b, holder = last
+        return self.checksum(dev, a, b, holder["c"], check[5:])
+
     def make_copy(self, dev: int, nbytes: int) -> tuple[Callable[[], object], Verify]:
         raise NotImplementedError
 
@@ -579,6 +635,11 @@ class StressState:
         (a unit that is wrong the same way every time matches itself in the later comparisons)."""
         raise NotImplementedError
 
+    def checksum_reference(self) -> dict[str, Any] | None:
+        """Every element of the first product by checksum (`checksum_check`): an element wrong
+        the same way in every product matches itself bit for bit, so only this sees it."""
+        return None
+
     def step(self) -> None:
         """One GEMM plus its comparison with the first (counted on the device, no sync)."""
         raise NotImplementedError
@@ -626,6 +687,102 @@ def answer_check(ref: list[list[float]], got: list[list[float]], tolerance: floa
                     first = [rows[i] if rows else i, cols[j] if cols else j]
     return {"checked": checked, "wrong": wrong, "nonfinite": nonfinite, "max_rel_error": worst,
             "tolerance": tolerance, "first_wrong": first, "rows": len(ref), "cols": len(ref[0]) if ref else 0}
+
+
+class ArrayOps:
+    """What the checksum needs of an array module, the same for NumPy and CuPy (`xp`); PyTorch's
+    differences are in `TorchOps`. Everything stays on the arrays' device; only counts come back."""
+
+    def __init__(self, xp: Any) -> None:
+        self.xp = xp
+
+    def wide(self, x: Any) -> Any:
+        """`x` as float64, on its device."""
+        return x.astype(self.xp.float64)
+
+    def bands(self, n: int, like: Any) -> Any:
+        """The n x ceil(n / CHECKSUM_BAND) float64 matrix whose column b sums band b."""
+        xp = self.xp
+        count = -(-n // CHECKSUM_BAND)
+        return self.wide(xp.arange(n)[:, None] // CHECKSUM_BAND == xp.arange(count)[None, :])
+
+    def count(self, mask: Any) -> int:
+        return int(mask.sum())
+
+    def first(self, mask: Any) -> int:
+        """The flat index of the first True of `mask` (row-major), -1 when none."""
+        return int(self.wide(mask).argmax()) if self.count(mask) else -1
+
+    def largest(self, x: Any) -> float:
+        return float(x.max()) if x.size else 0.0
+
+
+class TorchOps(ArrayOps):
+    def wide(self, x: Any) -> Any:
+        t = self.xp
+        # FP8 converts to float64 only through float32; a bool mask converts directly.
+        return x.to(t.float64) if x.dtype in (t.bool, t.float64) else x.to(t.float32).to(t.float64)
+
+    def bands(self, n: int, like: Any) -> Any:
+        t = self.xp
+        count = -(-n // CHECKSUM_BAND)
+        rows = t.arange(n, device=like.device)[:, None] // CHECKSUM_BAND
+        return (rows == t.arange(count, device=like.device)[None, :]).to(t.float64)
+
+    def largest(self, x: Any) -> float:
+        return float(x.max()) if x.numel() else 0.0
+
+
+def checksum_check(ops: ArrayOps, a: Any, b: Any, c: Any, fmt: str) -> dict[str, Any]:
+    """Every element of c = a @ b verified by banded Huang-Abraham checksums in float64 (see
+    CHECKSUM_ROUNDOFF): the sums wrong, the non-finite elements of c, the worst sum's error as a
+    share of its tolerance, and where the first wrong sum points (row of the first wrong row sum,
+    column of the first wrong column sum: the element itself when one element is wrong)."""
+    xp = ops.xp
+    u_in, u_acc, u_out = CHECKSUM_ROUNDOFF[fmt]
+    n, k = int(a.shape[0]), int(a.shape[1])
+    m = int(b.shape[1])
+    if int(b.shape[0]) != k or tuple(int(x) for x in c.shape) != (n, m):
+        raise CheckError("the checksum got matrices of different shapes")
+    g64 = (k + CHECKSUM_BAND) * 2.0**-53 * math.sqrt(CHECKSUM_BAND * k)
+    rho2 = k * u_acc**2 + (2 * u_in) ** 2 + u_out**2 + g64**2
+    # A NaN or infinity in c makes NaN sums, which is the point: no warning about them.
+    quiet = getattr(xp, "errstate", None)
+    with quiet(all="ignore") if quiet is not None else contextlib.nullcontext():
+        return _checksums(ops, a, b, c, fmt, rho2, u_in, u_acc, u_out)
+
+
+def _checksums(ops: ArrayOps, a: Any, b: Any, c: Any, fmt: str, rho2: float, u_in: float, u_acc: float,
+               u_out: float) -> dict[str, Any]:
+    xp = ops.xp
+    n, m = int(c.shape[0]), int(c.shape[1])
+    a64, b64, c64 = ops.wide(a), ops.wide(b), ops.wide(c)
+    nonfinite = n * m - ops.count(xp.isfinite(c64))
+    a2, b2, c2 = a64 * a64, b64 * b64, c64 * c64
+    row_bands, col_bands = ops.bands(n, a64), ops.bands(m, b64)
+    wrong, first, worst = 0, [-1, -1], 0.0
+    # Column sums per band of rows: e_b^T C against (e_b^T A) B; then row sums per band of columns.
+    sides = ((row_bands.T @ c64, (row_bands.T @ a64) @ b64, row_bands.T @ c2, (row_bands.T @ a2) @ b2),
+             (c64 @ col_bands, a64 @ (b64 @ col_bands), c2 @ col_bands, a2 @ (b2 @ col_bands)))
+    for side, (got, want, out2, terms2) in enumerate(sides):
+        tolerance = CHECKSUM_LAMBDA * xp.sqrt(u_out**2 * out2 + rho2 * terms2)
+        error = xp.abs(got - want)
+        bad = ~(error <= tolerance)  # a NaN or infinity is never within tolerance
+        wrong += ops.count(bad)
+        share = error / (tolerance + 1e-300)
+        worst = max(worst, ops.largest(xp.where(xp.isfinite(share), share, xp.zeros_like(share))))
+        at = ops.first(bad)
+        if at >= 0:
+            width = int(bad.shape[1])
+            # Row sums name the row (side 1), column sums the column (side 0).
+            first[1 - side] = at // width if side == 1 else at % width
+            if first[side] < 0:
+                first[side] = (at % width) * CHECKSUM_BAND if side == 1 else (at // width) * CHECKSUM_BAND
+    return {"method": "huang-abraham", "band": CHECKSUM_BAND, "elements": n * m,
+            "sums": int(row_bands.shape[1]) * m + n * int(col_bands.shape[1]), "wrong": wrong,
+            "nonfinite": nonfinite, "max_share_of_tolerance": round(worst, 6),
+            "first_wrong": first if wrong or nonfinite else None, "lambda": CHECKSUM_LAMBDA,
+            "unit_roundoff": {"in": u_in, "accumulate": u_acc, "out": u_out}}
 
 
 def torch_grid(t: Any, a: Any, b: Any, c: Any, rows: list[int], cols: list[int]) -> tuple[list[Any], list[Any]]:
@@ -737,6 +894,9 @@ class TorchBackend(Backend):
         self.sync(dev)
         return torch_grid(self.t, a, b, c, rows, cols)
 
+    def ops(self, dev: int) -> ArrayOps | None:
+        return TorchOps(self.t)
+
     def _pattern(self, nbytes: int, dev: int | None) -> Any:
         """A byte pattern no stale buffer holds by chance (0..250 repeating)."""
         device = self.t.device("cpu") if dev is None else self._dev(dev)
@@ -841,6 +1001,7 @@ class TorchStress(StressState):
     def __init__(self, backend: TorchBackend, dev: int, n: int, dtype: str = "fp32") -> None:
         t = self.t = backend.t
         self.backend = backend
+        self.dev = dev
         self.dtype = dtype
         if backend.cuda:
             t.backends.cuda.matmul.allow_tf32 = False  # fp32 stays fp32
@@ -859,6 +1020,9 @@ class TorchStress(StressState):
         rows, cols = gemm_samples(int(self.a.shape[0])), gemm_samples(int(self.b.shape[1]))
         ref, got = torch_grid(self.t, self.a, self.b, self.ref, rows, cols)
         return answer_check(ref, got, STRESS_TOLERANCE[self.dtype], rows, cols)
+
+    def checksum_reference(self) -> dict[str, Any] | None:
+        return self.backend.checksum(self.dev, self.a, self.b, self.ref, self.dtype)
 
     def step(self) -> None:
         t = self.t
@@ -904,6 +1068,9 @@ class NumpyBackend(Backend):
     def grid(self, dev: int, a: Any, b: Any, c: Any, rows: list[int], cols: list[int]) -> tuple[list[Any], list[Any]]:
         return array_grid(self.np, a, b, c, rows, cols)
 
+    def ops(self, dev: int) -> ArrayOps | None:
+        return ArrayOps(self.np)
+
     def _pattern(self, nbytes: int) -> Any:
         return self.np.tile(self.np.arange(251, dtype=self.np.uint8), -(-nbytes // 251))[:nbytes]
 
@@ -932,6 +1099,7 @@ class NumpyBackend(Backend):
 class NumpyStress(StressState):
     def __init__(self, backend: NumpyBackend, n: int) -> None:
         np = self.np = backend.np
+        self.backend = backend
         self.a = backend.rng.standard_normal((n, n)).astype(np.float32)
         self.b = backend.rng.standard_normal((n, n)).astype(np.float32)
         self.ref = self.a @ self.b  # the first iteration
@@ -943,6 +1111,9 @@ class NumpyStress(StressState):
         rows, cols = gemm_samples(int(self.a.shape[0])), gemm_samples(int(self.b.shape[1]))
         ref, got = array_grid(self.np, self.a, self.b, self.ref, rows, cols)
         return answer_check(ref, got, STRESS_TOLERANCE["fp32"], rows, cols)
+
+    def checksum_reference(self) -> dict[str, Any] | None:
+        return self.backend.checksum(0, self.a, self.b, self.ref, "fp32")
 
     def step(self) -> None:
         np = self.np
@@ -1008,6 +1179,13 @@ class CupyBackend(Backend):
     def grid(self, dev: int, a: Any, b: Any, c: Any, rows: list[int], cols: list[int]) -> tuple[list[Any], list[Any]]:
         with self.cp.cuda.Device(dev):
             return array_grid(self.cp, a, b, c, rows, cols)
+
+    def ops(self, dev: int) -> ArrayOps | None:
+        return ArrayOps(self.cp)
+
+    def checksum(self, dev: int, a: Any, b: Any, c: Any, fmt: str) -> dict[str, Any] | None:
+        with self.cp.cuda.Device(dev):  # CuPy allocates on the current device
+            return super().checksum(dev, a, b, c, fmt)
 
     def _pattern(self, nbytes: int, dev: int) -> Any:
         cp = self.cp
@@ -1088,7 +1266,7 @@ class CupyBackend(Backend):
         return "fp16" if major >= 7 else "fp32"
 
     def make_stress(self, dev: int, n: int) -> StressState:
-        return CupyStress(self.cp, dev, n, self.stress_dtype(dev))
+        return CupyStress(self, dev, n, self.stress_dtype(dev))
 
     def sync(self, dev: int) -> None:
         with self.cp.cuda.Device(dev):
@@ -1118,7 +1296,9 @@ class CupyBackend(Backend):
 
 
 class CupyStress(StressState):
-    def __init__(self, cp: Any, dev: int, n: int, dtype: str = "fp32") -> None:
+    def __init__(self, backend: CupyBackend, dev: int, n: int, dtype: str = "fp32") -> None:
+        cp = backend.cp
+        self.backend = backend
         self.cp, self.dev, self.dtype = cp, dev, dtype
         ctype = cp.float16 if dtype == "fp16" else cp.float32
         self.bits = cp.uint16 if dtype == "fp16" else cp.uint32
@@ -1135,6 +1315,9 @@ class CupyStress(StressState):
         with self.cp.cuda.Device(self.dev):
             ref, got = array_grid(self.cp, self.a, self.b, self.ref, rows, cols)
         return answer_check(ref, got, STRESS_TOLERANCE[self.dtype], rows, cols)
+
+    def checksum_reference(self) -> dict[str, Any] | None:
+        return self.backend.checksum(self.dev, self.a, self.b, self.ref, self.dtype)
 
     def step(self) -> None:
         cp = self.cp
@@ -1470,12 +1653,14 @@ class Harness:
                                            extra=f"{GEMM_TOLERANCE[check]:g}")
                     times, per = [float(x) for x in data["seconds"]], int(data.get("per_window", 1))
                     answers = data.get("answers") if isinstance(data.get("answers"), dict) else None
+                    checksum = data.get("checksum") if isinstance(data.get("checksum"), dict) else None
                 else:
                     self.b.last_gemm = None
                     fn = self.b.make_gemm(dev, check, n)
                     n = getattr(self.b, "last_gemm_n", n)
                     times, per = self.time_windows(dev, fn, self.sizes["warmup"], windows, window_s)
                     answers = self.b.check_gemm(dev, check)
+                    checksum = self.b.checksum_gemm(dev, check)
                 fig = self.figure(times, per * 2.0 * n**3, 1e12, asked=windows, n=n, calls_per_window=per)
                 if answers is None:
                     # Speed of an unchecked product says nothing: a card can be fast and wrong.
@@ -1483,6 +1668,8 @@ class Harness:
                             "details": fig.get("details") or {}}
                 # A wrong answer fails in gpuws whatever the speed or the number of windows.
                 fig.setdefault("details", {})["answers"] = answers
+                if checksum is not None:
+                    fig["details"]["checksum"] = checksum
                 if check == "gemm_bf16" and "value" in fig:
                     self.single_gemm[dev] = fig["value"]
                 return fig
@@ -1636,6 +1823,11 @@ class Harness:
                 # every time matches itself in the later comparisons, so count these.
                 details["reference_wrong"] = True
                 bad = max(bad, int(answers["wrong"]))
+            summed = details.get("reference_checksum")
+            if isinstance(summed, dict) and (summed.get("wrong") or summed.get("nonfinite")):
+                # The same, for every element: its checksums disagree with float64.
+                details["reference_wrong"] = True
+                bad = max(bad, int(summed.get("wrong") or 0), int(summed.get("nonfinite") or 0))
             short = run_share_problem(float(details.get("seconds") or 0.0), asked)
             if got["iterations"] == 0:
                 self._result("stress", gpu=dev, unit="mismatches", status="inconclusive",
@@ -1649,6 +1841,10 @@ class Harness:
             elif not isinstance(answers, dict):
                 self._result("stress", gpu=dev, unit="mismatches", status="inconclusive",
                              reason="the stress product's answers could not be checked against float64",
+                             details=details)
+            elif isinstance(summed, dict) and summed.get("error"):
+                self._result("stress", gpu=dev, unit="mismatches", status="inconclusive",
+                             reason=f"the first product's checksum could not be computed ({summed['error']})",
                              details=details)
             elif gpu_harness and not (details.get("telemetry") or {}).get("samples"):
                 self._result("stress", gpu=dev, unit="mismatches", status="inconclusive",
@@ -1666,10 +1862,11 @@ class Harness:
             except Exception as exc:
                 result[dev] = ("allocation failed: " if self.b.is_alloc_error(exc) else
                                f"{type(exc).__name__}: ") + first_line(exc)
-        answers = {}
+        answers, checksums = {}, {}
         for dev, state in list(states.items()):
             try:
                 answers[dev] = state.verify_reference()
+                checksums[dev] = state.checksum_reference()
             except Exception as exc:
                 result[dev] = f"{type(exc).__name__}: {first_line(exc)}"
                 del states[dev]
@@ -1709,7 +1906,7 @@ class Harness:
             details: dict[str, Any] = {"iterations": iterations[d], "seconds": round(elapsed, 3),
                                        "dtype": state.dtype, "reference_answers": answers.get(d),
                                        "reference_rel_error": (answers.get(d) or {}).get("max_rel_error"),
-                                       "concurrent_gpus": len(states)}
+                                       "reference_checksum": checksums.get(d), "concurrent_gpus": len(states)}
             if rates[d]:
                 details["tflops"] = window_stats(rates[d])
             result[d] = {"iterations": iterations[d], "bad": state.mismatches(), "details": details}
@@ -1742,6 +1939,7 @@ class Harness:
             ref_answers = data.get("answers") if isinstance(data.get("answers"), dict) else None
             details = {"iterations": int(data["iterations"]), "seconds": float(sum(data["seconds"])),
                        "dtype": data.get("dtype"), "reference_answers": ref_answers,
+                       "reference_checksum": data.get("checksum") if isinstance(data.get("checksum"), dict) else None,
                        "reference_rel_error": (ref_answers or {}).get("max_rel_error"), "concurrent_gpus": len(devs)}
             if data.get("tflops_windows"):
                 details["tflops"] = window_stats([float(x) for x in data["tflops_windows"]])
@@ -1883,6 +2081,86 @@ def sim_faults(text: str | None) -> dict[int, set[str]]:
     return faults
 
 
+# The simulated host's GEMM answers come from a real product of this size, its inputs and output
+# rounded as the format would round them (NumPy), faults put in, and checked as a GPU's are.
+SIM_PRODUCT_N = 256
+
+
+def round_to_format(np: Any, x: Any, fmt: str) -> Any:
+    """float32 `x` rounded to the nearest value of `fmt` (round to nearest even on the bits; FP8
+    E4M3 with its subnormals below 2^-6 and its largest value 448), still as float32."""
+    if fmt == "fp16":
+        return x.astype(np.float16).astype(np.float32)
+    drop = {"bf16": 16, "tf32": 13, "fp8": 20}.get(fmt)
+    if drop is None:
+        return x.astype(np.float32)
+    bits = np.ascontiguousarray(x, dtype=np.float32).view(np.uint32).astype(np.uint64)
+    half = (1 << (drop - 1)) - 1
+    bits = (bits + half + ((bits >> drop) & 1)) & ~np.uint64((1 << drop) - 1)
+    out = bits.astype(np.uint32).view(np.float32)
+    if fmt == "fp8":
+        tiny = np.abs(out) < 2.0**-6  # subnormal E4M3: multiples of 2^-9
+        out = np.where(tiny, np.round(x / 2.0**-9) * 2.0**-9, out).astype(np.float32)
+        out = np.clip(out, -448.0, 448.0)
+    return out
+
+
+def sim_product(np: Any, fmt: str, seed: int, n: int = SIM_PRODUCT_N) -> tuple[Any, Any, Any]:
+    """(a, b, c): inputs as stored in `fmt` (TF32 inputs are FP32 in memory) and their product as
+    the hardware returns it: inputs rounded to the format, float32 accumulation, output rounded
+    (bf16 for FP8, as the runner asks for)."""
+    rng = np.random.default_rng(seed)
+    a = rng.standard_normal((n, n)).astype(np.float32)
+    b = rng.standard_normal((n, n)).astype(np.float32)
+    stored = "fp32" if fmt == "tf32" else fmt
+    a, b = round_to_format(np, a, stored), round_to_format(np, b, stored)
+    c = round_to_format(np, a, fmt) @ round_to_format(np, b, fmt)
+    c = round_to_format(np, c, "bf16" if fmt == "fp8" else "fp32" if fmt == "tf32" else fmt)
+    return a, b, (c.astype(np.float16) if fmt == "fp16" else c)
+
+
+def sim_unsampled(n: int, size: int) -> int:
+    """The start of a `size`-wide band of 0..n-1 that no sampled row (column) falls in: a fault
+    there is one the sampled check misses and only the checksum sees."""
+    picked = set(gemm_samples(n))
+    return next(s for s in range(n - size, -1, -1) if not picked & set(range(s, s + size)))
+
+
+def sim_fault_product(np: Any, c: Any, kinds: set[str]) -> Any:
+    """`c` with the product faults of `kinds`, in the same places in every product (a unit that is
+    wrong is wrong the same way each time): gemm-wrong one tile past row 3 off by 37 %, gemm-tile
+    one 32 x 32 tile off by 2 % of the largest element, gemm-element one element off by half the
+    largest, bench-nan one NaN; the last three where no sampled row or column falls."""
+    c = c.copy()
+    n = int(c.shape[0])
+    big = float(np.abs(c.astype(np.float32)).max())
+    if "gemm-wrong" in kinds:
+        c[128:256, 128:256] *= 1.37
+    if "gemm-tile" in kinds:
+        r, k = sim_unsampled(n, 32), sim_unsampled(n, 32)
+        c[r:r + 32, k:k + 32] += c.dtype.type(0.02 * big)
+    if "gemm-element" in kinds:
+        r, k = sim_unsampled(n, 1), sim_unsampled(n, 1) - 7
+        c[r, k] += c.dtype.type(0.5 * big)
+    if "bench-nan" in kinds:
+        c[sim_unsampled(n, 1) - 3, sim_unsampled(n, 1) - 5] = np.nan
+    return c
+
+
+def sim_checks(fmt: str, kinds: set[str], seed: int) -> tuple[dict[str, Any], dict[str, Any]] | None:
+    """The sampled answer check and the checksum of one simulated product (None without NumPy)."""
+    try:
+        import numpy as np
+    except ImportError:
+        return None
+    a, b, c = sim_product(np, fmt, seed)
+    c = sim_fault_product(np, c, kinds)
+    rows, cols = gemm_samples(int(a.shape[0])), gemm_samples(int(b.shape[1]))
+    ref, got = array_grid(np, a, b, c, rows, cols)
+    tolerance = GEMM_TOLERANCE.get(f"gemm_{fmt}", STRESS_TOLERANCE.get(fmt, 1e-2))
+    return answer_check(ref, got, tolerance, rows, cols), checksum_check(ArrayOps(np), a, b, c, fmt)
+
+
 # Simulated throttle: clocks fall to a third after this much load (the `throttle` fault).
 SIM_THROTTLE_AFTER_S = 5.0
 SIM_MAX_CLOCK = {"H200": 1980, "H100": 1980, "A100": 1410, "L40S": 2520, "L4": 2040, "A10": 1695, "T4": 1590}
@@ -1952,17 +2230,12 @@ def simulated_run(out: Emitter, gpus: list[dict[str, Any]], mode: str, seed: int
     def mig_of(g: dict[str, Any]) -> bool:
         return (g.get("mig_mode") or "").lower() == "enabled"
 
-    def answers(check: str, wrong: bool) -> dict[str, Any]:
-        """The answer check a real GEMM gets: a 128 x 128 grid of 8192-square products; under
-        `gemm-wrong` the sampled elements of one tile past row 3 (rows 128-255) are off."""
-        n = sizes["gemm_n"]
-        rows, cols = gemm_samples(n), gemm_samples(n)
-        hit = [r for r in rows if 128 <= r < 256]
-        bad = len(hit) * 2 if wrong else 0  # the two sampled columns of tile column 5
-        return {"checked": len(rows) * len(cols), "wrong": bad, "nonfinite": 0,
-                "max_rel_error": 0.37 if wrong else GEMM_TOLERANCE[check] / rng.uniform(8, 30),
-                "tolerance": GEMM_TOLERANCE[check], "first_wrong": [hit[0], cols[10]] if wrong else None,
-                "rows": len(rows), "cols": len(cols)}
+    def checked(fmt: str, kinds: set[str], details: dict[str, Any], prefix: str = "") -> None:
+        """The answer check and the checksum of a real simulated product of `fmt` (see sim_checks)."""
+        found = sim_checks(fmt, kinds, rng.randrange(1 << 30))
+        if found is not None:
+            details[f"{prefix}answers"], details[f"{prefix}checksum"] = found
+            details["product_n"] = SIM_PRODUCT_N
 
     measured = []
     perf_checks = (*GEMM_CHECKS, "mem_copy", "mem_triad", "h2d", "d2h")
@@ -2001,7 +2274,11 @@ def simulated_run(out: Emitter, gpus: list[dict[str, Any]], mode: str, seed: int
                 continue
             rates, telemetry = windows_under_load(g, peak * rng.uniform(0.74, 0.86) * slow, windows, window_s)
             value, details = figure(rates, n=sizes["gemm_n"], telemetry=telemetry)
-            details["answers"] = answers(check, "gemm-wrong" in kinds)
+            checked(check[5:], kinds, details)
+            if "answers" not in details:
+                emit(check, idx, None, "TFLOP/s", status="inconclusive", details=details,
+                     reason="the simulated host checks its GEMM answers with NumPy, which this python3 lacks")
+                continue
             emit(check, idx, value, "TFLOP/s", details=details)
         corrupt = 1 if "copy-corrupt" in kinds else 0
         link = peaks[6] * (4 / 16 if "slow-link" in kinds else 1.0) * (0.25 if mig_of(g) else 1.0)
@@ -2057,14 +2334,19 @@ def simulated_run(out: Emitter, gpus: list[dict[str, Any]], mode: str, seed: int
         iterations = rng.randint(400, 600) if mode == "quick" else rng.randint(2400, 3600)
         # bench-nan: five NaN elements in every product, each counted as a mismatch.
         bad = 5 * iterations if "bench-nan" in kinds else 0
-        # gemm-wrong is wrong the same way every time: only the known answer catches it.
-        reference = answers("gemm_bf16", "gemm-wrong" in kinds)
-        bad = max(bad, reference["wrong"])
+        dtype = "bf16" if peaks[3] else "fp16"
+        # gemm-wrong, gemm-tile and gemm-element are wrong the same way every time: every later
+        # product equals the first bit for bit, and only the first product's checks see them.
+        found: dict[str, Any] = {}
+        checked(dtype, kinds - {"bench-nan"}, found, "reference_")
+        reference, summed = found.get("reference_answers") or {}, found.get("reference_checksum") or {}
+        wrong = max(int(reference.get("wrong") or 0), int(summed.get("wrong") or 0))
+        bad = max(bad, wrong)
         emit("stress", idx, bad, "mismatches",
              details={"iterations": iterations, "seconds": seconds, "asked_s": seconds,
-                      "dtype": "bf16" if peaks[3] else "fp16", "concurrent_gpus": len(measured),
-                      "reference_answers": reference, "reference_rel_error": reference["max_rel_error"],
-                      **({"reference_wrong": True} if reference["wrong"] else {}),
+                      "dtype": dtype, "concurrent_gpus": len(measured), **found,
+                      "reference_rel_error": reference.get("max_rel_error"),
+                      **({"reference_wrong": True} if wrong else {}),
                       "tflops": window_stats(rates), "telemetry": telemetry,
                       **({"nonfinite": True} if bad else {})})
 

@@ -167,3 +167,17 @@ def test_a_checksum_that_cannot_be_computed_is_never_a_pass(runner: ModuleType) 
     (outcome,) = score_run({"gpus": [{"index": 0, "name": "NVIDIA H100 80GB HBM3", "mig_mode": "Disabled"}]},
                            [result])
     assert outcome.verdict is Verdict.INCONCLUSIVE and "not every element" in outcome.reason
+
+
+def test_the_cuda_c_backend_checks_every_element_the_same_way(runner: ModuleType) -> None:
+    """nvcc+cuBLAS: the same bands, lambda and unit roundoff, for the timed GEMMs and the first stress
+    product (compiled by test_bench_kernels_cu_compiles; it has not run here: no GPU)."""
+    from pathlib import Path
+
+    source = (Path(runner.__file__).parent / "bench_kernels.cu").read_text()
+    assert "checksum_json<float>(h, a, b, c, n, fmt)" in source and "checksum_json<T>(h, a, b, ref, n, dtype)" in source
+    assert f"CHECKSUM_BAND = {runner.CHECKSUM_BAND};" in source
+    assert f"CHECKSUM_LAMBDA = {runner.CHECKSUM_LAMBDA};" in source
+    assert runner.CHECKSUM_ROUNDOFF["tf32"][0] == 2.0**-8 and 'if (fmt == "tf32") u_in = std::ldexp(1.0, -8);' in source
+    assert runner.CHECKSUM_ROUNDOFF["fp16"][2] == 2.0**-11 and 'if (fmt == "fp16") u_out = std::ldexp(1.0, -11);' in source
+    assert runner.CHECKSUM_ROUNDOFF["bf16"][2] == 2.0**-8 and 'if (fmt == "bf16") u_out = std::ldexp(1.0, -8);' in source

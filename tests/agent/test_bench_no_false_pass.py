@@ -330,6 +330,8 @@ cublasStatus_t cublasSetMathMode(cublasHandle_t, cublasMath_t);
 cublasStatus_t cublasGemmEx(cublasHandle_t, cublasOperation_t, cublasOperation_t, int, int, int, const void*,
                             const void*, cudaDataType, int, const void*, cudaDataType, int, const void*, void*,
                             cudaDataType, int, cublasComputeType_t, cublasGemmAlgo_t);
+cublasStatus_t cublasDgemm(cublasHandle_t, cublasOperation_t, cublasOperation_t, int, int, int, const double*,
+                           const double*, int, const double*, int, const double*, double*, int);
 """
 
 

@@ -179,5 +179,7 @@ def test_the_cuda_c_backend_checks_every_element_the_same_way(runner: ModuleType
     assert f"CHECKSUM_BAND = {runner.CHECKSUM_BAND};" in source
     assert f"CHECKSUM_LAMBDA = {runner.CHECKSUM_LAMBDA};" in source
     assert runner.CHECKSUM_ROUNDOFF["tf32"][0] == 2.0**-8 and 'if (fmt == "tf32") u_in = std::ldexp(1.0, -8);' in source
-    assert runner.CHECKSUM_ROUNDOFF["fp16"][2] == 2.0**-11 and 'if (fmt == "fp16") u_out = std::ldexp(1.0, -11);' in source
-    assert runner.CHECKSUM_ROUNDOFF["bf16"][2] == 2.0**-8 and 'if (fmt == "bf16") u_out = std::ldexp(1.0, -8);' in source
+    assert runner.CHECKSUM_ROUNDOFF["fp16"][2] == 2.0**-11
+    assert 'if (fmt == "fp16") u_out = std::ldexp(1.0, -11);' in source
+    assert runner.CHECKSUM_ROUNDOFF["bf16"][2] == 2.0**-8
+    assert 'if (fmt == "bf16") u_out = std::ldexp(1.0, -8);' in source

@@ -18,9 +18,10 @@ Output is one JSON object per line on stdout:
 It reports raw figures and facts; gpuws scores them against the card's datasheet. Anything that
 could not run is reported "inconclusive" with the reason, never left out (no silent pass).
 
-No false pass, by construction: every GEMM's answers are checked against a float64 product on
-sampled rows and columns over every output tile (per-format tolerances; a non-finite element is
-wrong), on every backend; the stress GEMM's first product gets the same known-answer check and
+No false pass, by construction: every element of every GEMM is verified by banded Huang-Abraham
+checksums in float64 (see CHECKSUM_ROUNDOFF), and its answers are checked against a float64
+product on sampled rows and columns over every output tile (per-format tolerances; a non-finite
+element is wrong), on every backend; the stress GEMM's first product gets the same checks and
 every later one is compared bit for bit with it (the same product on the same card is
 deterministic); every measured copy is checked byte for byte afterwards; a timed check that ran
 less than 90% of its asked duration, or (on a GPU) recorded no telemetry, is inconclusive. CUDA

@@ -1,9 +1,10 @@
-"""The on-host benchmark runner run as it is, the way a user runs it on a GPU machine."""
+"""The on-host benchmark runner run as gpuws runs it on a host: the package `gpuws.agent.bench` as
+one zipapp, by a python3 that has only what it has (issue 32: the runner became a package)."""
 
 from __future__ import annotations
 
 import ast
-import importlib.util
+import importlib
 import json
 import subprocess
 import sys
@@ -16,7 +17,7 @@ import pytest
 
 from tests.support.bare_python import make_bare_python
 
-RUNNER = Path(__file__).resolve().parents[2] / "gpuws" / "agent" / "bench_runner.py"
+RUNNER = Path(__file__).resolve().parents[2] / "gpuws" / "agent" / "bench"  # the package (and its .cu)
 NO_TOOLCHAIN = (
     "no CUDA toolchain: install PyTorch with CUDA (pip install torch) or CuPy, or the CUDA toolkit (nvcc)"
 )
@@ -27,9 +28,18 @@ def bare_python(tmp_path_factory: pytest.TempPathFactory) -> str:
     return make_bare_python(tmp_path_factory.mktemp("bare-venv"))
 
 
+def runner_zip(tmp_path: Path) -> Path:
+    """The zipapp gpuws sends to hosts, written where a host's wrapper writes it."""
+    from gpuws.remote.bench import runner_zip as build
+
+    path = tmp_path / "gpuws_bench.pyz"
+    path.write_bytes(build())
+    return path
+
+
 def run_runner(python: str, *args: str, tmp_path: Path, timeout: float = 60) -> list[dict[str, Any]]:
     env = {"PATH": "/usr/bin:/bin", "HOME": str(tmp_path), "LANG": "C.UTF-8"}  # no nvidia-smi here
-    proc = subprocess.run([python, str(RUNNER), "--json", *args], capture_output=True, text=True,
+    proc = subprocess.run([python, str(runner_zip(tmp_path)), "--json", *args], capture_output=True, text=True,
                           env=env, timeout=timeout, check=False)
     assert proc.returncode == 0, proc.stderr
     events = [json.loads(line) for line in proc.stdout.splitlines()]
@@ -38,25 +48,38 @@ def run_runner(python: str, *args: str, tmp_path: Path, timeout: float = 60) -> 
 
 
 def load_runner() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("gpuws_bench_runner_under_test", RUNNER)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    """The runner package (its __init__ names every module's public names)."""
+    return importlib.import_module("gpuws.agent.bench")
 
 
 def test_runner_is_standalone() -> None:
-    """Only the standard library at the top; optional toolchains are imported inside guards."""
-    tree = ast.parse(RUNNER.read_text())
-    top = {alias.name.split(".")[0] for node in tree.body if isinstance(node, ast.Import) for alias in node.names}
-    top |= {node.module.split(".")[0] for node in tree.body if isinstance(node, ast.ImportFrom) and node.module}
-    assert top <= set(sys.stdlib_module_names) | {"__future__"}
-    everywhere = {alias.name for node in ast.walk(tree) if isinstance(node, ast.Import) for alias in node.names}
-    everywhere |= {node.module or "" for node in ast.walk(tree) if isinstance(node, ast.ImportFrom)}
-    assert not {m for m in everywhere if m.split(".")[0] == "gpuws"}, "no gpuws import in the runner"
-    assert {m.split(".")[0] for m in everywhere} - set(sys.stdlib_module_names) <= {"torch", "cupy", "numpy",
-                                                                                   "pynvml", "__future__"}
-    assert RUNNER.read_text().isascii(), "sent byte-counted over SSH: keep it ASCII"
+    """Only the standard library and the package's own modules (relative imports: the package is
+    `gpuws_bench` in the zip) at the top; optional toolchains are imported inside guards."""
+    modules = sorted(RUNNER.glob("*.py"))
+    assert {m.stem for m in modules} >= {"__init__", "__main__", "output", "host", "timing", "verify", "backends",
+                                         "checks", "sim", "runner"}
+    for module in modules:
+        tree = ast.parse(module.read_text())
+        top = {alias.name.split(".")[0] for node in tree.body if isinstance(node, ast.Import) for alias in node.names}
+        top |= {node.module.split(".")[0] for node in tree.body
+                if isinstance(node, ast.ImportFrom) and node.module and not node.level}
+        assert top <= set(sys.stdlib_module_names) | {"__future__"}, module.name
+        everywhere = {alias.name for node in ast.walk(tree) if isinstance(node, ast.Import) for alias in node.names}
+        everywhere |= {node.module or "" for node in ast.walk(tree) if isinstance(node, ast.ImportFrom)
+                       and not node.level}
+        assert not {m for m in everywhere if m.split(".")[0] == "gpuws"}, f"no gpuws import in {module.name}"
+        assert {m.split(".")[0] for m in everywhere} - set(sys.stdlib_module_names) <= {
+            "torch", "cupy", "numpy", "pynvml", "__future__"}, module.name
+        assert module.read_text().isascii(), module.name
+
+
+def test_the_zipapp_holds_the_package_and_its_cuda_source(tmp_path: Path) -> None:
+    """One file to send and run; nothing installed on the host."""
+    import zipfile
+
+    names = set(zipfile.ZipFile(runner_zip(tmp_path)).namelist())
+    expected = {f"gpuws_bench/{p.name}" for p in RUNNER.iterdir() if p.suffix in (".py", ".cu")}
+    assert names == {"__main__.py", *expected} and "gpuws_bench/bench_kernels.cu" in names
 
 
 def test_cpu_harness_runs_timing_and_correctness_on_numpy(tmp_path: Path) -> None:
@@ -131,7 +154,8 @@ def test_zero_iterations_is_inconclusive_not_a_figure() -> None:
 
 
 def test_malformed_expected_profile_is_a_clear_error(tmp_path: Path) -> None:
-    proc = subprocess.run([sys.executable, str(RUNNER), "--json", "--expected", "{nope"], capture_output=True,
+    proc = subprocess.run([sys.executable, str(runner_zip(tmp_path)), "--json", "--expected", "{nope"],
+                          capture_output=True,
                           text=True, check=False, env={"PATH": "/usr/bin:/bin"})
     assert proc.returncode == 2
     assert json.loads(proc.stdout.splitlines()[-1])["error"] == "--expected is not valid JSON"

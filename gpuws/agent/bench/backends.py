@@ -13,10 +13,11 @@ from collections.abc import Callable
 from typing import Any
 
 from .host import to_float
-from .output import GEMM_CHECKS, CheckError, Emitter, first_line
+from .output import GEMM_CHECKS, CheckError, Emitter, Record, first_line
 from .verify import (
     GEMM_TOLERANCE,
     STRESS_TOLERANCE,
+    Array,
     ArrayOps,
     TorchOps,
     answer_check,
@@ -43,9 +44,11 @@ class Backend:
     last_gemm: Any = None  # (a, b, {"c": product}) of the last make_gemm, for check_gemm
 
     def device_ids(self) -> list[int]:
+        """The CUDA ordinals (or the CPU's 0) this backend measures."""
         raise NotImplementedError
 
     def runtime_version(self) -> str | None:
+        """The CUDA runtime version this toolchain uses, None where there is none."""
         return None
 
     def device_identity(self, dev: int) -> tuple[str | None, str | None]:
@@ -61,11 +64,13 @@ class Backend:
         holder["c"] being the last product."""
         raise NotImplementedError
 
-    def grid(self, dev: int, a: Any, b: Any, c: Any, rows: list[int], cols: list[int]) -> tuple[list[Any], list[Any]]:
+    def grid(self, dev: int, a: Array, b: Array, c: Array, rows: list[int],
+
+             cols: list[int]) -> tuple[list[Any], list[Any]]:
         """The float64 reference and the answers on a grid of sampled rows and columns."""
         raise NotImplementedError
 
-    def check_gemm(self, dev: int, check: str) -> dict[str, Any] | None:
+    def check_gemm(self, dev: int, check: str) -> Record | None:
         """The last timed GEMM's answers against float64 on sampled rows and columns over every
         output tile (None when this backend keeps no product to check)."""
         last = getattr(self, "last_gemm", None)
@@ -83,7 +88,7 @@ class Backend:
         """The array operations of this backend's arrays (None: it keeps no arrays here)."""
         return None
 
-    def checksum(self, dev: int, a: Any, b: Any, c: Any, fmt: str) -> dict[str, Any] | None:
+    def checksum(self, dev: int, a: Array, b: Array, c: Array, fmt: str) -> Record | None:
         """Every element of c = a @ b checked by `checksum_check`; a checksum that could not be
         computed (out of memory for the float64 copies) says why instead of passing."""
         ops = self.ops(dev)
@@ -97,7 +102,7 @@ class Backend:
         finally:
             self.release()
 
-    def checksum_gemm(self, dev: int, check: str) -> dict[str, Any] | None:
+    def checksum_gemm(self, dev: int, check: str) -> Record | None:
         """The last timed GEMM's product, every element, by checksum (None when none was kept)."""
         last = getattr(self, "last_gemm", None)
         if last is None or last[2].get("c") is None:
@@ -106,18 +111,23 @@ class Backend:
         return self.checksum(dev, a, b, holder["c"], check[5:])
 
     def make_copy(self, dev: int, nbytes: int) -> tuple[Callable[[], object], Verify]:
+        """A device-to-device copy of `nbytes` and its verification."""
         raise NotImplementedError
 
     def make_triad(self, dev: int, nbytes: int) -> tuple[Callable[[], object], Verify]:
+        """The STREAM triad a = b + 3c over `nbytes` per array, and its verification."""
         raise NotImplementedError
 
     def make_h2d(self, dev: int, nbytes: int) -> tuple[Callable[[], object], Verify]:
+        """A pinned host-to-device copy of `nbytes` and its verification."""
         raise CheckError("host-to-device copies need a GPU")
 
     def make_d2h(self, dev: int, nbytes: int) -> tuple[Callable[[], object], Verify]:
+        """A device-to-pinned-host copy of `nbytes` and its verification."""
         raise CheckError("device-to-host copies need a GPU")
 
     def make_p2p(self, src: int, dst: int, nbytes: int) -> tuple[Callable[[], object], Verify, bool]:
+        """A peer copy from `src` to `dst`, its verification, and whether peer access is on."""
         raise CheckError("peer-to-peer copies need two GPUs")
 
     def stress_dtype(self, dev: int) -> str:
@@ -125,12 +135,14 @@ class Backend:
         return "fp32"
 
     def make_stress(self, dev: int, n: int) -> StressState:
+        """The stress GEMM state of device `dev` (n x n at `stress_dtype`)."""
         raise NotImplementedError
 
     def sync(self, dev: int) -> None:
         """Wait until all work queued on `dev` is done."""
 
     def timer_start(self, dev: int) -> Any:
+        """Start timing work queued on `dev` (a token for `timer_end`)."""
         self.sync(dev)
         return [time.perf_counter(), None]
 
@@ -144,6 +156,7 @@ class Backend:
         return float(token[1]) - float(token[0])
 
     def timer_stop(self, dev: int, token: Any) -> float:
+        """End the timing and wait for it: the seconds."""
         self.timer_end(dev, token)
         return self.timer_elapsed(dev, token)
 
@@ -151,6 +164,7 @@ class Backend:
         """Free what the last check allocated."""
 
     def is_alloc_error(self, exc: BaseException) -> bool:
+        """Whether `exc` says the device ran out of memory."""
         return isinstance(exc, MemoryError)
 
 
@@ -161,12 +175,12 @@ class StressState:
     dtype = "fp32"
     flops_per_step = 0.0
 
-    def verify_reference(self) -> dict[str, Any]:
+    def verify_reference(self) -> Record:
         """The first product against float64 on sampled rows and columns over every output tile
         (a unit that is wrong the same way every time matches itself in the later comparisons)."""
         raise NotImplementedError
 
-    def checksum_reference(self) -> dict[str, Any] | None:
+    def checksum_reference(self) -> Record | None:
         """Every element of the first product by checksum (`checksum_check`): an element wrong
         the same way in every product matches itself bit for bit, so only this sees it."""
         return None
@@ -176,6 +190,7 @@ class StressState:
         raise NotImplementedError
 
     def mismatches(self) -> int:
+        """Elements that differed from the first product, non-finite ones included, so far."""
         raise NotImplementedError
 
 
@@ -235,7 +250,7 @@ class TorchBackend(Backend):
             # _scaled_mm wants its second operand column-major.
             b = self._randn((n, n), t.bfloat16, dev).to(t.float8_e4m3fn).t().contiguous().t()
             one = t.ones((), dtype=t.float32, device=self._dev(dev))
-            holder: dict[str, Any] = {}
+            holder: Record = {}
             self.last_gemm = (a, b, holder)
 
             def fp8() -> None:
@@ -261,11 +276,14 @@ class TorchBackend(Backend):
 
         return gemm
 
-    def grid(self, dev: int, a: Any, b: Any, c: Any, rows: list[int], cols: list[int]) -> tuple[list[Any], list[Any]]:
+    def grid(self, dev: int, a: Array, b: Array, c: Array, rows: list[int],
+
+             cols: list[int]) -> tuple[list[Any], list[Any]]:
         self.sync(dev)
         return torch_grid(self.t, a, b, c, rows, cols)
 
     def ops(self, dev: int) -> ArrayOps | None:
+        """PyTorch's array operations for the checksum."""
         return TorchOps(self.t)
 
     def _pattern(self, nbytes: int, dev: int | None) -> Any:
@@ -369,6 +387,7 @@ class TorchBackend(Backend):
 
 
 class TorchStress(StressState):
+    """The stress GEMM on PyTorch (CUDA or CPU), compared on the device."""
     def __init__(self, backend: TorchBackend, dev: int, n: int, dtype: str = "fp32") -> None:
         t = self.t = backend.t
         self.backend = backend
@@ -387,12 +406,13 @@ class TorchStress(StressState):
         self.bad = (~t.isfinite(self.ref)).sum().to(t.int64)
         self.flops_per_step = 2.0 * n**3
 
-    def verify_reference(self) -> dict[str, Any]:
+    def verify_reference(self) -> Record:
         rows, cols = gemm_samples(int(self.a.shape[0])), gemm_samples(int(self.b.shape[1]))
         ref, got = torch_grid(self.t, self.a, self.b, self.ref, rows, cols)
         return answer_check(ref, got, STRESS_TOLERANCE[self.dtype], rows, cols)
 
-    def checksum_reference(self) -> dict[str, Any] | None:
+    def checksum_reference(self) -> Record | None:
+        """Every element of the first product, by checksum on the device."""
         return self.backend.checksum(self.dev, self.a, self.b, self.ref, self.dtype)
 
     def step(self) -> None:
@@ -436,10 +456,13 @@ class NumpyBackend(Backend):
         self.last_gemm = (a, b, {"c": c})
         return lambda: np.matmul(a, b, out=c)
 
-    def grid(self, dev: int, a: Any, b: Any, c: Any, rows: list[int], cols: list[int]) -> tuple[list[Any], list[Any]]:
+    def grid(self, dev: int, a: Array, b: Array, c: Array, rows: list[int],
+
+             cols: list[int]) -> tuple[list[Any], list[Any]]:
         return array_grid(self.np, a, b, c, rows, cols)
 
     def ops(self, dev: int) -> ArrayOps | None:
+        """NumPy's array operations for the checksum."""
         return ArrayOps(self.np)
 
     def _pattern(self, nbytes: int) -> Any:
@@ -468,6 +491,7 @@ class NumpyBackend(Backend):
 
 
 class NumpyStress(StressState):
+    """The stress GEMM on NumPy (the CPU harness check)."""
     def __init__(self, backend: NumpyBackend, n: int) -> None:
         np = self.np = backend.np
         self.backend = backend
@@ -478,12 +502,13 @@ class NumpyStress(StressState):
         self.bad = int(np.count_nonzero(~np.isfinite(self.ref)))
         self.flops_per_step = 2.0 * n**3
 
-    def verify_reference(self) -> dict[str, Any]:
+    def verify_reference(self) -> Record:
         rows, cols = gemm_samples(int(self.a.shape[0])), gemm_samples(int(self.b.shape[1]))
         ref, got = array_grid(self.np, self.a, self.b, self.ref, rows, cols)
         return answer_check(ref, got, STRESS_TOLERANCE["fp32"], rows, cols)
 
-    def checksum_reference(self) -> dict[str, Any] | None:
+    def checksum_reference(self) -> Record | None:
+        """Every element of the first product, by checksum."""
         return self.backend.checksum(0, self.a, self.b, self.ref, "fp32")
 
     def step(self) -> None:
@@ -547,14 +572,18 @@ class CupyBackend(Backend):
 
         return gemm
 
-    def grid(self, dev: int, a: Any, b: Any, c: Any, rows: list[int], cols: list[int]) -> tuple[list[Any], list[Any]]:
+    def grid(self, dev: int, a: Array, b: Array, c: Array, rows: list[int],
+
+             cols: list[int]) -> tuple[list[Any], list[Any]]:
         with self.cp.cuda.Device(dev):
             return array_grid(self.cp, a, b, c, rows, cols)
 
     def ops(self, dev: int) -> ArrayOps | None:
+        """CuPy's array operations (NumPy's names) for the checksum."""
         return ArrayOps(self.cp)
 
-    def checksum(self, dev: int, a: Any, b: Any, c: Any, fmt: str) -> dict[str, Any] | None:
+    def checksum(self, dev: int, a: Array, b: Array, c: Array, fmt: str) -> Record | None:
+        """The checksum on device `dev` (CuPy allocates on the current device)."""
         with self.cp.cuda.Device(dev):  # CuPy allocates on the current device
             return super().checksum(dev, a, b, c, fmt)
 
@@ -667,6 +696,7 @@ class CupyBackend(Backend):
 
 
 class CupyStress(StressState):
+    """The stress GEMM on CuPy, compared on the device."""
     def __init__(self, backend: CupyBackend, dev: int, n: int, dtype: str = "fp32") -> None:
         cp = backend.cp
         self.backend = backend
@@ -681,13 +711,14 @@ class CupyStress(StressState):
             self.bad = cp.count_nonzero(~cp.isfinite(self.ref)).astype(cp.int64)
         self.flops_per_step = 2.0 * n**3
 
-    def verify_reference(self) -> dict[str, Any]:
+    def verify_reference(self) -> Record:
         rows, cols = gemm_samples(int(self.a.shape[0])), gemm_samples(int(self.b.shape[1]))
         with self.cp.cuda.Device(self.dev):
             ref, got = array_grid(self.cp, self.a, self.b, self.ref, rows, cols)
         return answer_check(ref, got, STRESS_TOLERANCE[self.dtype], rows, cols)
 
-    def checksum_reference(self) -> dict[str, Any] | None:
+    def checksum_reference(self) -> Record | None:
+        """Every element of the first product, by checksum on the device."""
         return self.backend.checksum(self.dev, self.a, self.b, self.ref, self.dtype)
 
     def step(self) -> None:
@@ -741,12 +772,12 @@ class NvccBackend(Backend):
     name = "nvcc-cublas"
     harness = "gpu"
 
-    def __init__(self, binary: str, gpus: list[dict[str, Any]]) -> None:
+    def __init__(self, binary: str, gpus: list[Record]) -> None:
         self.binary = binary
         self.gpus = gpus
-        self.extra: dict[str, Any] = {}
+        self.extra: Record = {}
         # CUDA's own numbering and identities (`devices`), matched to nvidia-smi's by UUID.
-        self.cuda_devices: list[dict[str, Any]] = [
+        self.cuda_devices: list[Record] = [
             {"ordinal": g["index"], "uuid": None, "pci_bus_id": None,
              "compute_capability": g.get("compute_capability")} for g in gpus]
         with contextlib.suppress(Exception):
@@ -760,7 +791,7 @@ class NvccBackend(Backend):
                 self.cuda_devices = []  # CUDA sees none of the GPUs nvidia-smi lists
 
     @classmethod
-    def build(cls, workdir: str, gpus: list[dict[str, Any]], emitter: Emitter, timeout: float = 240.0,
+    def build(cls, workdir: str, gpus: list[Record], emitter: Emitter, timeout: float = 240.0,
               source: str | None = None) -> NvccBackend:
         if source is None:
             # Beside this module: in the package, or in the zip gpuws sends (so read, not opened).
@@ -821,7 +852,7 @@ class NvccBackend(Backend):
         return "bf16" if cc >= 8.0 else "fp16" if cc >= 7.0 else "fp32"
 
     def measured(self, what: str, dev: int, size: int, repeats: int, per_window: int = 0,
-                 peer: int | None = None, timeout: float = 120.0, extra: str | None = None) -> dict[str, Any]:
+                 peer: int | None = None, timeout: float = 120.0, extra: str | None = None) -> Record:
         """Run one measurement; its JSON (seconds per window, verification, stress counts, answers)."""
         argv = [self.binary, what, str(dev), str(size), str(repeats), str(per_window)]
         if peer is not None:
@@ -850,7 +881,7 @@ class NvccBackend(Backend):
         return [float(x) for x in self.measured(what, dev, size, repeats)["seconds"]]
 
 
-def select_backend(choice: str, gpus: list[dict[str, Any]], workdir: str | None,
+def select_backend(choice: str, gpus: list[Record], workdir: str | None,
                    out: Emitter, deadline: float | None = None) -> tuple[Backend | None, list[str]]:
     """The first toolchain that works, and what was tried (for the log)."""
     tried: list[str] = []

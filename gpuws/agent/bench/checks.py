@@ -14,7 +14,7 @@ from typing import Any
 
 from .backends import Backend, NvccBackend, StressState, Verify, stderr_tail
 from .host import Sampler, busy_reason, csv_value, run_cmd, to_int
-from .output import GEMM_CHECKS, CheckError, Deadline, Emitter, first_line
+from .output import GEMM_CHECKS, CheckError, Deadline, Emitter, Record, first_line
 from .timing import MIN_WARMUP_S, MIN_WINDOW_S, SIZES, run_share_problem, window_stats
 from .verify import GEMM_TOLERANCE
 
@@ -24,8 +24,8 @@ class Harness:
     whatever the backend, and reports each figure or why it could not be had."""
 
     def __init__(self, backend: Backend, emitter: Emitter, mode: str, deadline: float,
-                 gpus: list[dict[str, Any]], sampler: Sampler | None = None,
-                 busy: dict[int, dict[str, Any]] | None = None, smi_of: dict[int, int] | None = None) -> None:
+                 gpus: list[Record], sampler: Sampler | None = None,
+                 busy: dict[int, Record] | None = None, smi_of: dict[int, int] | None = None) -> None:
         self.b = backend
         self.smi_of = smi_of or {}  # CUDA ordinal -> nvidia-smi index (results and telemetry use the latter)
         self.out = emitter
@@ -98,7 +98,7 @@ class Harness:
             times.append(self.b.timer_elapsed(dev, token))
         return times, per
 
-    def guarded(self, check: str, gpu: int | None, unit: str, body: Callable[[], dict[str, Any]]) -> None:
+    def guarded(self, check: str, gpu: int | None, unit: str, body: Callable[[], Record]) -> None:
         """Run one measurement; turn every way it can fail into an inconclusive result."""
         self.check_time()
         since = time.monotonic()
@@ -123,7 +123,7 @@ class Harness:
             self.b.release()
 
     def figure(self, times: list[float], amount: float, scale: float, asked: int | None = None,
-               **details: Any) -> dict[str, Any]:
+               **details: Any) -> Record:
         """A throughput figure: the median of the timed windows (each of `amount` work), with the
         sustained (p10) and peak windows beside it. Too few windows is inconclusive."""
         good = [t for t in times if t > 0 and math.isfinite(t)]
@@ -141,7 +141,7 @@ class Harness:
                             "repeats": len(good), "median_s": med, "min_s": min(good), "max_s": max(good)}}
 
     @staticmethod
-    def verified(fig: dict[str, Any], checked: int, wrong: int) -> dict[str, Any]:
+    def verified(fig: Record, checked: int, wrong: int) -> Record:
         """Attach the copy verification to a figure (a wrong byte fails the check in gpuws)."""
         if "details" in fig:
             fig["details"]["verify"] = {"checked_bytes": int(checked), "bad_bytes": int(wrong)}
@@ -156,6 +156,7 @@ class Harness:
     # --- checks
 
     def gemm(self, dev: int) -> None:
+        """Every GEMM format on device `dev`: throughput, answers on a sampled grid, checksums."""
         support = self.b.gemm_support(dev)
         windows, window_s = self.sizes["windows"], self.sizes["window_s"]
         for check in GEMM_CHECKS:
@@ -164,7 +165,7 @@ class Harness:
                 self._result(check, gpu=dev, unit="TFLOP/s", status=blocked[0], reason=blocked[1])
                 continue
 
-            def body(check: str = check) -> dict[str, Any]:
+            def body(check: str = check) -> Record:
                 n = self.sizes["gemm_n"]
                 if isinstance(self.b, NvccBackend):
                     data = self.b.measured(check, dev, n, windows, max(1, int(window_s * 1000)),
@@ -195,10 +196,12 @@ class Harness:
             self.guarded(check, dev, "TFLOP/s", body)
 
     def memory(self, dev: int) -> None:
+        """Device memory bandwidth: copy and triad, both verified."""
         nbytes = self.sizes["mem_bytes"]
         self._copies(dev, nbytes, (("mem_copy", "make_copy", 2), ("mem_triad", "make_triad", 3)))
 
     def transfers(self, dev: int) -> None:
+        """Pinned host<->device copies, verified, then the link read under load."""
         self._copies(dev, self.sizes["xfer_bytes"], (("h2d", "make_h2d", 1), ("d2h", "make_d2h", 1)))
         if self.b.harness == "gpu":
             self.link_under_load(dev)
@@ -216,7 +219,7 @@ class Harness:
     def _copies(self, dev: int, nbytes: int, checks: tuple[tuple[str, str, int], ...]) -> None:
         windows = self.sizes["windows"]
         for check, factory, traffic in checks:
-            def body(factory: str = factory, traffic: int = traffic, check: str = check) -> dict[str, Any]:
+            def body(factory: str = factory, traffic: int = traffic, check: str = check) -> Record:
                 if isinstance(self.b, NvccBackend):
                     data = self.b.measured(check, dev, nbytes, windows)
                     times = [float(x) / max(1, int(data.get("per_window", 1))) for x in data["seconds"]]
@@ -236,6 +239,7 @@ class Harness:
             self.guarded(check, dev, "GB/s", body)
 
     def p2p(self, devs: list[int]) -> None:
+        """Peer-to-peer copies between pairs of `devs`, verified."""
         if len(devs) < 2:
             self._result("p2p", unit="GB/s", status="skipped",
                          reason="one GPU: peer-to-peer needs two or more" if self.b.harness == "gpu"
@@ -246,7 +250,7 @@ class Harness:
         nbytes = self.sizes["p2p_bytes"]
         windows = self.sizes["windows"]
         for src, dst in pairs:
-            def body(src: int = src, dst: int = dst) -> dict[str, Any]:
+            def body(src: int = src, dst: int = dst) -> Record:
                 if isinstance(self.b, NvccBackend):
                     data = self.b.measured("p2p", src, nbytes, windows, 0, dst)
                     times = [float(x) / max(1, int(data.get("per_window", 1))) for x in data["seconds"]]
@@ -271,6 +275,7 @@ class Harness:
             self.guarded("p2p", src, "GB/s", lambda body=body, dst=dst: {**body(), "peer": dst})  # type: ignore[misc]
 
     def scaling(self, devs: list[int]) -> None:
+        """Multi-GPU scaling: one GEMM stream on one device against all at once."""
         if len(devs) < 2:
             self._result("scaling", unit="efficiency", status="skipped",
                          reason="one GPU: multi-GPU scaling needs two or more")
@@ -280,7 +285,7 @@ class Harness:
                          reason="multi-GPU scaling is measured with the PyTorch or CuPy backend only")
             return
 
-        def body() -> dict[str, Any]:
+        def body() -> Record:
             n = self.sizes["gemm_n"]
             kind = "gemm_bf16" if self.b.gemm_support(devs[0]).get("gemm_bf16") is None else "gemm_fp32"
             fns = {d: self.b.make_gemm(d, kind, n) for d in devs}
@@ -421,7 +426,7 @@ class Harness:
             self.b.release()
         elapsed = time.perf_counter() - t0
         for d, state in states.items():
-            details: dict[str, Any] = {"iterations": iterations[d], "seconds": round(elapsed, 3),
+            details: Record = {"iterations": iterations[d], "seconds": round(elapsed, 3),
                                        "dtype": state.dtype, "reference_answers": answers.get(d),
                                        "reference_rel_error": (answers.get(d) or {}).get("max_rel_error"),
                                        "reference_checksum": checksums.get(d), "concurrent_gpus": len(states)}
@@ -483,8 +488,8 @@ def _bus_key(text: object) -> tuple[int, int, int] | None:
         return None
 
 
-def match_devices(backend: Backend, gpus: list[dict[str, Any]],
-                  out: Emitter) -> tuple[dict[int, int], list[dict[str, Any]]]:
+def match_devices(backend: Backend, gpus: list[Record],
+                  out: Emitter) -> tuple[dict[int, int], list[Record]]:
     """CUDA ordinal -> nvidia-smi index, matched by UUID (else PCI bus id), and the GPUs nvidia-smi
     lists that no CUDA device matched. CUDA's order is not nvidia-smi's (CUDA_DEVICE_ORDER,
     CUDA_VISIBLE_DEVICES), so figures, the busy guard and telemetry must never go by ordinal."""
@@ -519,7 +524,7 @@ def match_devices(backend: Backend, gpus: list[dict[str, Any]],
 
 
 def measure(backend: Backend, out: Emitter, args: argparse.Namespace, deadline: float,
-            gpus: list[dict[str, Any]], sampler: Sampler, activity: dict[int, dict[str, Any]],
+            gpus: list[Record], sampler: Sampler, activity: dict[int, Record],
             step: Callable[[int, str], None]) -> None:
     """Every measured check through `backend`; busy GPUs only with --allow-busy."""
     smi_of, missing = match_devices(backend, gpus, out)

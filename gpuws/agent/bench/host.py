@@ -10,7 +10,7 @@ import threading
 import time
 from typing import Any
 
-from .output import Emitter
+from .output import Emitter, Record
 
 SIM_MARKER = "gpuws-simulated-gpu-host"
 
@@ -150,7 +150,7 @@ def host_is_simulated() -> bool:
     return False
 
 
-def list_gpus() -> tuple[list[dict[str, Any]], str | None]:
+def list_gpus() -> tuple[list[Record], str | None]:
     """GPUs as nvidia-smi reports them, and why none could be listed."""
     rows = query_gpus(GPU_FIELDS)
     if rows is None:
@@ -171,11 +171,11 @@ def list_gpus() -> tuple[list[dict[str, Any]], str | None]:
     return gpus, None
 
 
-def gpu_activity(gpus: list[dict[str, Any]]) -> dict[int, dict[str, Any]]:
+def gpu_activity(gpus: list[Record]) -> dict[int, Record]:
     """Per GPU index: the compute processes on it (other than this runner) and its utilisation,
     read before anything is measured. A GPU with either is "busy"."""
     by_uuid = {g.get("uuid"): g["index"] for g in gpus if g.get("uuid")}
-    activity: dict[int, dict[str, Any]] = {g["index"]: {"processes": 0, "pids": [], "utilization_pct": None,
+    activity: dict[int, Record] = {g["index"]: {"processes": 0, "pids": [], "utilization_pct": None,
                                                          "busy": False} for g in gpus}
     rc, out = run_cmd(["nvidia-smi", "--query-compute-apps=gpu_uuid,pid", "--format=csv,noheader"])
     if rc == 0:
@@ -195,7 +195,7 @@ def gpu_activity(gpus: list[dict[str, Any]]) -> dict[int, dict[str, Any]]:
     return activity
 
 
-def busy_reason(activity: dict[str, Any]) -> str:
+def busy_reason(activity: Record) -> str:
     """"GPU in use by N processes (U% utilisation)" for a busy GPU."""
     util = activity.get("utilization_pct")
     return f"GPU in use by {activity.get('processes', 0)} processes" + (
@@ -230,7 +230,7 @@ class Sampler:
 
     def __init__(self, interval: float = 0.5) -> None:
         self.interval = interval
-        self.samples: list[dict[str, Any]] = []
+        self.samples: list[Record] = []
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self._nvml: Any = None
@@ -242,7 +242,7 @@ class Sampler:
         except Exception:
             self._nvml = None
 
-    def _read(self) -> list[dict[str, Any]]:
+    def _read(self) -> list[Record]:
         if self._nvml is not None:
             try:
                 nv = self._nvml
@@ -283,14 +283,14 @@ class Sampler:
         if self._thread is not None:
             self._thread.join(timeout=5)
 
-    def summary(self, gpu: int, since: float | None = None, until: float | None = None) -> dict[str, Any]:
+    def summary(self, gpu: int, since: float | None = None, until: float | None = None) -> Record:
         """Clocks, power, temperature and throttle reasons of `gpu` between two monotonic times."""
         return summarize_samples([s for s in list(self.samples) if s.get("gpu") == gpu
                                   and (since is None or s.get("t", 0) >= since)
                                   and (until is None or s.get("t", 0) <= until)])
 
 
-def summarize_samples(mine: list[dict[str, Any]]) -> dict[str, Any]:
+def summarize_samples(mine: list[Record]) -> Record:
     """The telemetry summary of one GPU's samples during a check."""
     temps = [s["temp_c"] for s in mine if s.get("temp_c") is not None]
     clocks = [s["sm_clock_mhz"] for s in mine if s.get("sm_clock_mhz") is not None]
@@ -308,14 +308,14 @@ def summarize_samples(mine: list[dict[str, Any]]) -> dict[str, Any]:
     }
 
 
-def environment_checks(out: Emitter, gpus: list[dict[str, Any]], runtime: str | None,
-                       expected: dict[str, Any], simulated: bool,
-                       activity: dict[int, dict[str, Any]] | None = None) -> dict[str, Any]:
+def environment_checks(out: Emitter, gpus: list[Record], runtime: str | None,
+                       expected: Record, simulated: bool,
+                       activity: dict[int, Record] | None = None) -> Record:
     """Facts about the driver and each card; gpuws judges them (see gpuws.core.bench.verdicts).
     `activity` (from `gpu_activity`) says which GPUs were in use when the facts were read."""
     activity = activity or {}
     label = "simulated" if simulated else "gpu"
-    info: dict[str, Any] = {"driver_cuda_version": None}
+    info: Record = {"driver_cuda_version": None}
     if not gpus:
         out.result("env.driver", status="inconclusive", reason="no NVIDIA driver found", harness=label,
                    simulated=simulated)
@@ -366,12 +366,12 @@ def environment_checks(out: Emitter, gpus: list[dict[str, Any]], runtime: str | 
     return info
 
 
-def remapped_rows() -> dict[str, dict[str, Any]]:
+def remapped_rows() -> dict[str, Record]:
     """Row remapping (Ampere and newer), keyed by PCI bus id; empty where unsupported."""
     fields = ["gpu_bus_id", "remapped_rows.correctable", "remapped_rows.uncorrectable",
               "remapped_rows.pending", "remapped_rows.failure"]
     rc, out = run_cmd(["nvidia-smi", f"--query-remapped-rows={','.join(fields)}", "--format=csv,noheader"])
-    result: dict[str, dict[str, Any]] = {}
+    result: dict[str, Record] = {}
     if rc != 0:
         return result
     for line in out.splitlines():
@@ -383,7 +383,7 @@ def remapped_rows() -> dict[str, dict[str, Any]]:
     return result
 
 
-def nvlink_status(index: int) -> dict[str, Any]:
+def nvlink_status(index: int) -> Record:
     """Links up and their speed from `nvidia-smi nvlink -s`; none on PCIe-only cards."""
     rc, out = run_cmd(["nvidia-smi", "nvlink", "-s", "-i", str(index)])
     links = [line.strip() for line in out.splitlines() if line.strip().startswith("Link ")] if rc == 0 else []

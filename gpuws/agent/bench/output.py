@@ -23,6 +23,10 @@ CPU_LABEL = "CPU harness check \u2014 not a GPU measurement"
 GEMM_CHECKS = ("gemm_fp32", "gemm_tf32", "gemm_fp16", "gemm_bf16", "gemm_fp8")
 
 
+# One JSON object as the runner prints it: a result, its facts or details, a summary.
+Record = dict[str, Any]
+
+
 class CheckError(Exception):
     """A check could not run; the message is the reason shown to the user."""
 
@@ -49,9 +53,9 @@ class Emitter:
     def __init__(self, stream: Any = None) -> None:
         self._stream = stream or sys.stdout
         self._lock = threading.Lock()
-        self.results: list[dict[str, Any]] = []
+        self.results: list[Record] = []
 
-    def emit(self, obj: dict[str, Any]) -> None:
+    def emit(self, obj: Record) -> None:
         """Write `obj` as one JSON line (NaN and infinity refused: the client parses strict JSON)."""
         line = json.dumps(jsonable(obj), default=str, allow_nan=False)
         with self._lock:
@@ -76,7 +80,7 @@ class Emitter:
         """Record and emit one check's result; a value that is not finite becomes inconclusive."""
         if value is not None and (math.isnan(value) or math.isinf(value)):
             value, status, reason = None, "inconclusive", reason or "measurement was not a finite number"
-        obj: dict[str, Any] = {"type": "result", "check": check, "gpu": gpu, "value": value, "unit": unit,
+        obj: Record = {"type": "result", "check": check, "gpu": gpu, "value": value, "unit": unit,
                                "status": status, "reason": reason, "harness": harness, "simulated": simulated}
         if harness == "cpu":
             obj["label"] = CPU_LABEL

@@ -10,20 +10,20 @@ import signal
 import threading
 import time
 from types import FrameType
-from typing import Any
 
 from .backends import cpu_backend, select_backend
 from .checks import measure
 from .host import Sampler, environment_checks, gpu_activity, host_is_simulated, list_gpus
-from .output import CPU_LABEL, GEMM_CHECKS, NO_TOOLCHAIN, PROTOCOL, Deadline, Emitter, first_line
+from .output import CPU_LABEL, GEMM_CHECKS, NO_TOOLCHAIN, PROTOCOL, Deadline, Emitter, Record, first_line
 from .sim import SIM_FAULTS_ENV, SIM_JOBS_PAUSED_ENV, sim_faults, simulated_run
 from .timing import OVERALL_TIMEOUT
 
 
-def run(args: argparse.Namespace, out: Emitter) -> dict[str, Any]:
+def run(args: argparse.Namespace, out: Emitter) -> Record:
+    """The whole run: environment, toolchain, every check; the summary (also after a timeout or error)."""
     started = time.monotonic()
     deadline = started + args.timeout
-    summary: dict[str, Any] = {"type": "summary", "protocol": PROTOCOL, "mode": args.mode,
+    summary: Record = {"type": "summary", "protocol": PROTOCOL, "mode": args.mode,
                                "hostname": platform.node(), "python": platform.python_version(),
                                "backend": None, "harness": None, "simulated": False, "gpus": [],
                                "timed_out": False, "error": None}
@@ -137,6 +137,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
 
 def main(argv: list[str] | None = None) -> int:
     # Match nvidia-smi's GPU numbering (PCI order) in CUDA, before any CUDA library loads.
+    """The command line: JSON lines on stdout, the summary last; exit status 0 (2 for a bad --expected)."""
     os.environ.setdefault("CUDA_DEVICE_ORDER", "PCI_BUS_ID")
     args = parse_args(argv)
     out = Emitter()

@@ -8,7 +8,7 @@ import time
 from typing import Any
 
 from .host import busy_reason
-from .output import GEMM_CHECKS, Deadline, Emitter
+from .output import GEMM_CHECKS, Deadline, Emitter, Record
 from .timing import SIZES, window_stats
 from .verify import GEMM_TOLERANCE, STRESS_TOLERANCE, ArrayOps, answer_check, array_grid, checksum_check, gemm_samples
 
@@ -43,6 +43,7 @@ SIM_HOST_LINK_SHARE = (0.81, 0.86)
 
 
 def sim_peaks(name: str) -> tuple[Any, ...]:
+    """The simulated model's peaks (SIM_MODELS' columns) for a GPU name."""
     return next((v for k, v in SIM_MODELS.items() if k in name.upper()),
                 (20.0, 80.0, 160.0, 160.0, None, 1000.0, 20.0, None))
 
@@ -124,7 +125,7 @@ def sim_fault_product(np: Any, c: Any, kinds: set[str]) -> Any:
     return c
 
 
-def sim_checks(fmt: str, kinds: set[str], seed: int) -> tuple[dict[str, Any], dict[str, Any]] | None:
+def sim_checks(fmt: str, kinds: set[str], seed: int) -> tuple[Record, Record] | None:
     """The sampled answer check and the checksum of one simulated product (None without NumPy)."""
     try:
         import numpy as np
@@ -145,8 +146,8 @@ SIM_THROTTLE_AFTER_S = 5.0
 SIM_MAX_CLOCK = {"H200": 1980, "H100": 1980, "A100": 1410, "L40S": 2520, "L4": 2040, "A10": 1695, "T4": 1590}
 
 
-def simulated_run(out: Emitter, gpus: list[dict[str, Any]], mode: str, seed: int | None,
-                  deadline: float, activity: dict[int, dict[str, Any]] | None = None,
+def simulated_run(out: Emitter, gpus: list[Record], mode: str, seed: int | None,
+                  deadline: float, activity: dict[int, Record] | None = None,
                   allow_busy: bool = False) -> None:
     """Plausible figures (about 80% of peak with noise), each labelled simulated, in the same shape
     as measured ones (timed windows, verified copies, concurrent stress, telemetry). The faults of
@@ -176,14 +177,14 @@ def simulated_run(out: Emitter, gpus: list[dict[str, Any]], mode: str, seed: int
         out.result(check, gpu=gpu, value=None if value is None else round(value, 3), unit=unit,
                    harness="simulated", simulated=True, **kw)
 
-    def clock_of(g: dict[str, Any]) -> int:
+    def clock_of(g: Record) -> int:
         return next((v for k, v in SIM_MAX_CLOCK.items() if k in g["name"].upper()), 1800)
 
     def factor(idx: int, t: float) -> float:
         return 1 / 3 if "throttle" in faults.get(idx, set()) and t >= SIM_THROTTLE_AFTER_S else 1.0
 
-    def windows_under_load(g: dict[str, Any], base: float, count: int,
-                           span: float) -> tuple[list[float], dict[str, Any]]:
+    def windows_under_load(g: Record, base: float, count: int,
+                           span: float) -> tuple[list[float], Record]:
         """Per-window figures over `count` windows of `span` simulated seconds, and telemetry."""
         idx = g["index"]
         rates, clocks, throttled = [], [], False
@@ -199,17 +200,17 @@ def simulated_run(out: Emitter, gpus: list[dict[str, Any]], mode: str, seed: int
                      "throttle_reasons_seen": ["hw_slowdown"] if throttled else []}
         return rates, telemetry
 
-    def figure(rates: list[float], **details: Any) -> tuple[float, dict[str, Any]]:
+    def figure(rates: list[float], **details: Any) -> tuple[float, Record]:
         stats = window_stats(rates)
         return stats["median"], {**details, **{k: v for k, v in stats.items() if k != "median"}}
 
-    def slice_of(g: dict[str, Any]) -> bool:
+    def slice_of(g: Record) -> bool:
         return "GRID" in g["name"].upper() or (g.get("mig_mode") or "").lower() == "enabled"
 
-    def mig_of(g: dict[str, Any]) -> bool:
+    def mig_of(g: Record) -> bool:
         return (g.get("mig_mode") or "").lower() == "enabled"
 
-    def checked(fmt: str, kinds: set[str], details: dict[str, Any], prefix: str = "") -> None:
+    def checked(fmt: str, kinds: set[str], details: Record, prefix: str = "") -> None:
         """The answer check and the checksum of a real simulated product of `fmt` (see sim_checks)."""
         found = sim_checks(fmt, kinds, rng.randrange(1 << 30))
         if found is not None:
@@ -316,7 +317,7 @@ def simulated_run(out: Emitter, gpus: list[dict[str, Any]], mode: str, seed: int
         dtype = "bf16" if peaks[3] else "fp16"
         # gemm-wrong, gemm-tile and gemm-element are wrong the same way every time: every later
         # product equals the first bit for bit, and only the first product's checks see them.
-        found: dict[str, Any] = {}
+        found: Record = {}
         checked(dtype, kinds - {"bench-nan"}, found, "reference_")
         reference, summed = found.get("reference_answers") or {}, found.get("reference_checksum") or {}
         wrong = max(int(reference.get("wrong") or 0), int(summed.get("wrong") or 0))

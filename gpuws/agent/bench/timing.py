@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import math
 import statistics
-from typing import Any
+
+from .output import Record
 
 # A timed check that ran less than this share of the time it asked for proves nothing.
 MIN_RUN_SHARE = 0.9
@@ -12,7 +13,7 @@ MIN_RUN_SHARE = 0.9
 
 # Sizes per harness and mode. GPU sizes reach the plateau of a modern card; CPU sizes only
 # exercise the code paths quickly.
-SIZES: dict[str, dict[str, dict[str, Any]]] = {
+SIZES: dict[str, dict[str, Record]] = {
     "gpu": {
         "quick": {"gemm_n": 8192, "warmup": 3, "repeats": 8, "mem_bytes": 1 << 30, "xfer_bytes": 256 << 20,
                   "p2p_bytes": 256 << 20, "stress_s": 10.0, "stress_n": 8192, "all_pairs": False,
@@ -59,7 +60,7 @@ def percentile(values: list[float], q: float) -> float:
     return ordered[lo] + (ordered[hi] - ordered[lo]) * (pos - lo)
 
 
-def window_stats(rates: list[float]) -> dict[str, Any]:
+def window_stats(rates: list[float]) -> Record:
     """Median, sustained (10th percentile) and peak of per-window throughputs."""
     return {"windows": len(rates), "median": round(statistics.median(rates), 3),
             "sustained_p10": round(percentile(rates, 10), 3), "peak": round(max(rates), 3),

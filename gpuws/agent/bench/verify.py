@@ -6,7 +6,7 @@ import contextlib
 import math
 from typing import Any
 
-from .output import CheckError
+from .output import CheckError, Record
 
 GEMM_TILE = 128
 
@@ -71,7 +71,7 @@ def gemm_samples(n: int, per_tile: int = GEMM_SAMPLES_PER_TILE, tile: int = GEMM
 
 
 def answer_check(ref: list[list[float]], got: list[list[float]], tolerance: float,
-                 rows: list[int] | None = None, cols: list[int] | None = None) -> dict[str, Any]:
+                 rows: list[int] | None = None, cols: list[int] | None = None) -> Record:
     """Compare a sampled grid of a product (`got`) with its float64 reference (`ref`): per row,
     the error relative to the row's largest reference element. Non-finite answers are wrong."""
     wrong = nonfinite = checked = 0
@@ -98,6 +98,10 @@ def answer_check(ref: list[list[float]], got: list[list[float]], tolerance: floa
             "tolerance": tolerance, "first_wrong": first, "rows": len(ref), "cols": len(ref[0]) if ref else 0}
 
 
+# An array of NumPy, CuPy or PyTorch: the runner cannot name their types without importing them.
+Array = Any
+
+
 class ArrayOps:
     """What the checksum needs of an array module, the same for NumPy and CuPy (`xp`); PyTorch's
     differences are in `TorchOps`. Everything stays on the arrays' device; only counts come back."""
@@ -105,44 +109,47 @@ class ArrayOps:
     def __init__(self, xp: Any) -> None:
         self.xp = xp
 
-    def wide(self, x: Any) -> Any:
+    def wide(self, x: Array) -> Any:
         """`x` as float64, on its device."""
         return x.astype(self.xp.float64)
 
-    def bands(self, n: int, like: Any) -> Any:
+    def bands(self, n: int, like: Array) -> Any:
         """The n x ceil(n / CHECKSUM_BAND) float64 matrix whose column b sums band b."""
         xp = self.xp
         count = -(-n // CHECKSUM_BAND)
         return self.wide(xp.arange(n)[:, None] // CHECKSUM_BAND == xp.arange(count)[None, :])
 
-    def count(self, mask: Any) -> int:
+    def count(self, mask: Array) -> int:
+        """How many elements of the boolean `mask` are true."""
         return int(mask.sum())
 
-    def first(self, mask: Any) -> int:
+    def first(self, mask: Array) -> int:
         """The flat index of the first True of `mask` (row-major), -1 when none."""
         return int(self.wide(mask).argmax()) if self.count(mask) else -1
 
-    def largest(self, x: Any) -> float:
+    def largest(self, x: Array) -> float:
+        """The largest element of `x` (0 when it is empty)."""
         return float(x.max()) if x.size else 0.0
 
 
 class TorchOps(ArrayOps):
-    def wide(self, x: Any) -> Any:
+    """The checksum's array operations on PyTorch tensors (other names for dtypes and devices)."""
+    def wide(self, x: Array) -> Any:
         t = self.xp
         # FP8 converts to float64 only through float32; a bool mask converts directly.
         return x.to(t.float64) if x.dtype in (t.bool, t.float64) else x.to(t.float32).to(t.float64)
 
-    def bands(self, n: int, like: Any) -> Any:
+    def bands(self, n: int, like: Array) -> Any:
         t = self.xp
         count = -(-n // CHECKSUM_BAND)
         rows = t.arange(n, device=like.device)[:, None] // CHECKSUM_BAND
         return (rows == t.arange(count, device=like.device)[None, :]).to(t.float64)
 
-    def largest(self, x: Any) -> float:
+    def largest(self, x: Array) -> float:
         return float(x.max()) if x.numel() else 0.0
 
 
-def checksum_check(ops: ArrayOps, a: Any, b: Any, c: Any, fmt: str) -> dict[str, Any]:
+def checksum_check(ops: ArrayOps, a: Array, b: Array, c: Array, fmt: str) -> Record:
     """Every element of c = a @ b verified by banded Huang-Abraham checksums in float64 (see
     CHECKSUM_ROUNDOFF): the sums wrong, the non-finite elements of c, the worst sum's error as a
     share of its tolerance, and where the first wrong sum points (row of the first wrong row sum,
@@ -161,8 +168,8 @@ def checksum_check(ops: ArrayOps, a: Any, b: Any, c: Any, fmt: str) -> dict[str,
         return _checksums(ops, a, b, c, fmt, rho2, u_in, u_acc, u_out)
 
 
-def _checksums(ops: ArrayOps, a: Any, b: Any, c: Any, fmt: str, rho2: float, u_in: float, u_acc: float,
-               u_out: float) -> dict[str, Any]:
+def _checksums(ops: ArrayOps, a: Array, b: Array, c: Array, fmt: str, rho2: float, u_in: float, u_acc: float,
+               u_out: float) -> Record:
     xp = ops.xp
     n, m = int(c.shape[0]), int(c.shape[1])
     a64, b64, c64 = ops.wide(a), ops.wide(b), ops.wide(c)
@@ -194,12 +201,12 @@ def _checksums(ops: ArrayOps, a: Any, b: Any, c: Any, fmt: str, rho2: float, u_i
             "unit_roundoff": {"in": u_in, "accumulate": u_acc, "out": u_out}}
 
 
-def torch_grid(t: Any, a: Any, b: Any, c: Any, rows: list[int], cols: list[int]) -> tuple[list[Any], list[Any]]:
+def torch_grid(t: Any, a: Array, b: Array, c: Array, rows: list[int], cols: list[int]) -> tuple[list[Any], list[Any]]:
     """The float64 product of rows x cols of a @ b, and the same elements of c (PyTorch)."""
     r = t.tensor(rows, device=a.device)
     k = t.tensor(cols, device=b.device)
 
-    def wide(x: Any) -> Any:  # FP8 converts to float64 only through float32
+    def wide(x: Array) -> Any:  # FP8 converts to float64 only through float32
         return x.to(t.float32).to(t.float64)
 
     ref = wide(a.index_select(0, r)) @ wide(b.index_select(1, k))
@@ -207,7 +214,7 @@ def torch_grid(t: Any, a: Any, b: Any, c: Any, rows: list[int], cols: list[int])
     return ref.cpu().tolist(), got.cpu().tolist()
 
 
-def array_grid(xp: Any, a: Any, b: Any, c: Any, rows: list[int], cols: list[int]) -> tuple[list[Any], list[Any]]:
+def array_grid(xp: Any, a: Array, b: Array, c: Array, rows: list[int], cols: list[int]) -> tuple[list[Any], list[Any]]:
     """The same for NumPy or CuPy arrays (`xp` is the module)."""
     r, k = xp.asarray(rows), xp.asarray(cols)
     ref = a[r].astype(xp.float64) @ b[:, k].astype(xp.float64)

@@ -497,7 +497,7 @@ def _score_against_datasheet(o: Outcome, ctx: GpuContext | None, peer: GpuContex
     return o
 
 
-def checksum_words(summed: Mapping[str, Any]) -> str:
+def checksum_words(summed: Mapping[str, object]) -> str:
     """A failed checksum (the runner's `checksum_check`) in words."""
     where = summed.get("first_wrong")
     return (f"{summed.get('wrong')} of {summed.get('sums')} checksums over every element "

@@ -183,3 +183,24 @@ def test_the_cuda_c_backend_checks_every_element_the_same_way(runner: ModuleType
     assert 'if (fmt == "fp16") u_out = std::ldexp(1.0, -11);' in source
     assert runner.CHECKSUM_ROUNDOFF["bf16"][2] == 2.0**-8
     assert 'if (fmt == "bf16") u_out = std::ldexp(1.0, -8);' in source
+
+
+def test_the_torch_backend_checks_every_element(runner: ModuleType) -> None:
+    """PyTorch's CPU build (skipped where PyTorch is not installed; run here with torch 2.13.0+cpu
+    from a separate --target directory, not the shared venv): the same checksum through TorchOps,
+    FP8 inputs included."""
+    torch = pytest.importorskip("torch")
+    backend = runner.TorchBackend(torch, cuda=False)
+    for check in ("gemm_fp32", "gemm_fp16", "gemm_bf16"):
+        backend.make_gemm(0, check, 256)()
+        assert backend.checksum_gemm(0, check)["wrong"] == 0, check
+        backend.last_gemm[2]["c"][200, 100] += 50.0
+        assert backend.checksum_gemm(0, check)["first_wrong"] == [200, 100], check
+    a = torch.randn(256, 256).to(torch.float8_e4m3fn)
+    b = torch.randn(256, 256).to(torch.float8_e4m3fn)
+    c = (a.to(torch.float32) @ b.to(torch.float32)).to(torch.bfloat16)
+    assert runner.checksum_check(runner.TorchOps(torch), a, b, c, "fp8")["wrong"] == 0
+    c[7, 9] = float("nan")
+    assert runner.checksum_check(runner.TorchOps(torch), a, b, c, "fp8")["first_wrong"] == [7, 9]
+    state = backend.make_stress(0, 128)
+    assert state.checksum_reference()["wrong"] == 0

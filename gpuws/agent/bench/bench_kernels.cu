@@ -1,6 +1,6 @@
 // gpuws benchmark kernels for hosts with the CUDA toolkit (nvcc) but neither PyTorch nor CuPy.
 //
-// Built by bench_runner.py:  nvcc -O3 -std=c++17 -gencode arch=compute_XY,code=[sm_XY,compute_XY]
+// Built by the runner (backends.NvccBackend.build):  nvcc -O3 -std=c++17 -gencode arch=compute_XY,code=[sm_XY,compute_XY]
 //                              -o gpuws_bench_kernels bench_kernels.cu -lcublas
 // Usage: gpuws_bench_kernels WHAT DEVICE SIZE REPEATS [WINDOW_MS [EXTRA]]
 //   WHAT: gemm_fp32 | gemm_tf32 | gemm_fp16 | gemm_bf16 (SIZE = n; REPEATS timed windows of about
@@ -12,7 +12,7 @@
 // destination compared with what was sent); stress adds "iterations", "mismatches" (elements
 // differing bit for bit from the first product, plus every non-finite element) and
 // "tflops_windows". GEMMs and the stress reference add "answers": the product against float64 on a
-// grid of sampled rows and columns over every output tile (bench_runner.answer_check's fields),
+// grid of sampled rows and columns over every output tile (verify.answer_check's fields),
 // and "checksum": every element by banded Huang-Abraham checksums in float64 (checksum_check's fields).
 // `devices` prints {"devices": [{"ordinal", "uuid", "pci_bus_id"}]}: CUDA's numbering, matched to
 // nvidia-smi's by UUID. Errors: a message on stderr, {"error": "..."} on stdout, exit status 1.
@@ -135,7 +135,7 @@ __global__ void count_nonfinite(const W* c, size_t n, W exp_mask, unsigned long 
   if (mine) atomicAdd(bad, mine);
 }
 
-// The rows (or columns) checked: 2 in every 128-wide band, as bench_runner.gemm_samples picks them.
+// The rows (or columns) checked: 2 in every 128-wide band, as verify.gemm_samples picks them.
 static std::vector<int> samples(int n) {
   std::vector<int> picks;
   const int tile = 128, per = 2;
@@ -229,7 +229,7 @@ static std::string answers_json(const void* a, const void* b, const void* c, int
   return out;
 }
 
-// Every element of c = a * b by banded Huang-Abraham checksums in float64 (bench_runner's
+// Every element of c = a * b by banded Huang-Abraham checksums in float64 (verify.py's
 // checksum_check, the same bands, tolerance and fields): per CHECKSUM_BAND-row band and column, the
 // band's sum of c against (e_band^T a) b; per row and CHECKSUM_BAND-column band, c's sum against
 // a (b e_band), with cuBLAS in double precision.
@@ -417,7 +417,7 @@ static int g_per_window = 1;
 
 // Warm-up of at least `warmup` calls and 200 ms, then `repeats` timed windows of `per` calls each;
 // `per` sized from one timed call so that a window lasts about `window_ms`, at least 10 ms
-// (bench_runner's MIN_WARMUP_S and MIN_WINDOW_S).
+// (timing.MIN_WARMUP_S and MIN_WINDOW_S).
 template <typename F>
 static std::vector<double> time_windows(F&& op, int warmup, int repeats, int window_ms) {
   auto t0 = std::chrono::steady_clock::now();

@@ -388,6 +388,7 @@ class TorchBackend(Backend):
 
 class TorchStress(StressState):
     """The stress GEMM on PyTorch (CUDA or CPU), compared on the device."""
+
     def __init__(self, backend: TorchBackend, dev: int, n: int, dtype: str = "fp32") -> None:
         t = self.t = backend.t
         self.backend = backend
@@ -492,6 +493,7 @@ class NumpyBackend(Backend):
 
 class NumpyStress(StressState):
     """The stress GEMM on NumPy (the CPU harness check)."""
+
     def __init__(self, backend: NumpyBackend, n: int) -> None:
         np = self.np = backend.np
         self.backend = backend
@@ -697,6 +699,7 @@ class CupyBackend(Backend):
 
 class CupyStress(StressState):
     """The stress GEMM on CuPy, compared on the device."""
+
     def __init__(self, backend: CupyBackend, dev: int, n: int, dtype: str = "fp32") -> None:
         cp = backend.cp
         self.backend = backend

@@ -134,6 +134,7 @@ class ArrayOps:
 
 class TorchOps(ArrayOps):
     """The checksum's array operations on PyTorch tensors (other names for dtypes and devices)."""
+
     def wide(self, x: Array) -> Any:
         t = self.xp
         # FP8 converts to float64 only through float32; a bool mask converts directly.
@@ -165,10 +166,10 @@ def checksum_check(ops: ArrayOps, a: Array, b: Array, c: Array, fmt: str) -> Rec
     # A NaN or infinity in c makes NaN sums, which is the point: no warning about them.
     quiet = getattr(xp, "errstate", None)
     with quiet(all="ignore") if quiet is not None else contextlib.nullcontext():
-        return _checksums(ops, a, b, c, fmt, rho2, u_in, u_acc, u_out)
+        return _checksums(ops, a, b, c, rho2, u_in, u_acc, u_out)
 
 
-def _checksums(ops: ArrayOps, a: Array, b: Array, c: Array, fmt: str, rho2: float, u_in: float, u_acc: float,
+def _checksums(ops: ArrayOps, a: Array, b: Array, c: Array, rho2: float, u_in: float, u_acc: float,
                u_out: float) -> Record:
     xp = ops.xp
     n, m = int(c.shape[0]), int(c.shape[1])

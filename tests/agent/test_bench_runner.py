@@ -167,3 +167,25 @@ def test_throttle_reasons_are_decoded(mask: int) -> None:
     names = runner.decode_throttle(mask)
     assert {0x1: ["gpu_idle"], 0x44: ["sw_power_cap", "hw_thermal_slowdown"],
             0x1000: ["unknown_0x1000"]}[mask] == names
+
+
+def test_the_nvcc_backend_takes_its_cuda_source_out_of_the_zip(tmp_path: Path) -> None:
+    """The CUDA C source travels inside the zip; the nvcc backend writes it into its work directory
+    and compiles that (here a stand-in nvcc that records what it was given)."""
+    bindir = tmp_path / "bin"
+    bindir.mkdir()
+    nvcc = bindir / "nvcc"
+    nvcc.write_text('#!/bin/sh\nfor a in "$@"; do case "$a" in *.cu) cp "$a" "$(dirname "$0")/seen.cu";; esac; done\n'
+                    'echo "error: stand-in nvcc" >&2; exit 1\n')
+    nvcc.chmod(0o755)
+    work = tmp_path / "work"
+    work.mkdir()
+    code = ("import sys; sys.path.insert(0, sys.argv[1]); from gpuws_bench.backends import NvccBackend; "
+            "from gpuws_bench.output import Emitter, CheckError\n"
+            "try:\n    NvccBackend.build(sys.argv[2], [{'index': 0, 'compute_capability': '9.0'}], Emitter())\n"
+            "except CheckError as exc:\n    print('refused:', exc)\n")
+    proc = subprocess.run([sys.executable, "-c", code, str(runner_zip(tmp_path)), str(work)], capture_output=True,
+                          text=True, check=False, env={"PATH": f"{bindir}:/usr/bin:/bin"}, timeout=60)
+    assert "refused: nvcc build failed: error: stand-in nvcc" in proc.stdout, proc.stdout + proc.stderr
+    source = (RUNNER / "bench_kernels.cu").read_text()
+    assert (work / "bench_kernels.cu").read_text() == source == (bindir / "seen.cu").read_text()

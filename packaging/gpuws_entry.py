@@ -9,11 +9,12 @@ hosts) use:
     gpuws -m MODULE ARGS...     run a bundled module as __main__ (e.g. gpuws.sim.nvidia_smi)
     gpuws -c CODE ARGS...       run CODE (the probe's `python3 -c` module check)
     gpuws - ARGS...             run the script read from stdin (the telemetry agent)
-    gpuws FILE.py ARGS...       run a script file (the benchmark runner)
+    gpuws FILE.py ARGS...       run a script file
+    gpuws FILE.pyz ARGS...      run a zipapp (the benchmark runner, sent as one zip)
 
 optionally preceded by `-u` / `-B`. $PYTHONPATH is honoured (the PyInstaller bootloader
 ignores it), so the simulated host's fake `pynvml` shadows nothing else. The gpuws CLI itself
-never takes `-m`, `-c`, `-` or a `.py` file as its first argument, so the two cannot be confused.
+never takes `-m`, `-c`, `-` or a `.py` or `.pyz` file as its first argument, so the two cannot be confused.
 
 It also runs unfrozen (`python packaging/gpuws_entry.py ...`), which is how it is tested quickly.
 """
@@ -47,7 +48,7 @@ def interpreter_call(args: Sequence[str]) -> tuple[str, str, list[str]] | None:
         return ("module" if first == "-m" else "code"), rest[1], rest[2:]
     if first == "-":
         return "stdin", "-", rest[1:]
-    if first.endswith(".py") and os.path.isfile(first):
+    if first.endswith((".py", ".pyz")) and os.path.isfile(first):
         return "file", first, rest[1:]
     return None
 

@@ -24,7 +24,7 @@ export PATH="$PWD/.venv/bin:$PATH"
   echo "== import contracts"; lint-imports
   echo "== mypy --strict (everything but the on-host scripts)"; mypy
   # The on-host scripts get their own run at a level they meet (see scripts/mypy-agent.ini).
-  echo "== mypy (agent)"; mypy --config-file scripts/mypy-agent.ini gpuws/agent/*.py
+  echo "== mypy (agent)"; mypy --config-file scripts/mypy-agent.ini gpuws/agent/*.py gpuws/agent/bench
 ) >"$lint_log" 2>&1 &
 lint_pid=$!
 

@@ -1,6 +1,6 @@
 """The benchmark service both front ends call: run on a host, then keep the run. Qt-free.
 
-`run_benchmark` sends the runner (`gpuws/agent/bench_runner.py`) over the host's connection and
+`run_benchmark` sends the runner (the package `gpuws/agent/bench/`, as one zip) over the host's connection and
 gathers its events (`gpuws.remote.bench`); for a provider check (`mode="check"`) the passive health
 check (`gpuws.app.health`) runs first and its findings join the run as "health.*" results;
 `keep_run` puts the finished run in the host's history

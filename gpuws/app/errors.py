@@ -36,6 +36,7 @@ class ExitStatus(IntEnum):
     # apart from 8/9 so a script never reads "a check failed" as "a resize was refused".
     CHECK_FAILED = 11  # `gpuws bench`: a check failed
     INCONCLUSIVE = 12  # `gpuws bench`: something could not be measured (never a pass)
+    CHECK_WARN = 13  # `gpuws bench`: it ran, below expectations (warn); never read as a pass unless asked
 
 
 # What each exit status means, once: `gpuws --help` prints the whole table, the connecting
@@ -54,6 +55,7 @@ EXIT_MEANINGS: dict[ExitStatus, str] = {
     ExitStatus.RESIZE_ROLLBACK_FAILED: "resize rollback failed (the host needs attention)",
     ExitStatus.CHECK_FAILED: "benchmark: a check failed; health: degraded or unhealthy",
     ExitStatus.INCONCLUSIVE: "benchmark or health: inconclusive (something could not be measured; never a pass)",
+    ExitStatus.CHECK_WARN: "benchmark: below expectations (warn); --allow-warn makes it 0",
 }
 
 EXIT_STATUS_TABLE = "exit status (every command):\n" + "\n".join(

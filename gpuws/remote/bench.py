@@ -1,18 +1,24 @@
 """Running the on-host benchmark over a `CommandRunner`: send, stream, cancel, clean up.
 
-The runner (`gpuws/agent/bench_runner.py`, plus `bench_kernels.cu` for the nvcc backend) goes to
-the host on stdin, into a fresh `mktemp -d` directory that a small POSIX sh wrapper removes when
-the run ends. A killed process group cannot run its own traps, so after a cancel or timeout the
-directory the wrapper announced is also removed with a second command. Nothing stays on the host.
+The runner (the package `gpuws/agent/bench/`, with `bench_kernels.cu` for the nvcc backend) goes
+to the host as one zip (a zipapp built in memory, `runner_zip`), base64 on stdin, into a fresh
+`mktemp -d` directory that a small POSIX sh wrapper removes when the run ends; the host's `python3`
+decodes it and runs it (`python3 gpuws_bench.pyz`), so nothing is installed there. A killed process
+group cannot run its own traps, so after a cancel or timeout the directory the wrapper announced is
+also removed with a second command. Nothing stays on the host.
 """
 
 from __future__ import annotations
 
 import asyncio
+import base64
 import contextlib
+import io
 import json
 import re
+import zipfile
 from collections.abc import Callable, Mapping
+from functools import cache
 from importlib import resources
 from typing import Any
 
@@ -31,9 +37,9 @@ CLEANUP_TIMEOUT_S = 15.0
 PYTHON_RE = re.compile(r"^[A-Za-z0-9_./+-]{1,200}$")
 WORKDIR_RE = re.compile(r"^/(?:[A-Za-z0-9._-]+/)*gpuws-bench\.[A-Za-z0-9]{6,}$")
 
-# $1 = the Python interpreter, $2 = byte length of the runner; stdin = runner source followed by
-# the CUDA C source. The runner is started in the background so that a TERM/HUP to this shell is
-# handled at once.
+# $1 = the Python interpreter, $2 = byte length of the base64 zip on stdin. The host's own Python
+# decodes it (no base64 tool needed). The runner is started in the background so that a TERM/HUP
+# to this shell is handled at once.
 WRAPPER = r"""
 py=$1; n=$2; shift 2
 command -v "$py" >/dev/null 2>&1 || { printf '{"type":"fatal","reason":"no %s on the host"}\n' "$py"; exit 127; }
@@ -42,35 +48,49 @@ pid=
 trap 'rm -rf "$d"' EXIT
 trap '[ -n "$pid" ] && kill -TERM "$pid" 2>/dev/null; exit 143' TERM HUP INT
 printf '{"type":"workdir","path":"%s"}\n' "$d"
-head -c "$n" > "$d/bench_runner.py" && cat > "$d/bench_kernels.cu" \
-  || { echo '{"type":"fatal","reason":"could not write the runner to the host"}'; exit 97; }
-"$py" "$d/bench_runner.py" --json --workdir "$d" "$@" </dev/null &
+head -c "$n" | "$py" -c 'import base64, sys; sys.stdout.buffer.write(base64.b64decode(sys.stdin.buffer.read()))' \
+  > "$d/gpuws_bench.pyz" || { echo '{"type":"fatal","reason":"could not write the runner to the host"}'; exit 97; }
+"$py" "$d/gpuws_bench.pyz" --json --workdir "$d" "$@" </dev/null &
 pid=$!
 wait "$pid"
 """
+# The package's name inside the zip (its modules import each other relatively).
+ZIP_PACKAGE = "gpuws_bench"
+ZIP_MAIN = f"import sys\n\nfrom {ZIP_PACKAGE}.runner import main\n\nsys.exit(main())\n"
 
 
 class BenchError(GpuwsError):
     """The benchmark could not be started on the host."""
 
 
-def runner_sources() -> tuple[str, str]:
-    """The runner script and its CUDA C source, as shipped in `gpuws.agent`."""
-    agent = resources.files("gpuws.agent")
-    runner = (agent / "bench_runner.py").read_text(encoding="utf-8")
-    cuda = agent / "bench_kernels.cu"
-    return runner, cuda.read_text(encoding="utf-8") if cuda.is_file() else ""
+@cache
+def runner_zip() -> bytes:
+    """The benchmark runner as one zipapp: the modules and CUDA C source of `gpuws.agent.bench` as
+    the package `gpuws_bench`, and a `__main__.py` that runs it. Built in memory, once."""
+    package = resources.files("gpuws.agent.bench")
+    out = io.BytesIO()
+    with zipfile.ZipFile(out, "w", compression=zipfile.ZIP_DEFLATED) as archive:
+        archive.writestr("__main__.py", ZIP_MAIN)
+        for item in sorted(package.iterdir(), key=lambda p: p.name):
+            if item.is_file() and item.name.endswith((".py", ".cu")):
+                archive.writestr(f"{ZIP_PACKAGE}/{item.name}", item.read_bytes())
+    return out.getvalue()
+
+
+def runner_payload() -> str:
+    """What goes on the wrapper's stdin: the zip in base64 (the runners take text)."""
+    return base64.b64encode(runner_zip()).decode("ascii")
 
 
 def remote_argv(mode: str, timeout: float, expected: Mapping[str, Any] | None,
-                runner_bytes: int, extra: tuple[str, ...] = (), python: str = "python3") -> list[str]:
+                payload_bytes: int, extra: tuple[str, ...] = (), python: str = "python3") -> list[str]:
     """The argv run on the host (a fixed sh script; every value is a separate argument)."""
     if not PYTHON_RE.match(python) or python.startswith("-"):
         raise BenchError(f"not a usable interpreter name: {python!r}")
     args = [f"--{mode}", "--timeout", f"{timeout:g}"]
     if expected:
         args += ["--expected", json.dumps(dict(expected), separators=(",", ":"))]
-    return ["sh", "-c", WRAPPER, "gpuws-bench", python, str(runner_bytes), *args, *extra]
+    return ["sh", "-c", WRAPPER, "gpuws-bench", python, str(payload_bytes), *args, *extra]
 
 
 async def run_benchmark(
@@ -98,10 +118,8 @@ async def run_benchmark(
     limit = float(timeout if timeout is not None else DEFAULT_TIMEOUT[mode])
     if limit <= 0:
         raise BenchError("timeout must be positive")
-    runner_src, cuda_src = runner_sources()
-    payload = runner_src + cuda_src
-    argv = remote_argv("quick" if mode == "check" else mode, limit, expected, len(runner_src.encode("utf-8")),
-                       extra_args, python)
+    payload = runner_payload()
+    argv = remote_argv("quick" if mode == "check" else mode, limit, expected, len(payload), extra_args, python)
     run = BenchRun(host=host, mode=mode, started_at=now_iso(), expected=dict(expected) if expected else None)
     workdir: list[str] = []
 

@@ -1,7 +1,7 @@
 """Faults the simulated GPU host plays for the benchmark, from `--fault KIND:GPU` or the
 environment (`GPUWS_SIM_FAULTS=KIND:GPU,KIND:GPU`, read by the in-process demo host).
 
-- bench-nan: the GEMMs of that GPU return NaN elements (its `stress` check fails).
+- bench-nan: the GEMMs of that GPU return NaN elements (its GEMM checks and its `stress` check fail).
 - copy-corrupt: its copies flip a byte (`mem_copy`, `h2d`, `d2h`, `p2p` fail).
 - busy: another process holds the GPU at high utilisation (its `gemm_*` checks are inconclusive).
 - throttle: its clocks fall to a third after 5 s of load (sustained GEMM checks warn or fail,
@@ -9,6 +9,11 @@ environment (`GPUWS_SIM_FAULTS=KIND:GPU,KIND:GPU`, read by the in-process demo h
 - slow-link: its PCIe link trained at x4 (`env.pcie` fails, host copies are slow).
 - gemm-wrong: its GEMMs run at full speed but return wrong numbers in one output tile past row 3
   (the GEMM checks fail on the answer check).
+- gemm-element: one element of each of its GEMM products is wrong (by half the largest element),
+  in the same place every time and where the sampled answer check does not look: only the
+  checksum over every element (and in the stress run, that of the first product) sees it.
+- gemm-tile: one 32 x 32 tile of each product is off by 2 % of the largest element, where no
+  sampled row or column falls (the checksum sees it).
 - cuda-invisible: CUDA cannot see it (as under `CUDA_VISIBLE_DEVICES` or a failed CUDA start-up);
   nvidia-smi lists it, the benchmark cannot measure it (inconclusive).
 - no-vnc: host-wide (the GPU index does not matter): no VNC server on the host's PATH, so
@@ -59,6 +64,8 @@ class FaultKind(StrEnum):
     SLOW_LINK = "slow-link"
     GEMM_WRONG = "gemm-wrong"
     CUDA_INVISIBLE = "cuda-invisible"
+    GEMM_ELEMENT = "gemm-element"
+    GEMM_TILE = "gemm-tile"
     XID_79 = "xid-79"
     XID_13 = "xid-13"
     REMAP_PENDING = "remap-pending"

@@ -204,8 +204,8 @@ def test_nvcc_is_found_under_usr_local_cuda_and_builds_for_the_cards(runner: Mod
         argv_seen.append(list(argv))
         return Done()
 
-    monkeypatch.setattr(runner, "find_nvcc", lambda: "/usr/local/cuda-12.4/bin/nvcc")
-    monkeypatch.setattr(runner.subprocess, "run", fake_run)
+    monkeypatch.setattr(runner.backends, "find_nvcc", lambda: "/usr/local/cuda-12.4/bin/nvcc")
+    monkeypatch.setattr(runner.backends.subprocess, "run", fake_run)
     source = tmp_path / "k.cu"
     source.write_text("int main() { return 0; }\n")
     gpus = [{"index": 0, "compute_capability": "9.0"}, {"index": 1, "compute_capability": "8.0"}]

@@ -185,7 +185,7 @@ def test_nvcc_binary_errors_come_from_stderr(runner: ModuleType, tmp_path: Path)
     backend = runner.NvccBackend(binary, [{"index": 0}])
     with pytest.raises(runner.CheckError, match="driver version is insufficient"):
         backend.measured("gemm_fp32", 0, 64, 2)
-    source = (RUNNER.parent / "bench_kernels.cu").read_text()
+    source = (RUNNER / "bench_kernels.cu").read_text()
     fail_body = source[source.index("static void fail"):source.index("#define CUDA_OK")]
     assert "stderr" in fail_body, "the .cu reports its errors on stderr"
 
@@ -208,7 +208,7 @@ def test_nvcc_build_keeps_the_error_lines_and_fits_the_budget(runner: ModuleType
 
 def test_kernel_launches_are_checked() -> None:
     """Every <<<...>>> launch in the .cu is followed by a check (a failed kernel is not 0 mismatches)."""
-    lines = (RUNNER.parent / "bench_kernels.cu").read_text().splitlines()
+    lines = (RUNNER / "bench_kernels.cu").read_text().splitlines()
     launches = [i for i, line in enumerate(lines) if ">>>(" in line and "__global__" not in line]
     assert launches
     for i in launches:
@@ -222,7 +222,7 @@ def test_busy_gpu_is_not_measured_without_allow_busy(runner: ModuleType) -> None
 
 def test_topology_matrix_is_parsed(runner: ModuleType, monkeypatch: pytest.MonkeyPatch) -> None:
     text = ("\tGPU0\tGPU1\tCPU Affinity\nGPU0\t X \tNV18\t0-55\nGPU1\tNV18\t X \t0-55\n\nLegend:\n  X = Self\n")
-    monkeypatch.setattr(runner, "run_cmd", lambda argv, timeout=20.0: (0, text))
+    monkeypatch.setattr(runner.host, "run_cmd", lambda argv, timeout=20.0: (0, text))
     assert runner.topology_links() == {"0-1": "NV18", "1-0": "NV18"}
 
 
@@ -330,6 +330,8 @@ cublasStatus_t cublasSetMathMode(cublasHandle_t, cublasMath_t);
 cublasStatus_t cublasGemmEx(cublasHandle_t, cublasOperation_t, cublasOperation_t, int, int, int, const void*,
                             const void*, cudaDataType, int, const void*, cudaDataType, int, const void*, void*,
                             cudaDataType, int, cublasComputeType_t, cublasGemmAlgo_t);
+cublasStatus_t cublasDgemm(cublasHandle_t, cublasOperation_t, cublasOperation_t, int, int, int, const double*,
+                           const double*, int, const double*, int, const double*, double*, int);
 """
 
 
@@ -346,6 +348,6 @@ def test_bench_kernels_cu_compiles(tmp_path: Path) -> None:
         (tmp_path / "cublas_v2.h").write_text(CUBLAS_STUB)
         include = ["-I", str(tmp_path)]
     proc = subprocess.run(["nvcc", "-O1", "-std=c++17", "-arch=sm_90", *include, "-c", "-o",
-                           str(tmp_path / "k.o"), str(RUNNER.parent / "bench_kernels.cu")],
+                           str(tmp_path / "k.o"), str(RUNNER / "bench_kernels.cu")],
                           capture_output=True, text=True, check=False, timeout=300)
     assert proc.returncode == 0, proc.stderr[-2000:]

@@ -1,9 +1,10 @@
-"""The on-host benchmark runner run as it is, the way a user runs it on a GPU machine."""
+"""The on-host benchmark runner run as gpuws runs it on a host: the package `gpuws.agent.bench` as
+one zipapp, by a python3 that has only what it has (issue 32: the runner became a package)."""
 
 from __future__ import annotations
 
 import ast
-import importlib.util
+import importlib
 import json
 import subprocess
 import sys
@@ -16,7 +17,7 @@ import pytest
 
 from tests.support.bare_python import make_bare_python
 
-RUNNER = Path(__file__).resolve().parents[2] / "gpuws" / "agent" / "bench_runner.py"
+RUNNER = Path(__file__).resolve().parents[2] / "gpuws" / "agent" / "bench"  # the package (and its .cu)
 NO_TOOLCHAIN = (
     "no CUDA toolchain: install PyTorch with CUDA (pip install torch) or CuPy, or the CUDA toolkit (nvcc)"
 )
@@ -27,9 +28,18 @@ def bare_python(tmp_path_factory: pytest.TempPathFactory) -> str:
     return make_bare_python(tmp_path_factory.mktemp("bare-venv"))
 
 
+def runner_zip(tmp_path: Path) -> Path:
+    """The zipapp gpuws sends to hosts, written where a host's wrapper writes it."""
+    from gpuws.remote.bench import runner_zip as build
+
+    path = tmp_path / "gpuws_bench.pyz"
+    path.write_bytes(build())
+    return path
+
+
 def run_runner(python: str, *args: str, tmp_path: Path, timeout: float = 60) -> list[dict[str, Any]]:
     env = {"PATH": "/usr/bin:/bin", "HOME": str(tmp_path), "LANG": "C.UTF-8"}  # no nvidia-smi here
-    proc = subprocess.run([python, str(RUNNER), "--json", *args], capture_output=True, text=True,
+    proc = subprocess.run([python, str(runner_zip(tmp_path)), "--json", *args], capture_output=True, text=True,
                           env=env, timeout=timeout, check=False)
     assert proc.returncode == 0, proc.stderr
     events = [json.loads(line) for line in proc.stdout.splitlines()]
@@ -38,25 +48,38 @@ def run_runner(python: str, *args: str, tmp_path: Path, timeout: float = 60) -> 
 
 
 def load_runner() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("gpuws_bench_runner_under_test", RUNNER)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    """The runner package (its __init__ names every module's public names)."""
+    return importlib.import_module("gpuws.agent.bench")
 
 
 def test_runner_is_standalone() -> None:
-    """Only the standard library at the top; optional toolchains are imported inside guards."""
-    tree = ast.parse(RUNNER.read_text())
-    top = {alias.name.split(".")[0] for node in tree.body if isinstance(node, ast.Import) for alias in node.names}
-    top |= {node.module.split(".")[0] for node in tree.body if isinstance(node, ast.ImportFrom) and node.module}
-    assert top <= set(sys.stdlib_module_names) | {"__future__"}
-    everywhere = {alias.name for node in ast.walk(tree) if isinstance(node, ast.Import) for alias in node.names}
-    everywhere |= {node.module or "" for node in ast.walk(tree) if isinstance(node, ast.ImportFrom)}
-    assert not {m for m in everywhere if m.split(".")[0] == "gpuws"}, "no gpuws import in the runner"
-    assert {m.split(".")[0] for m in everywhere} - set(sys.stdlib_module_names) <= {"torch", "cupy", "numpy",
-                                                                                   "pynvml", "__future__"}
-    assert RUNNER.read_text().isascii(), "sent byte-counted over SSH: keep it ASCII"
+    """Only the standard library and the package's own modules (relative imports: the package is
+    `gpuws_bench` in the zip) at the top; optional toolchains are imported inside guards."""
+    modules = sorted(RUNNER.glob("*.py"))
+    assert {m.stem for m in modules} >= {"__init__", "__main__", "output", "host", "timing", "verify", "backends",
+                                         "checks", "sim", "runner"}
+    for module in modules:
+        tree = ast.parse(module.read_text())
+        top = {alias.name.split(".")[0] for node in tree.body if isinstance(node, ast.Import) for alias in node.names}
+        top |= {node.module.split(".")[0] for node in tree.body
+                if isinstance(node, ast.ImportFrom) and node.module and not node.level}
+        assert top <= set(sys.stdlib_module_names) | {"__future__"}, module.name
+        everywhere = {alias.name for node in ast.walk(tree) if isinstance(node, ast.Import) for alias in node.names}
+        everywhere |= {node.module or "" for node in ast.walk(tree) if isinstance(node, ast.ImportFrom)
+                       and not node.level}
+        assert not {m for m in everywhere if m.split(".")[0] == "gpuws"}, f"no gpuws import in {module.name}"
+        assert {m.split(".")[0] for m in everywhere} - set(sys.stdlib_module_names) <= {
+            "torch", "cupy", "numpy", "pynvml", "__future__"}, module.name
+        assert module.read_text().isascii(), module.name
+
+
+def test_the_zipapp_holds_the_package_and_its_cuda_source(tmp_path: Path) -> None:
+    """One file to send and run; nothing installed on the host."""
+    import zipfile
+
+    names = set(zipfile.ZipFile(runner_zip(tmp_path)).namelist())
+    expected = {f"gpuws_bench/{p.name}" for p in RUNNER.iterdir() if p.suffix in (".py", ".cu")}
+    assert names == {"__main__.py", *expected} and "gpuws_bench/bench_kernels.cu" in names
 
 
 def test_cpu_harness_runs_timing_and_correctness_on_numpy(tmp_path: Path) -> None:
@@ -129,7 +152,8 @@ def test_zero_iterations_is_inconclusive_not_a_figure() -> None:
 
 
 def test_malformed_expected_profile_is_a_clear_error(tmp_path: Path) -> None:
-    proc = subprocess.run([sys.executable, str(RUNNER), "--json", "--expected", "{nope"], capture_output=True,
+    proc = subprocess.run([sys.executable, str(runner_zip(tmp_path)), "--json", "--expected", "{nope"],
+                          capture_output=True,
                           text=True, check=False, env={"PATH": "/usr/bin:/bin"})
     assert proc.returncode == 2
     assert json.loads(proc.stdout.splitlines()[-1])["error"] == "--expected is not valid JSON"
@@ -141,3 +165,25 @@ def test_throttle_reasons_are_decoded(mask: int) -> None:
     names = runner.decode_throttle(mask)
     assert {0x1: ["gpu_idle"], 0x44: ["sw_power_cap", "hw_thermal_slowdown"],
             0x1000: ["unknown_0x1000"]}[mask] == names
+
+
+def test_the_nvcc_backend_takes_its_cuda_source_out_of_the_zip(tmp_path: Path) -> None:
+    """The CUDA C source travels inside the zip; the nvcc backend writes it into its work directory
+    and compiles that (here a stand-in nvcc that records what it was given)."""
+    bindir = tmp_path / "bin"
+    bindir.mkdir()
+    nvcc = bindir / "nvcc"
+    nvcc.write_text('#!/bin/sh\nfor a in "$@"; do case "$a" in *.cu) cp "$a" "$(dirname "$0")/seen.cu";; esac; done\n'
+                    'echo "error: stand-in nvcc" >&2; exit 1\n')
+    nvcc.chmod(0o755)
+    work = tmp_path / "work"
+    work.mkdir()
+    code = ("import sys; sys.path.insert(0, sys.argv[1]); from gpuws_bench.backends import NvccBackend; "
+            "from gpuws_bench.output import Emitter, CheckError\n"
+            "try:\n    NvccBackend.build(sys.argv[2], [{'index': 0, 'compute_capability': '9.0'}], Emitter())\n"
+            "except CheckError as exc:\n    print('refused:', exc)\n")
+    proc = subprocess.run([sys.executable, "-c", code, str(runner_zip(tmp_path)), str(work)], capture_output=True,
+                          text=True, check=False, env={"PATH": f"{bindir}:/usr/bin:/bin"}, timeout=60)
+    assert "refused: nvcc build failed: error: stand-in nvcc" in proc.stdout, proc.stdout + proc.stderr
+    source = (RUNNER / "bench_kernels.cu").read_text()
+    assert (work / "bench_kernels.cu").read_text() == source == (bindir / "seen.cu").read_text()

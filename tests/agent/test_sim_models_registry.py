@@ -1,5 +1,5 @@
 """Issue 23: the standalone runner's GPU table copies (SIM_MODELS, SIM_MAX_CLOCK, GEMM_CHECKS in
-gpuws/agent/bench_runner.py, which must not import gpuws) against the registry (gpuws/core/gpus)
+gpuws/agent/bench/, which must not import gpuws) against the registry (gpuws/core/gpus)
 and the simulator's models: any drift fails here."""
 
 from __future__ import annotations

@@ -82,3 +82,13 @@ def test_human_screen_and_provider_report(capsys: pytest.CaptureFixture[str], mo
     assert main(["health", "demo", "--report"]) == 11
     report = capsys.readouterr().out
     assert "serial 1650000000000" in report and "power_limit degraded" in report
+
+
+def test_allow_warn_never_passes_a_degraded_card(capsys: pytest.CaptureFixture[str],
+                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 32: health has no warn verdict; a power cap is degraded and stays 11 with --allow-warn
+    (the flag is taken so that a script can give bench and health the same flags)."""
+    code, report = health(capsys, monkeypatch, "power-capped:0", "--allow-warn")
+    assert report["verdict"] == "degraded" and code == 11
+    code, report = health(capsys, monkeypatch, "", "--allow-warn")
+    assert report["verdict"] == "healthy" and code == 0

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from gpuws.agent import bench_runner
+from gpuws.agent.bench import host as bench_runner  # THROTTLE_BITS lives in the runner's host module
 from gpuws.core.bench.datasheets import CATALOG, detect_model
 from gpuws.core.gpus.models import MIG_GPUS, VARIANTS, MemorySource, variant_for_name, variant_for_pci_id
 from gpuws.core.gpus.throttle import CLOCK_EVENT_BITS

@@ -141,6 +141,9 @@ def test_package_metadata(deb: Path) -> None:
                  "./usr/share/metainfo/io.github.gpuws.metainfo.xml",
                  # package data gpuws reads as files at run time
                  "./opt/gpuws/_internal/gpuws/agent/telemetry_agent.py",
+                 # the benchmark runner's package, zipped in memory for each host (issue 32)
+                 "./opt/gpuws/_internal/gpuws/agent/bench/runner.py",
+                 "./opt/gpuws/_internal/gpuws/agent/bench/bench_kernels.cu",
                  "./opt/gpuws/_internal/gpuws/sim/fake_nvml/pynvml.py"):  # fmt: skip
         assert path in listing, f"{path} missing from the package"
     for unwanted in ("libQt6Qml", "libQt6Quick", "libQt6WebEngine", "libQt6Pdf", "translations/qt"):

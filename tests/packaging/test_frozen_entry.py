@@ -69,9 +69,22 @@ def test_interpreter_calls_are_told_from_cli_calls(
 
 
 def test_script_file_is_an_interpreter_call(tmp_path: Path) -> None:
-    script = tmp_path / "bench_runner.py"
+    script = tmp_path / "runner.py"
     script.write_text("")
     assert _load_entry().interpreter_call([str(script), "--json"]) == ("file", str(script), ["--json"])
+
+
+def test_the_benchmark_zipapp_runs_as_python3_runs_it(tmp_path: Path) -> None:
+    """Issue 32: the benchmark runner goes to hosts as one zip; the frozen app, as the simulated
+    host's python3, runs it too."""
+    from gpuws.remote.bench import runner_zip
+
+    archive = tmp_path / "gpuws_bench.pyz"
+    archive.write_bytes(runner_zip())
+    assert _load_entry().interpreter_call([str(archive), "--json"]) == ("file", str(archive), ["--json"])
+    proc = _run([str(archive), "--json", "--backend", "cpu", "--timeout", "20"], cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert '"type": "summary"' in proc.stdout.splitlines()[-1]
 
 
 def test_stdin_script_sees_its_args_and_the_fake_nvml_on_pythonpath() -> None:

@@ -133,7 +133,7 @@ async def test_cancel_stops_the_remote_run_and_removes_its_directory(cpu_host: H
                                                  on_event=on_event))
         await asyncio.wait_for(stress_started.wait(), 60)
         procs = remote_processes(str(cpu_host.scratch))
-        assert any("bench_runner.py" in p for p in procs), "the runner is running from the scratch dir"
+        assert any("gpuws_bench.pyz" in p for p in procs), "the runner is running from the scratch dir"
         task.cancel()
         with pytest.raises(asyncio.CancelledError):
             await task

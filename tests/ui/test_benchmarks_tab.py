@@ -1,6 +1,6 @@
 """The Benchmarks tab under pytest-qt, driven against the real runner on this machine.
 
-`LocalRunner` runs the same `sh` wrapper and `bench_runner.py` the host would get; with
+`LocalRunner` runs the same `sh` wrapper and runner zip (gpuws_bench.pyz) the host would get; with
 GPUWS_SIMULATED=1 and the emulated `nvidia-smi` first on PATH that is the simulated GPU host
 (H100, A100, L40S and a vGPU guest), without them it is a CPU-only host (the CPU harness check).
 Screenshots go to each test's own tmp_path (benchmarks-*.png) for a person to look at.

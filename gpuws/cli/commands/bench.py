@@ -15,13 +15,16 @@ from gpuws.cli.output import Subcommands, fail, print_json, sim_banner
 from gpuws.core.bench.check import check_markdown, check_report, check_screen
 from gpuws.core.bench.report import build_report, text_table, to_json, to_markdown
 from gpuws.core.bench.results import BenchRun, ResultStore, compare
+from gpuws.core.bench.verdicts import Verdict
 
 EXIT_FAIL = ExitStatus.CHECK_FAILED  # the one table's verdict statuses (gpuws.cli.connecting)
 EXIT_INCONCLUSIVE = ExitStatus.INCONCLUSIVE
+EXIT_WARN = ExitStatus.CHECK_WARN
 
-_EPILOG = """exit status: 0 pass or warn, 11 a check failed, 12 inconclusive (something could not run,
-e.g. no CUDA toolchain or a CPU-only host), 1 other error, 3 authentication failed, 4 unknown or
-changed host key, 5 host unreachable, 7 timed out.
+_EPILOG = """exit status: 0 pass (only a pass), 13 warn (below expectations: a power-capped or slow card;
+--allow-warn makes it 0), 11 a check failed, 12 inconclusive (something could not run, e.g. no CUDA
+toolchain or a CPU-only host), 1 other error, 3 authentication failed, 4 unknown or changed host
+key, 5 host unreachable, 7 timed out.
 Runs are kept per host under the data directory (bench/NAME/) and compared with earlier runs."""
 
 
@@ -47,6 +50,9 @@ def register(sub: Subcommands) -> None:
                            "and JSON) to send to the provider")
     parser.add_argument("--allow-busy", action="store_true",
                         help="also measure GPUs other processes are using (their throughput is then inconclusive)")
+    parser.add_argument("--allow-warn", action="store_true",
+                        help="exit 0 on a warn verdict too (default: 13, so that a script never reads a slow "
+                             "card as a pass)")
     parser.add_argument("--report-dir", type=Path, default=None, metavar="DIR",
                         help="where --check writes its report (default: the host's history folder)")
     parser.add_argument("--json", action="store_true", help="print the scored report as one JSON object")
@@ -60,6 +66,16 @@ def register(sub: Subcommands) -> None:
                         help="also write the report (with the comparison) as Markdown")
     parser.add_argument("--no-save", action="store_true", help="do not keep this run in the host's history")
     parser.set_defaults(handler=run_bench, mode="quick")
+
+
+def exit_status(verdict: str, *, allow_warn: bool = False) -> ExitStatus:
+    """A run's exit status from its overall verdict: 0 only for a pass (a warn too with
+    `allow_warn`), 13 warn, 11 fail, 12 anything else (inconclusive is never a pass)."""
+    if verdict == Verdict.PASS:
+        return ExitStatus.OK
+    if verdict == Verdict.WARN:
+        return ExitStatus.OK if allow_warn else EXIT_WARN
+    return EXIT_FAIL if verdict == Verdict.FAIL else EXIT_INCONCLUSIVE
 
 
 class _Progress:
@@ -126,7 +142,7 @@ def run_bench(args: argparse.Namespace) -> int:
             print(f"saved: {saved}")
     if report["timed_out"] and not report["checks"]:
         return EXIT_TIMEOUT
-    return {"pass": 0, "warn": 0, "fail": EXIT_FAIL}.get(report["verdict"], EXIT_INCONCLUSIVE)
+    return exit_status(report["verdict"], allow_warn=args.allow_warn)
 
 
 async def _bench(args: argparse.Namespace, progress: _Progress, store: ResultStore) -> tuple[BenchRun, Path | None]:
@@ -172,4 +188,4 @@ def _finish_check(args: argparse.Namespace, run: BenchRun, report: dict[str, Any
         print(f"report: {md_path} (and {json_path.name}) - send it to your provider")
     if report["timed_out"] and not report["checks"]:
         return EXIT_TIMEOUT
-    return {"pass": 0, "warn": 0, "fail": EXIT_FAIL}.get(report["verdict"], EXIT_INCONCLUSIVE)
+    return exit_status(report["verdict"], allow_warn=args.allow_warn)

@@ -12,9 +12,10 @@ from gpuws.cli.expect import add_expect_flags, expected_from
 from gpuws.cli.output import Subcommands, print_json, sim_banner
 from gpuws.core.health import HealthVerdict, HostHealth, provider_report
 
-_EPILOG = """exit status: 0 healthy, 11 degraded or unhealthy, 12 inconclusive (e.g. the kernel log
-cannot be read), 1 other error, 3 authentication failed, 4 unknown or changed host key,
-5 host unreachable, 7 timed out."""
+_EPILOG = """exit status: 0 healthy, 11 degraded or unhealthy (--allow-warn does not change that:
+health has no warn verdict, a power cap is degraded), 12 inconclusive (e.g. the kernel log cannot
+be read), 1 other error, 3 authentication failed, 4 unknown or changed host key, 5 host
+unreachable, 7 timed out."""
 
 
 def register(sub: Subcommands) -> None:
@@ -34,6 +35,9 @@ def register(sub: Subcommands) -> None:
                         help="check the driver runs this CUDA version (NVIDIA's minimum-driver table)")
     parser.add_argument("--dcgm", action="store_true",
                         help="also run `dcgmi diag -r 1 -j` where DCGM is installed (its absence is said)")
+    parser.add_argument("--allow-warn", action="store_true",
+                        help="taken as `gpuws bench` takes it, so a script can pass both the same flags; health has "
+                             "no warn verdict (degraded and unhealthy stay 11)")
     parser.add_argument("--accept-new", action="store_true",
                         help="trust the host key if this host has none recorded yet (never a changed key)")
     parser.add_argument("--timeout", type=float, default=None, metavar="S",
@@ -43,7 +47,8 @@ def register(sub: Subcommands) -> None:
 
 
 def exit_status(verdict: HealthVerdict) -> int:
-    """0 healthy, 11 degraded or unhealthy, 12 inconclusive."""
+    """0 healthy, 11 degraded or unhealthy, 12 inconclusive. Health has no warn verdict (13 is the
+    benchmark's): a degraded card, a provider's power cap included, is a failed check here."""
     if verdict in (HealthVerdict.DEGRADED, HealthVerdict.UNHEALTHY):
         return int(ExitStatus.CHECK_FAILED)
     if verdict is HealthVerdict.INCONCLUSIVE:

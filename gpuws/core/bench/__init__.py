@@ -1,6 +1,6 @@
 """GPU benchmark scoring: datasheet catalog, verdicts, results history and reports.
 
-The on-host runner (`gpuws/agent/bench_runner.py`) measures; this package judges and keeps.
+The on-host runner (the package `gpuws/agent/bench/`) measures; this package judges and keeps.
 """
 
 from gpuws.core.bench.datasheets import CATALOG, Datasheet, datasheet_for, detect_model

@@ -5,7 +5,9 @@ The runner on the host only measures; this module judges. Thresholds (ratio = me
 | check | datasheet figure | pass | warn | fail |
 |---|---|---|---|---|
 | gemm_fp32/tf32/fp16/bf16/fp8 | dense peak TFLOP/s | per model and format (GEMM_BY_MODEL, | | |
-| | with the source of each row); else >= 0.70 | >= 0.50 | below; any wrong sampled answer fails |
+| | with the source of each row); else >= 0.70 | >= 0.50 | below; any wrong sampled answer or |
+| | checksum (every element, banded Huang-Abraham against float64) fails; a checksum not computed |
+| | is inconclusive |
 | mem_copy, mem_triad | memory bandwidth GB/s | >= 0.75 | >= 0.55 | below |
 | h2d, d2h (pinned) | PCIe one-direction bandwidth of the link | >= 0.70 | >= 0.45 | below |
 | p2p | NVLink one direction (half the total) when `topo -m` shows NVLink between the pair (or both
@@ -312,6 +314,12 @@ def score_result(r: Mapping[str, Any], contexts: Mapping[int, GpuContext],
         base.verdict, base.reason = Verdict.SKIPPED, str(r.get("reason") or "not applicable")
         return base
     answers = base.details.get("answers")
+    summed = base.details.get("checksum")
+    if check in GEMM_CHECKS and isinstance(summed, dict) and (summed.get("wrong") or summed.get("nonfinite")):
+        # Every element is in two checksums: one wrong element, one wrong tile, one NaN fails.
+        base.verdict = Verdict.FAIL
+        base.reason = "wrong answers: " + checksum_words(summed)
+        return base
     if check in GEMM_CHECKS and isinstance(answers, dict) and (answers.get("wrong") or answers.get("nonfinite")):
         # Checked before anything else: a wrong answer fails however fast or short the run was.
         base.verdict = Verdict.FAIL
@@ -333,6 +341,9 @@ def score_result(r: Mapping[str, Any], contexts: Mapping[int, GpuContext],
         return _score_stress(base)
     if check in GEMM_CHECKS and not isinstance(answers, dict) and harness != "cpu" and base.measured is not None:
         base.reason = "the GEMM's answers were not checked: its speed alone says nothing"
+        return base
+    if check in GEMM_CHECKS and isinstance(summed, dict) and summed.get("error"):
+        base.reason = f"the GEMM's checksum could not be computed ({summed['error']}): not every element was verified"
         return base
     if check in COPY_CHECKS and base.measured is not None:
         verify = base.details.get("verify")
@@ -486,6 +497,15 @@ def _score_against_datasheet(o: Outcome, ctx: GpuContext | None, peer: GpuContex
     return o
 
 
+def checksum_words(summed: Mapping[str, object]) -> str:
+    """A failed checksum (the runner's `checksum_check`) in words."""
+    where = summed.get("first_wrong")
+    return (f"{summed.get('wrong')} of {summed.get('sums')} checksums over every element "
+            f"({summed.get('band')}-wide bands against float64) disagree"
+            f"; {summed.get('nonfinite') or 0} elements not finite"
+            + (f"; first at row {where[0]}, column {where[1]}" if isinstance(where, list) else ""))
+
+
 def _score_stress(o: Outcome) -> Outcome:
     if o.measured is None:
         o.reason = "no mismatch count was reported"
@@ -495,7 +515,12 @@ def _score_stress(o: Outcome) -> Outcome:
         o.reason = (f"{int(o.measured)} elements differ from the first GEMM or are not finite "
                     "(the same product must repeat bit for bit)")
         ref = o.details.get("reference_answers")
-        if o.details.get("reference_wrong") and isinstance(ref, dict):
+        summed = o.details.get("reference_checksum")
+        if o.details.get("reference_wrong") and isinstance(summed, dict) and (summed.get("wrong")
+                                                                            or summed.get("nonfinite")):
+            o.reason = ("wrong answers in the first product: " + checksum_words(summed)
+                        + " (a unit wrong the same way every time matches itself)")
+        elif o.details.get("reference_wrong") and isinstance(ref, dict):
             o.reason = (f"wrong answers: {ref.get('wrong')} of {ref.get('checked')} sampled elements of the "
                         "first product differ from float64 (a unit wrong the same way every time matches itself)")
         if o.harness == "cpu":

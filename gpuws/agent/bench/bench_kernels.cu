@@ -1,6 +1,6 @@
 // gpuws benchmark kernels for hosts with the CUDA toolkit (nvcc) but neither PyTorch nor CuPy.
 //
-// Built by bench_runner.py:  nvcc -O3 -std=c++17 -gencode arch=compute_XY,code=[sm_XY,compute_XY]
+// Built by the runner (backends.NvccBackend.build):  nvcc -O3 -std=c++17 -gencode arch=compute_XY,code=[sm_XY,compute_XY]
 //                              -o gpuws_bench_kernels bench_kernels.cu -lcublas
 // Usage: gpuws_bench_kernels WHAT DEVICE SIZE REPEATS [WINDOW_MS [EXTRA]]
 //   WHAT: gemm_fp32 | gemm_tf32 | gemm_fp16 | gemm_bf16 (SIZE = n; REPEATS timed windows of about
@@ -12,7 +12,8 @@
 // destination compared with what was sent); stress adds "iterations", "mismatches" (elements
 // differing bit for bit from the first product, plus every non-finite element) and
 // "tflops_windows". GEMMs and the stress reference add "answers": the product against float64 on a
-// grid of sampled rows and columns over every output tile (bench_runner.answer_check's fields).
+// grid of sampled rows and columns over every output tile (verify.answer_check's fields),
+// and "checksum": every element by banded Huang-Abraham checksums in float64 (checksum_check's fields).
 // `devices` prints {"devices": [{"ordinal", "uuid", "pci_bus_id"}]}: CUDA's numbering, matched to
 // nvidia-smi's by UUID. Errors: a message on stderr, {"error": "..."} on stdout, exit status 1.
 // Every kernel launch and every CUDA and cuBLAS call is checked: an error is never a figure.
@@ -134,7 +135,7 @@ __global__ void count_nonfinite(const W* c, size_t n, W exp_mask, unsigned long 
   if (mine) atomicAdd(bad, mine);
 }
 
-// The rows (or columns) checked: 2 in every 128-wide band, as bench_runner.gemm_samples picks them.
+// The rows (or columns) checked: 2 in every 128-wide band, as verify.gemm_samples picks them.
 static std::vector<int> samples(int n) {
   std::vector<int> picks;
   const int tile = 128, per = 2;
@@ -228,6 +229,159 @@ static std::string answers_json(const void* a, const void* b, const void* c, int
   return out;
 }
 
+// Every element of c = a * b by banded Huang-Abraham checksums in float64 (verify.py's
+// checksum_check, the same bands, tolerance and fields): per CHECKSUM_BAND-row band and column, the
+// band's sum of c against (e_band^T a) b; per row and CHECKSUM_BAND-column band, c's sum against
+// a (b e_band), with cuBLAS in double precision.
+static const int CHECKSUM_BAND = 32;
+static const double CHECKSUM_LAMBDA = 8.0;
+
+template <typename T>
+__global__ void widen_and_square(const T* x, double* wide_x, double* square_x, size_t n) {
+  size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x;
+  for (; i < n; i += (size_t)gridDim.x * blockDim.x) {
+    double v = wide(x[i]);
+    wide_x[i] = v;
+    square_x[i] = v * v;
+  }
+}
+
+// n x bands, column-major: column b sums band b.
+__global__ void band_matrix(double* e, int n, int bands) {
+  size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x;
+  for (; i < (size_t)n * bands; i += (size_t)gridDim.x * blockDim.x) {
+    int row = (int)(i % n), col = (int)(i / n);
+    e[i] = row / CHECKSUM_BAND == col ? 1.0 : 0.0;
+  }
+}
+
+// One side's sums (`rows` x `cols`, column-major): count the wrong ones, the worst share of its
+// tolerance (as the bits of a non-negative double, which order as the doubles do) and the first
+// wrong one as a row-major key (row * cols + col), as the Python side orders them.
+__global__ void compare_sums(const double* got, const double* want, const double* out2, const double* terms2,
+                             int rows, int cols, double u_out, double rho2, unsigned long long* wrong,
+                             unsigned long long* worst, unsigned long long* first) {
+  size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x;
+  for (; i < (size_t)rows * cols; i += (size_t)gridDim.x * blockDim.x) {
+    double tol = CHECKSUM_LAMBDA * sqrt(u_out * u_out * out2[i] + rho2 * terms2[i]);
+    double err = fabs(got[i] - want[i]);
+    double share = err / (tol + 1e-300);
+    if (isfinite(share)) atomicMax(worst, (unsigned long long)__double_as_longlong(share));
+    if (!(err <= tol)) {  // a NaN or infinity is never within tolerance
+      atomicAdd(wrong, 1ULL);
+      unsigned long long key = (unsigned long long)(i % rows) * cols + i / rows;
+      atomicMin(first, key);
+    }
+  }
+}
+
+__global__ void count_nonfinite_wide(const double* x, size_t n, unsigned long long* bad) {
+  size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x;
+  unsigned long long mine = 0;
+  for (; i < n; i += (size_t)gridDim.x * blockDim.x) mine += !isfinite(x[i]);
+  if (mine) atomicAdd(bad, mine);
+}
+
+// ", \"checksum\": {...}" for c = a * b (n x n, column-major) in format `fmt` (CHECKSUM_ROUNDOFF).
+template <typename T>
+static std::string checksum_json(cublasHandle_t h, const void* a, const void* b, const void* c, int n,
+                                 const std::string& fmt) {
+  double u_in = 0.0, u_acc = std::ldexp(1.0, -24), u_out = std::ldexp(1.0, -24);
+  if (fmt == "tf32") u_in = std::ldexp(1.0, -8);
+  if (fmt == "fp16") u_out = std::ldexp(1.0, -11);
+  if (fmt == "bf16") u_out = std::ldexp(1.0, -8);
+  double g64 = (n + CHECKSUM_BAND) * std::ldexp(1.0, -53) * std::sqrt((double)CHECKSUM_BAND * n);
+  double rho2 = n * u_acc * u_acc + 4.0 * u_in * u_in + u_out * u_out + g64 * g64;
+  size_t count = (size_t)n * n;
+  int bands = (n + CHECKSUM_BAND - 1) / CHECKSUM_BAND;
+  size_t side = (size_t)n * bands;
+  double* m[6];  // a, b, c and their squares, in float64
+  for (double*& p : m) CUDA_OK(cudaMalloc(&p, count * sizeof(double)));
+  double *e = nullptr, *work = nullptr;
+  CUDA_OK(cudaMalloc(&e, side * sizeof(double)));
+  CUDA_OK(cudaMalloc(&work, 6 * side * sizeof(double)));
+  widen_and_square<T><<<1024, 256>>>((const T*)a, m[0], m[3], count);
+  KERNEL_OK("widen_and_square");
+  widen_and_square<T><<<1024, 256>>>((const T*)b, m[1], m[4], count);
+  KERNEL_OK("widen_and_square");
+  widen_and_square<T><<<1024, 256>>>((const T*)c, m[2], m[5], count);
+  KERNEL_OK("widen_and_square");
+  band_matrix<<<1024, 256>>>(e, n, bands);
+  KERNEL_OK("band_matrix");
+  unsigned long long* counters = nullptr;  // wrong, worst, first, non-finite
+  CUDA_OK(cudaMalloc(&counters, 4 * sizeof(unsigned long long)));
+  unsigned long long init[4] = {0, 0, ~0ULL, 0};
+  CUDA_OK(cudaMemcpy(counters, init, sizeof(init), cudaMemcpyHostToDevice));
+  count_nonfinite_wide<<<1024, 256>>>(m[2], count, counters + 3);
+  KERNEL_OK("count_nonfinite_wide");
+  const double one = 1.0, zero = 0.0;
+  double *got = work, *want = work + side, *out2 = work + 2 * side, *terms2 = work + 3 * side,
+         *tmp = work + 4 * side, *tmp2 = work + 5 * side;
+  long long first_key[2] = {-1, -1};
+  unsigned long long total_wrong = 0;
+  for (int s = 0; s < 2; ++s) {
+    if (s == 0) {  // column sums per band of rows: bands x n
+      CUBLAS_OK(cublasDgemm(h, CUBLAS_OP_T, CUBLAS_OP_N, bands, n, n, &one, e, n, m[2], n, &zero, got, bands));
+      CUBLAS_OK(cublasDgemm(h, CUBLAS_OP_T, CUBLAS_OP_N, bands, n, n, &one, e, n, m[0], n, &zero, tmp, bands));
+      CUBLAS_OK(cublasDgemm(h, CUBLAS_OP_N, CUBLAS_OP_N, bands, n, n, &one, tmp, bands, m[1], n, &zero, want, bands));
+      CUBLAS_OK(cublasDgemm(h, CUBLAS_OP_T, CUBLAS_OP_N, bands, n, n, &one, e, n, m[5], n, &zero, out2, bands));
+      CUBLAS_OK(cublasDgemm(h, CUBLAS_OP_T, CUBLAS_OP_N, bands, n, n, &one, e, n, m[3], n, &zero, tmp2, bands));
+      CUBLAS_OK(cublasDgemm(h, CUBLAS_OP_N, CUBLAS_OP_N, bands, n, n, &one, tmp2, bands, m[4], n, &zero, terms2,
+                            bands));
+    } else {  // row sums per band of columns: n x bands
+      CUBLAS_OK(cublasDgemm(h, CUBLAS_OP_N, CUBLAS_OP_N, n, bands, n, &one, m[2], n, e, n, &zero, got, n));
+      CUBLAS_OK(cublasDgemm(h, CUBLAS_OP_N, CUBLAS_OP_N, n, bands, n, &one, m[1], n, e, n, &zero, tmp, n));
+      CUBLAS_OK(cublasDgemm(h, CUBLAS_OP_N, CUBLAS_OP_N, n, bands, n, &one, m[0], n, tmp, n, &zero, want, n));
+      CUBLAS_OK(cublasDgemm(h, CUBLAS_OP_N, CUBLAS_OP_N, n, bands, n, &one, m[5], n, e, n, &zero, out2, n));
+      CUBLAS_OK(cublasDgemm(h, CUBLAS_OP_N, CUBLAS_OP_N, n, bands, n, &one, m[4], n, e, n, &zero, tmp2, n));
+      CUBLAS_OK(cublasDgemm(h, CUBLAS_OP_N, CUBLAS_OP_N, n, bands, n, &one, m[3], n, tmp2, n, &zero, terms2, n));
+    }
+    int rows = s == 0 ? bands : n, cols = s == 0 ? n : bands;
+    unsigned long long reset[2] = {0, ~0ULL};  // wrong and first, per side
+    CUDA_OK(cudaMemcpy(counters, reset, sizeof(unsigned long long), cudaMemcpyHostToDevice));
+    CUDA_OK(cudaMemcpy(counters + 2, reset + 1, sizeof(unsigned long long), cudaMemcpyHostToDevice));
+    compare_sums<<<1024, 256>>>(got, want, out2, terms2, rows, cols, u_out, rho2, counters, counters + 1,
+                                counters + 2);
+    KERNEL_OK("compare_sums");
+    unsigned long long seen[4];
+    CUDA_OK(cudaMemcpy(seen, counters, sizeof(seen), cudaMemcpyDeviceToHost));
+    total_wrong += seen[0];
+    if (seen[0]) {
+      // Column sums name the column, row sums the row; the band's first row (column) otherwise.
+      long long r = (long long)(seen[2] / cols), k = (long long)(seen[2] % cols);
+      if (s == 0) {
+        first_key[1] = k;
+        if (first_key[0] < 0) first_key[0] = r * CHECKSUM_BAND;
+      } else {
+        first_key[0] = r;
+        if (first_key[1] < 0) first_key[1] = k * CHECKSUM_BAND;
+      }
+    }
+  }
+  unsigned long long seen[4];
+  CUDA_OK(cudaMemcpy(seen, counters, sizeof(seen), cudaMemcpyDeviceToHost));
+  double worst = 0.0;
+  std::memcpy(&worst, &seen[1], sizeof(worst));
+  for (double* p : m) CUDA_OK(cudaFree(p));
+  CUDA_OK(cudaFree(e));
+  CUDA_OK(cudaFree(work));
+  CUDA_OK(cudaFree(counters));
+  char buf[768];
+  std::snprintf(buf, sizeof(buf),
+                ", \"checksum\": {\"method\": \"huang-abraham\", \"band\": %d, \"elements\": %zu, \"sums\": %zu, "
+                "\"wrong\": %llu, \"nonfinite\": %llu, \"max_share_of_tolerance\": %.6g, \"lambda\": %g, "
+                "\"unit_roundoff\": {\"in\": %.9g, \"accumulate\": %.9g, \"out\": %.9g}, \"first_wrong\": ",
+                CHECKSUM_BAND, count, 2 * side, total_wrong, seen[3], worst, CHECKSUM_LAMBDA, u_in, u_acc, u_out);
+  std::string out = buf;
+  if (total_wrong || seen[3]) {
+    std::snprintf(buf, sizeof(buf), "[%lld, %lld]}", first_key[0], first_key[1]);
+    out += buf;
+  } else {
+    out += "null}";
+  }
+  return out;
+}
+
 static void devices() {
   int count = 0;
   cudaError_t found = cudaGetDeviceCount(&count);
@@ -263,7 +417,7 @@ static int g_per_window = 1;
 
 // Warm-up of at least `warmup` calls and 200 ms, then `repeats` timed windows of `per` calls each;
 // `per` sized from one timed call so that a window lasts about `window_ms`, at least 10 ms
-// (bench_runner's MIN_WARMUP_S and MIN_WINDOW_S).
+// (timing.MIN_WARMUP_S and MIN_WINDOW_S).
 template <typename F>
 static std::vector<double> time_windows(F&& op, int warmup, int repeats, int window_ms) {
   auto t0 = std::chrono::steady_clock::now();
@@ -383,6 +537,10 @@ static void gemm(const std::string& what, int n, int repeats, int window_ms, dou
   std::string answers = dtype == "fp32"   ? answers_json<float>(a, b, c, n, tol)
                         : dtype == "fp16" ? answers_json<__half>(a, b, c, n, tol)
                                           : answers_json<__nv_bfloat16>(a, b, c, n, tol);
+  std::string fmt = what.substr(5);  // gemm_tf32 -> tf32: its inputs' rounding is TF32's
+  answers += dtype == "fp32"   ? checksum_json<float>(h, a, b, c, n, fmt)
+             : dtype == "fp16" ? checksum_json<__half>(h, a, b, c, n, fmt)
+                               : checksum_json<__nv_bfloat16>(h, a, b, c, n, fmt);
   CUBLAS_OK(cublasDestroy(h));
   print_seconds(seconds, answers);
 }
@@ -502,6 +660,9 @@ static void stress_typed(cublasHandle_t h, const std::string& dtype, int n, doub
   CUDA_OK(cudaDeviceSynchronize());
   // The first product against float64: a unit wrong the same way every time matches itself below.
   std::string answers = answers_json<T>(a, b, ref, n, dtype == "fp32" ? 2e-5 : 1e-2);  // STRESS_TOLERANCE
+  // Every element of the first product too: an element wrong the same way in every product
+  // matches itself bit for bit below.
+  answers += checksum_json<T>(h, a, b, ref, n, dtype);
   Timer t;
   auto t0 = std::chrono::steady_clock::now();
   long iterations = 0;

@@ -140,7 +140,8 @@ class ProgressMeter:
         self.done = already
         self._clock = clock
         self._start = clock()
-        self._samples: deque[tuple[float, int]] = deque([(self._start, already)])
+        self._moved = 0  # bytes sent by this copy: the rate counts only these, never a kept prefix
+        self._samples: deque[tuple[float, int]] = deque([(self._start, 0)])
         self._file = ""
         self._index = 0
         self._file_done = 0
@@ -156,6 +157,7 @@ class ProgressMeter:
     def advance(self, count: int) -> None:
         """`count` more bytes of the current file are in place."""
         self.done += count
+        self._moved += count
         self._file_done += count
         self._emit()
 
@@ -167,11 +169,11 @@ class ProgressMeter:
         if self._callback is None:
             return
         now = self._clock()
-        self._samples.append((now, self.done))
+        self._samples.append((now, self._moved))
         while len(self._samples) > 2 and now - self._samples[1][0] >= RATE_WINDOW_S:
             self._samples.popleft()
         t0, d0 = self._samples[0]
-        rate = (self.done - d0) / (now - t0) if now > t0 else 0.0
+        rate = (self._moved - d0) / (now - t0) if now > t0 else 0.0
         left = max(0, self.total - self.done)
         eta = left / rate if rate > 0 else (0.0 if left == 0 else None)
         self._callback(TransferProgress(

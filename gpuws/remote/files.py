@@ -163,14 +163,14 @@ async def _get_file(sftp: asyncssh.SFTPClient, source: str, dest: Path, size: in
             os.lseek(fd, offset, os.SEEK_SET)
             next_offset = offset
 
-            def request() -> None:
+            def _request() -> None:
                 nonlocal next_offset
                 count = min(block, size - next_offset)
                 pending.append((next_offset, count, asyncio.ensure_future(src.read(count, next_offset))))
                 next_offset += count
 
             while next_offset < size and len(pending) < max_requests:
-                request()
+                _request()
             while pending:
                 at, count, future = pending.popleft()
                 data = await future
@@ -186,7 +186,7 @@ async def _get_file(sftp: asyncssh.SFTPClient, source: str, dest: Path, size: in
                     view = view[os.write(fd, view):]
                 advance(count)
                 if next_offset < size:
-                    request()
+                    _request()
         finally:
             for _at, _count, future in pending:
                 future.cancel()
@@ -269,18 +269,22 @@ class _Local:
     """This computer's side of a copy."""
 
     def join(self, parent: str, name: str) -> str:
+        """The path of `name` in the folder `parent` on this side."""
         return os.path.join(parent, name)
 
     def basename(self, path: str) -> str:
+        """The last part of `path` (a trailing '/' ignored)."""
         return os.path.basename(path.rstrip("/")) or path
 
     async def stat(self, path: str, follow: bool) -> EntryState | None:
+        """`path`'s state (followed when `follow`), None when it does not exist."""
         try:
             return _state_of(os.stat(path) if follow else os.lstat(path))
         except FileNotFoundError:
             return None
 
     async def listdir(self, path: str) -> list[tuple[str, EntryState]]:
+        """The entries of folder `path` as (name, lstat state), '.' and '..' left out."""
         out = []
         with os.scandir(path) as it:
             for entry in it:
@@ -289,18 +293,23 @@ class _Local:
         return out
 
     async def readlink(self, path: str) -> str:
+        """The target of the symlink `path`, as stored."""
         return os.readlink(path)
 
     async def mkdir(self, path: str) -> None:
+        """Create the folder `path`."""
         os.mkdir(path)
 
     async def symlink(self, target: str, path: str) -> None:
+        """Create the symlink `path` pointing at `target`."""
         os.symlink(target, path)
 
     async def unlink(self, path: str) -> None:
+        """Remove the file or link `path`."""
         os.unlink(path)
 
     async def set_attrs(self, path: str, state: EntryState, preserve: bool) -> None:
+        """Give `path` the source's modification time (and, with `preserve`, its mode and access time)."""
         if preserve:
             os.chmod(path, state.mode & 0o7777)
         os.utime(path, (state.atime if preserve else state.mtime, state.mtime))
@@ -313,12 +322,15 @@ class _Remote:
         self.sftp = sftp
 
     def join(self, parent: str, name: str) -> str:
+        """The path of `name` in the folder `parent` on this side."""
         return posixpath.join(parent, name)
 
     def basename(self, path: str) -> str:
+        """The last part of `path` (a trailing '/' ignored)."""
         return posixpath.basename(path.rstrip("/")) or path
 
     async def stat(self, path: str, follow: bool) -> EntryState | None:
+        """`path`'s state (followed when `follow`), None when it does not exist."""
         try:
             attrs = await (self.sftp.stat(path) if follow else self.sftp.lstat(path))
         except asyncssh.SFTPNoSuchFile:
@@ -326,22 +338,28 @@ class _Remote:
         return _remote_state(attrs)
 
     async def listdir(self, path: str) -> list[tuple[str, EntryState]]:
+        """The entries of folder `path` as (name, lstat state), '.' and '..' left out."""
         return [(str(n.filename), _remote_state(n.attrs)) for n in await self.sftp.readdir(path)
                 if n.filename not in (".", "..")]
 
     async def readlink(self, path: str) -> str:
+        """The target of the symlink `path`, as stored."""
         return str(await self.sftp.readlink(path))
 
     async def mkdir(self, path: str) -> None:
+        """Create the folder `path`."""
         await self.sftp.mkdir(path)
 
     async def symlink(self, target: str, path: str) -> None:
+        """Create the symlink `path` pointing at `target`."""
         await self.sftp.symlink(target, path)
 
     async def unlink(self, path: str) -> None:
+        """Remove the file or link `path`."""
         await self.sftp.remove(path)
 
     async def set_attrs(self, path: str, state: EntryState, preserve: bool) -> None:
+        """Give `path` the source's modification time (and, with `preserve`, its mode and access time)."""
         attrs = asyncssh.SFTPAttrs(atime=state.atime if preserve else state.mtime, mtime=state.mtime)
         if preserve:
             attrs.permissions = state.mode & 0o7777
@@ -424,6 +442,7 @@ class _Copier:
     # planning
 
     async def plan(self, sources: Sequence[str], destination: str) -> tuple[_Plan, str]:
+        """The entries to copy (listing folders) and the destination the copy ends up at."""
         plan = _Plan()
         dest_state = await self.receiver.stat(destination, follow=True)
         into = (dest_state is not None and dest_state.kind is EntryKind.DIR) or destination.endswith("/")
@@ -519,6 +538,7 @@ class _Copier:
     # copying
 
     async def run(self, plan: _Plan, progress: ProgressCallback | None) -> tuple[int, int, int, int]:
+        """Copy the planned entries in order; (total bytes, bytes skipped as identical, folders, links)."""
         files = [i for i in plan.items if i.state.kind is EntryKind.FILE and i.action is not Action.SKIP]
         total = sum(i.state.size for i in plan.items if i.state.kind is EntryKind.FILE)
         skipped_bytes = sum(i.state.size for i in plan.items if i.state.kind is EntryKind.FILE
@@ -596,7 +616,7 @@ class _Copier:
         meter.start_file(item.shown, size, item.offset)
         moved = [0]
 
-        def advance(count: int) -> None:
+        def _advance(count: int) -> None:
             moved[0] += count
             meter.advance(count)
 
@@ -604,11 +624,11 @@ class _Copier:
             if self.to_host:
                 assert isinstance(self.receiver, _Remote)
                 await _put_file(self.receiver.sftp, Path(item.source), item.dest, size, item.offset,
-                                item.state.mode, advance, self.block, self.max_requests)
+                                item.state.mode, _advance, self.block, self.max_requests)
             else:
                 assert isinstance(self.sender, _Remote)
                 await _get_file(self.sender.sftp, item.source, Path(item.dest), size, item.offset,
-                                item.state.mode, advance, self.block, self.max_requests)
+                                item.state.mode, _advance, self.block, self.max_requests)
         except (asyncssh.SFTPError, OSError) as exc:
             if moved[0] == 0 and not isinstance(exc, _LINK_LOST) and not await _space_note(self.receiver, item.dest,
                                                                                              exc):
@@ -659,7 +679,7 @@ async def _remote_checksums(connection: HostConnection, paths: list[str]) -> lis
     out: list[str | None] = []
     batch: list[str] = []
 
-    async def flush() -> None:
+    async def _flush() -> None:
         result = await connection.runner.run(["sha256sum", "-z", "--", *batch], timeout=3600,
                                              max_output=len(batch) * 4200 + 4096)
         lines = result.stdout.split("\0")
@@ -672,9 +692,9 @@ async def _remote_checksums(connection: HostConnection, paths: list[str]) -> lis
     for path in paths:
         batch.append(path)
         if sum(len(p) + 1 for p in batch) > 64_000:
-            await flush()
+            await _flush()
     if batch:
-        await flush()
+        await _flush()
     return out
 
 
@@ -727,15 +747,14 @@ async def copy_paths(
             srcs, dest = [remote_path(s) for s in sources], destination
             srcs = await _expand_globs(sftp, srcs)
         block = block_size or _block_size(sftp, write=to_host)
-        sums = None
         if checksum:
-            async def sums(local_paths: list[str], remote_paths: list[str]) -> list[bool | None]:
+            async def _sums(local_paths: list[str], remote_paths: list[str]) -> list[bool | None]:
                 theirs = await _remote_checksums(connection, remote_paths)
                 ours = await asyncio.to_thread(lambda: [_local_checksum(p) for p in local_paths])
                 return [None if a is None or b is None else a == b for a, b in zip(ours, theirs, strict=True)]
 
         copier = _Copier(sender, receiver, to_host=to_host, recursive=recursive, preserve=preserve, resume=resume,
-                         checksum=sums, block=block, max_requests=max(1, max_requests))
+                         checksum=_sums if checksum else None, block=block, max_requests=max(1, max_requests))
         try:
             plan, target = await copier.plan(srcs, dest)
             await copier.decide_all(plan)

@@ -16,7 +16,9 @@ from gpuws.cli.output import Subcommands, fail, print_json
 from gpuws.core.errors import ValidationError
 
 if TYPE_CHECKING:
-    from gpuws.app.files import CopyPlan
+    from collections.abc import Callable
+
+    from gpuws.app.files import CopyPlan, TransferProgress
     from gpuws.core.session import HostCost
 
 PRESET_CHOICES = ("jupyter", "tensorboard", "vnc", "dcv", "novnc")
@@ -285,19 +287,16 @@ class CopyProgressLine:
     INTERVAL_S = 0.1  # the bar is redrawn at most this often
     JSON_INTERVAL_S = 0.5
 
-    def __init__(self, *, json_lines: bool, bar: bool, clock: Any = time.monotonic) -> None:
+    def __init__(self, *, json_lines: bool, bar: bool, clock: Callable[[], float] = time.monotonic) -> None:
         self._json, self._bar = json_lines, bar
         self._clock = clock
         self._start = clock()
         self._last = float("-inf")
         self._drawn = False
-        self._latest: Any = None
-
-    def __call__(self, event: Any) -> None:
+    def __call__(self, event: TransferProgress) -> None:
         if not (self._json or self._bar):
             return
         now = self._clock()
-        self._latest = event
         final = event.done >= event.total
         if now - self._start < self.DELAY_S or (now - self._last < (self.JSON_INTERVAL_S if self._json
                                                                       else self.INTERVAL_S) and not final):
@@ -305,7 +304,7 @@ class CopyProgressLine:
         self._last = now
         self._draw(event)
 
-    def _draw(self, event: Any) -> None:
+    def _draw(self, event: TransferProgress) -> None:
         from gpuws.core.terminal import printable
         from gpuws.core.transfer import eta_text, rate_text, size_text
 

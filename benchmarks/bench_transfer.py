@@ -11,7 +11,8 @@ One real OpenSSH sshd on loopback (tests/support/sshd.py, clean login). For each
   (or receives) the bytes through the forwarded port to a loopback server "on the host".
 
 Throughput is the payload over wall time. CPU is the client's: for a copy the whole command's
-user + system time (its own startup and connection included, as for scp and its ssh), for a tunnel
+user + system time (its own startup and connection included, as for scp and its ssh; gpuws with its
+bytecode cached, as installed: one untimed run first), for a tunnel
 the tunnel process's CPU over the transfer only (/proc/PID/stat). Prints medians, the ratios
 gpuws / OpenSSH, and the load average at the start of each size.
 """
@@ -109,10 +110,17 @@ class Bench:
         known.write_text(self.server.known_hosts_line())
         self.env = {**os.environ, "HOME": str(home), "GPUWS_CONFIG_DIR": str(work / "config"),
                     "XDG_CONFIG_HOME": str(work / "xdg"), "PYTHONPATH": str(ROOT)}
+        # As installed: bytecode cached (a checkout run with PYTHONDONTWRITEBYTECODE compiles ~200
+        # modules from source on every start, half a second of CPU an installed gpuws never spends).
+        self.env.pop("PYTHONDONTWRITEBYTECODE", None)
         self.gpuws = [sys.executable, "-m", "gpuws"]
         subprocess.run([*self.gpuws, "hosts", "add", "bench", "--host", "127.0.0.1", "--port",
                         str(self.server.port), "--user", self.server.user, "--key", str(self.server.client_key)],
                        env=self.env, check=True, stdout=subprocess.DEVNULL)
+        warm = work / "warm.txt"
+        warm.write_text("warm-up")
+        subprocess.run([*self.gpuws, "cp", str(warm), f"bench:{work}/warm-copy.txt"], env=self.env, check=True,
+                       stdout=subprocess.DEVNULL)  # writes the bytecode once, untimed
         self.ssh_opts = ["-o", f"UserKnownHostsFile={known}", "-o", "BatchMode=yes", "-o", "StrictHostKeyChecking=yes",
                          "-i", str(self.server.client_key), "-F", "/dev/null"]
         self.login = f"{self.server.user}@127.0.0.1"

@@ -40,6 +40,7 @@ from gpuws.core.tunnels import (
     redact_url,
     tunnel_url,
 )
+from gpuws.remote.wire import CoalescingTransport
 
 if TYPE_CHECKING:
     from gpuws.remote.connection import HostConnection
@@ -283,6 +284,8 @@ class Tunnel:
         except OSError:
             return
         transport.pause_reading()  # until the channel is there to take the bytes
+        # The host's packets (up to 256 KiB, often several per loop turn) go to the client in one send.
+        local.connection_made(CoalescingTransport(transport, loop))
         try:
             ssh = await self.connection.ssh(self._reconnect_wait)
             remote = _Pipe(self, done, peer=local)

@@ -44,6 +44,11 @@ class CoalescingTransport:
         if not self._transport.is_closing():
             self._transport.write(data)
 
+    def write_eof(self) -> None:
+        """Write what is queued, then half-close."""
+        self.flush()
+        self._transport.write_eof()
+
     def close(self) -> None:
         """Write what is queued, then close."""
         self.flush()

@@ -56,12 +56,13 @@ def register(sub: Subcommands) -> None:
     p.set_defaults(handler=run_cost)
 
     p = sub.add_parser("cp", help="copy files and folders to or from a host over SFTP (resumes partial copies)",
+                       usage="gpuws cp [-h] [-r] [-p] [--checksum] [--no-resume] [--accept-new] [--json] SRC... DST",
                        description="Copy SRC to DST, or several SRCs into the folder DST; the sources are all "
                        "NAME:PATH on one host, or all here, and DST is on the other side (like scp; a host path "
                        "may hold * ? [..] patterns). A partial copy left by an interrupted transfer is continued, "
                        "not started over; a file already the same (size and modification time) is skipped. "
                        "A copy longer than a second shows a progress bar on a terminal.")
-    p.add_argument("paths", metavar="SRC... DST", nargs="+", help="sources, then the destination")
+    p.add_argument("paths", metavar="PATH", nargs="+", help="SRC... DST: the sources, then the destination")
     p.add_argument("-r", "--recursive", action="store_true", help="copy folders with everything in them (symlinks "
                    "are copied as links)")
     p.add_argument("-p", "--preserve", action="store_true", help="keep permission modes and access times too "

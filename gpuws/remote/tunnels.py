@@ -23,7 +23,7 @@ import logging
 import socket
 import time
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Protocol
 
 import asyncssh
 
@@ -289,8 +289,8 @@ class Tunnel:
         try:
             ssh = await self.connection.ssh(self._reconnect_wait)
             remote = _Pipe(self, done, peer=local)
-            session: Any = lambda: remote  # noqa: E731 (asyncssh's session protocol: the same calls)
-            await ssh.create_connection(session, self.spec.remote_host, self.spec.remote_port,
+            await ssh.create_connection(lambda: remote,  # type: ignore[arg-type, return-value]
+                                        self.spec.remote_host, self.spec.remote_port,
                                         encoding=None, window=CHANNEL_WINDOW, max_pktsize=CHANNEL_MAX_PACKET)
         except asyncssh.ChannelOpenError as exc:
             self._set_state(TunnelState.FAILED, str(self._channel_error(exc)))
@@ -325,6 +325,25 @@ class Tunnel:
                 log.exception("tunnel state callback failed")
 
 
+class _Sink(Protocol):
+    """What a side of a forwarded connection writes to: an asyncio transport or an asyncssh channel."""
+
+    def write(self, data: bytes) -> None:
+        """Send `data`."""
+
+    def write_eof(self) -> None:
+        """Send no more."""
+
+    def pause_reading(self) -> None:
+        """Stop taking bytes in."""
+
+    def resume_reading(self) -> None:
+        """Take bytes in again."""
+
+    def close(self) -> None:
+        """End this side."""
+
+
 class _Pipe(asyncio.Protocol):
     """One side of a forwarded connection (the local socket, or the SSH channel): what it receives goes
     to its peer; when the peer cannot take more, this side stops reading."""
@@ -332,14 +351,14 @@ class _Pipe(asyncio.Protocol):
     def __init__(self, tunnel: Tunnel, done: asyncio.Future[None], peer: _Pipe | None = None) -> None:
         self._tunnel = tunnel
         self._done = done
-        self._transport: Any = None  # an asyncio transport, or an asyncssh channel (the same calls)
+        self._transport: _Sink | None = None
         self._held: list[bytes] = []  # received before the peer was there
         self.eof = False
         self._peer: _Pipe | None = None
         if peer is not None:
             self._peer, peer._peer = peer, self
 
-    def connection_made(self, transport: Any) -> None:
+    def connection_made(self, transport: _Sink) -> None:  # type: ignore[override]
         """asyncio/asyncssh: the side is open."""
         self._transport = transport
 

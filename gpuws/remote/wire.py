@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from typing import Any
 
 log = logging.getLogger(__name__)
 
@@ -59,7 +58,15 @@ class CoalescingTransport:
         self._parts.clear()
         self._transport.abort()
 
-    def __getattr__(self, name: str) -> Any:
+    def pause_reading(self) -> None:
+        """Stop reading from the socket (flow control)."""
+        self._transport.pause_reading()
+
+    def resume_reading(self) -> None:
+        """Read from the socket again."""
+        self._transport.resume_reading()
+
+    def __getattr__(self, name: str) -> object:
         return getattr(self._transport, name)
 
 

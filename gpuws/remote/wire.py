@@ -3,7 +3,8 @@
 asyncssh writes every packet to the socket on its own, and before each one it sends an empty
 MSG_IGNORE packet (a traffic-analysis countermeasure), so a bulk transfer costs two `send` calls
 per 32 KiB channel packet: on loopback the `send` calls were the largest single cost of `gpuws cp`
-and of the tunnel's client -> host direction (cProfile in benchmarks/bench_transfer.py's notes).
+and of the tunnel's client -> host direction (cProfile of a 256 MiB upload: 17,535 `send` calls,
+19 % of its time; 246 with this).
 `coalesce_writes` puts a thin transport in front of the socket's: the packets one turn of the
 event loop produces go out in one `send`, in order, at the end of that turn (no added latency
 beyond it). Everything else (close, abort, flow control, extra info) is the socket transport's.

@@ -46,6 +46,7 @@ from gpuws.remote.hostkeys import (
     key_type_label,
     parse_public_key,
 )
+from gpuws.remote.wire import coalesce_writes
 
 if TYPE_CHECKING:
     from gpuws.core.profiles import ProfileStore
@@ -497,6 +498,7 @@ class HostConnection:
         except OSError as exc:
             reason = exc.strerror or str(exc) or type(exc).__name__
             raise HostUnreachable(f"cannot reach {label}: {reason}", port=hop.port) from exc
+        coalesce_writes(conn)  # one send per loop turn, not two per packet (gpuws.remote.wire)
         return conn
 
     async def _close_conns(self) -> None:

@@ -23,7 +23,7 @@ import logging
 import socket
 import time
 from collections.abc import Callable
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 import asyncssh
 
@@ -40,13 +40,17 @@ from gpuws.core.tunnels import (
     redact_url,
     tunnel_url,
 )
+from gpuws.remote.wire import CoalescingTransport
 
 if TYPE_CHECKING:
     from gpuws.remote.connection import HostConnection
 
 log = logging.getLogger(__name__)
 
-_CHUNK = 64 * 1024
+# The forwarding channel's window and largest packet we accept: asyncssh's defaults (2 MiB, 32 KiB)
+# cost Python's per-packet overhead every 32 KiB the host sends and stall on window adjusts.
+CHANNEL_WINDOW = 8 * 1024 * 1024
+CHANNEL_MAX_PACKET = 256 * 1024
 _LOOPBACK_NAMES = frozenset({"127.0.0.1", "localhost", "::1"})
 MAX_CLIENTS = 256  # connections forwarded at once; more are closed at once (counted in `rejected`)
 ACCEPT_LOG_INTERVAL_S = 30.0
@@ -183,12 +187,7 @@ class Tunnel:
                 client.close()
                 self._log_accept_problem(f"{MAX_CLIENTS} connections are being forwarded; closed a new one")
                 continue
-            try:
-                reader, writer = await asyncio.open_connection(sock=client)
-            except OSError:
-                client.close()
-                continue
-            task = loop.create_task(self._serve_client(reader, writer))
+            task = loop.create_task(self._serve_client(client))
             self._clients.add(task)
             task.add_done_callback(self._clients.discard)
 
@@ -263,52 +262,53 @@ class Tunnel:
             return TunnelError(f"the host refuses port forwarding (AllowTcpForwarding): {exc.reason}")
         return TunnelError(f"cannot open a channel to {self.remote_label}: {exc.reason}")
 
-    async def _serve_client(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+    async def _serve_client(self, client: socket.socket) -> None:
         try:
-            await self._forward(reader, writer)
+            await self._forward(client)
         except asyncio.CancelledError:
             pass
         finally:
-            writer.close()
-            with contextlib.suppress(Exception):
-                await writer.wait_closed()
+            client.close()
 
-    async def _forward(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+    async def _forward(self, client: socket.socket) -> None:
+        """Join the accepted `client` to a new direct-tcpip channel, protocol to protocol: bytes go
+        from one side's `data_received` straight to the other's `write`, and a side whose buffer is
+        full pauses the other's reading (no stream reader, no copy per chunk, no task per direction)."""
         if not self._connection_live():
             self._set_state(TunnelState.WAITING, "waiting for the SSH connection to come back")
+        loop = asyncio.get_running_loop()
+        done: asyncio.Future[None] = loop.create_future()
+        local = _Pipe(self, done)
+        try:
+            transport, _ = await loop.connect_accepted_socket(lambda: local, sock=client)
+        except OSError:
+            return
+        transport.pause_reading()  # until the channel is there to take the bytes
+        # The host's packets (up to 256 KiB, often several per loop turn) go to the client in one send.
+        local.connection_made(CoalescingTransport(transport, loop))
         try:
             ssh = await self.connection.ssh(self._reconnect_wait)
-            chan_reader, chan_writer = await ssh.open_connection(
-                self.spec.remote_host, self.spec.remote_port, encoding=None
-            )
+            remote = _Pipe(self, done, peer=local)
+            await ssh.create_connection(lambda: remote,  # type: ignore[arg-type, return-value]
+                                        self.spec.remote_host, self.spec.remote_port,
+                                        encoding=None, window=CHANNEL_WINDOW, max_pktsize=CHANNEL_MAX_PACKET)
         except asyncssh.ChannelOpenError as exc:
             self._set_state(TunnelState.FAILED, str(self._channel_error(exc)))
+            transport.close()
             return
         except (GpuwsError, asyncssh.Error, OSError) as exc:
             self._set_state(TunnelState.WAITING, str(exc) or type(exc).__name__)
+            transport.close()
             return
         self._reached_listener()
         self.active_channels += 1
         try:
-            await asyncio.gather(self._pump(reader, chan_writer), self._pump(chan_reader, writer))
+            local.flush()
+            transport.resume_reading()
+            await done
         finally:
             self.active_channels -= 1
-            chan_writer.close()
-
-    async def _pump(
-        self, source: asyncio.StreamReader | asyncssh.SSHReader[bytes],
-        sink: asyncio.StreamWriter | asyncssh.SSHWriter[bytes],
-    ) -> None:
-        try:
-            while data := await source.read(_CHUNK):
-                self.last_activity = time.time()
-                sink.write(data)
-                await sink.drain()
-            if sink.can_write_eof():
-                sink.write_eof()
-        except (OSError, asyncssh.Error, asyncssh.BreakReceived):
-            # One side went away (browser tab closed, link dropped): just end this connection.
-            sink.close()
+            local.close()
 
     def _reached_listener(self) -> None:
         self._reached = True
@@ -323,6 +323,99 @@ class Tunnel:
                 self._on_state(self, state, detail)
             except Exception:  # a broken listener must not break the tunnel
                 log.exception("tunnel state callback failed")
+
+
+class _Sink(Protocol):
+    """What a side of a forwarded connection writes to: an asyncio transport or an asyncssh channel."""
+
+    def write(self, data: bytes) -> None:
+        """Send `data`."""
+
+    def write_eof(self) -> None:
+        """Send no more."""
+
+    def pause_reading(self) -> None:
+        """Stop taking bytes in."""
+
+    def resume_reading(self) -> None:
+        """Take bytes in again."""
+
+    def close(self) -> None:
+        """End this side."""
+
+
+class _Pipe(asyncio.Protocol):
+    """One side of a forwarded connection (the local socket, or the SSH channel): what it receives goes
+    to its peer; when the peer cannot take more, this side stops reading."""
+
+    def __init__(self, tunnel: Tunnel, done: asyncio.Future[None], peer: _Pipe | None = None) -> None:
+        self._tunnel = tunnel
+        self._done = done
+        self._transport: _Sink | None = None
+        self._held: list[bytes] = []  # received before the peer was there
+        self.eof = False
+        self._peer: _Pipe | None = None
+        if peer is not None:
+            self._peer, peer._peer = peer, self
+
+    def connection_made(self, transport: _Sink) -> None:  # type: ignore[override]
+        """asyncio/asyncssh: the side is open."""
+        self._transport = transport
+
+    def session_started(self) -> None:
+        """asyncssh: the channel is open."""
+
+    def data_received(self, data: bytes, datatype: int | None = None) -> None:
+        """Bytes from this side: to the peer."""
+        self._tunnel.last_activity = time.time()
+        if self._peer is None or self._peer._transport is None:
+            self._held.append(data)
+        else:
+            self._peer._transport.write(data)
+
+    def flush(self) -> None:
+        """Hand the peer what came before it was there."""
+        if self._peer is not None and self._peer._transport is not None:
+            for data in self._held:
+                self._peer._transport.write(data)
+            self._held.clear()
+            if self.eof:
+                self._peer._transport.write_eof()
+
+    def eof_received(self) -> bool:
+        """This side will send no more: pass the EOF on, and stay half-open until the peer ends too."""
+        self.eof = True
+        if self._peer is not None and self._peer._transport is not None:
+            with contextlib.suppress(OSError, asyncssh.Error):
+                self._peer._transport.write_eof()
+            return not self._peer.eof
+        return True
+
+    def pause_writing(self) -> None:
+        """This side's buffer is full: the peer stops reading."""
+        if self._peer is not None and self._peer._transport is not None:
+            self._peer._transport.pause_reading()
+
+    def resume_writing(self) -> None:
+        """This side takes bytes again: the peer reads again."""
+        if self._peer is not None and self._peer._transport is not None:
+            self._peer._transport.resume_reading()
+
+    def connection_lost(self, exc: BaseException | None) -> None:
+        """One side went away (browser tab closed, link dropped): end the forwarded connection."""
+        self.close()
+
+    def close(self) -> None:
+        """Close both sides."""
+        transport, self._transport = self._transport, None
+        if transport is not None:
+            transport.close()
+        peer, self._peer = self._peer, None
+        if peer is not None:
+            peer._peer = None
+            peer.close()
+        if not self._done.done():
+            self._done.set_result(None)
 
 
 def _listen(port: int) -> socket.socket:

@@ -1,8 +1,10 @@
-"""A simple remote file browser: list a directory on the host, go in and up, download and upload.
+"""A simple remote file browser: list a directory on the host, go in and up, download and upload
+files and folders.
 
-All SFTP work runs on the loop thread (`gpuws.app.files`, as `gpuws cp`); progress comes back through
-`AsyncBridge.post`, at most a few times a second, so a fast transfer never floods the GUI.
-Cancel cancels the transfer's future; the partial file is resumed by the next transfer.
+All SFTP work runs on the loop thread (`gpuws.app.files`, as `gpuws cp`); its `TransferProgress`
+events come back through `AsyncBridge.post`, at most ten times a second, so a fast transfer never
+floods the GUI: the bar shows bytes, rate, time left and file N of M. Cancel cancels the transfer's
+future; the partial file is resumed by the next transfer of the same file or folder.
 """
 
 from __future__ import annotations
@@ -30,8 +32,21 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from gpuws.app.files import RemoteEntry, TransferResult, download, list_dir, make_dir, remove, upload
+from gpuws.app.files import (
+    CopyOptions,
+    CopyPlan,
+    RemoteEntry,
+    TransferProgress,
+    TransferResult,
+    copy,
+    list_dir,
+    make_dir,
+    remove,
+)
 from gpuws.core.simulation import SIM_LABEL
+from gpuws.core.terminal import printable
+from gpuws.core.transfer import eta_text, rate_text, shown_path
+from gpuws.core.transfer import size_text as size_text
 from gpuws.ui.bridge import AsyncBridge
 from gpuws.ui.widgets import Badge, muted_label
 
@@ -46,14 +61,11 @@ def entries_text(count: int) -> str:
     return "1 entry" if count == 1 else f"{count} entries"
 
 
-def size_text(size: int) -> str:
-    """A file size in B, KiB, MiB or GiB."""
-    value = float(size)
-    for unit in ("B", "KiB", "MiB", "GiB"):
-        if value < 1024 or unit == "GiB":
-            return f"{value:.0f} {unit}" if unit == "B" else f"{value:.1f} {unit}"
-        value /= 1024
-    return f"{size} B"
+def progress_text(event: TransferProgress) -> str:
+    """The bar's text: '12.0 MiB of 48.0 MiB · 118 MB/s · 0:01 left · file 2 of 9'."""
+    files = f" · file {event.file_index} of {event.file_count}" if event.file_count > 1 else ""
+    return (f"{size_text(event.done)} of {size_text(event.total)} · {rate_text(event.rate)} · "
+            f"{eta_text(event.eta)} left{files}")
 
 
 class FileBrowser(QWidget):
@@ -103,6 +115,8 @@ class FileBrowser(QWidget):
         self.download_button.clicked.connect(self.ask_download)
         self.upload_button = QPushButton("Upload…", self)
         self.upload_button.clicked.connect(self.ask_upload)
+        self.upload_folder_button = QPushButton("Upload folder…", self)
+        self.upload_folder_button.clicked.connect(self.ask_upload_folder)
         self.progress = QProgressBar(self)
         self.progress.setVisible(False)
         self.cancel_button = QPushButton("Cancel", self)
@@ -114,6 +128,7 @@ class FileBrowser(QWidget):
         self.delete_button.clicked.connect(self.ask_delete)
         actions.addWidget(self.download_button)
         actions.addWidget(self.upload_button)
+        actions.addWidget(self.upload_folder_button)
         actions.addWidget(self.mkdir_button)
         actions.addWidget(self.delete_button)
         actions.addWidget(self.progress, 1)
@@ -215,12 +230,15 @@ class FileBrowser(QWidget):
     # -- transfers ------------------------------------------------------------------------------
 
     def ask_download(self) -> None:
-        """Ask where to save the selected file, then download it."""
+        """Ask where to save the selected file or folder, then download it."""
         entry = self._entry(self.tree.currentItem())
-        if entry is None or entry.is_dir:
-            self.status.setText("Select a file to download.")
+        if entry is None:
+            self.status.setText("Select a file or folder to download.")
             return
-        target, _ = QFileDialog.getSaveFileName(self, "Download to", str(Path.home() / entry.name))
+        if entry.is_dir:
+            target = QFileDialog.getExistingDirectory(self, "Download the folder into", str(Path.home()))
+        else:
+            target, _ = QFileDialog.getSaveFileName(self, "Download to", str(Path.home() / entry.name))
         if target:
             self.start_download(entry.path, Path(target))
 
@@ -230,16 +248,23 @@ class FileBrowser(QWidget):
         if source:
             self.start_upload(Path(source))
 
+    def ask_upload_folder(self) -> None:
+        """Ask for a local folder, then upload it (with everything in it) into the folder shown."""
+        source = QFileDialog.getExistingDirectory(self, "Upload a folder", str(Path.home()))
+        if source:
+            self.start_upload(Path(source))
+
     def start_download(self, remote: str, local: Path) -> concurrent.futures.Future[TransferResult]:
-        """Download `remote` to `local`, with progress and Cancel."""
-        return self._start(download(self.connection, remote, local, progress=self._progress_from_loop),
-                           f"Downloading {remote}")
+        """Download the file or folder `remote` to `local` (into it, if a folder), with progress and Cancel."""
+        plan = CopyPlan(self.connection.profile.name, (remote,), str(local), to_host=False)
+        return self._start(copy(self.connection, plan, progress=self._progress_from_loop,
+                                options=CopyOptions(recursive=True)), f"Downloading {printable(remote)}")
 
     def start_upload(self, local: Path) -> concurrent.futures.Future[TransferResult]:
-        """Upload `local` into the folder shown, with progress and Cancel."""
-        remote = self.path.rstrip("/") + "/"
-        return self._start(upload(self.connection, local, remote, progress=self._progress_from_loop),
-                           f"Uploading {local.name}")
+        """Upload the file or folder `local` into the folder shown, with progress and Cancel."""
+        plan = CopyPlan(self.connection.profile.name, (str(local),), self.path.rstrip("/") + "/", to_host=True)
+        return self._start(copy(self.connection, plan, progress=self._progress_from_loop,
+                                options=CopyOptions(recursive=True)), f"Uploading {printable(local.name)}")
 
     def cancel(self) -> None:
         """Cancel the running transfer."""
@@ -252,31 +277,38 @@ class FileBrowser(QWidget):
                ) -> concurrent.futures.Future[TransferResult]:
         self.progress.setRange(0, 1000)
         self.progress.setValue(0)
+        self.progress.setFormat("%p%")
         self.progress.setVisible(True)
         self.cancel_button.setVisible(True)
         self.download_button.setEnabled(False)
         self.upload_button.setEnabled(False)
+        self.upload_folder_button.setEnabled(False)
         self.status.setText(text + "…")
         self._transfer = self.bridge.run_async(coro, self._on_done, self._on_error)
         return self._transfer
 
-    def _progress_from_loop(self, done: int, total: int) -> None:
+    def _progress_from_loop(self, event: TransferProgress) -> None:
         # Called on the loop thread: throttle, then hop to the GUI thread.
         now = time.monotonic()
-        if now - self._last_progress < 0.1 and done < total:
+        if now - self._last_progress < 0.1 and event.done < event.total:
             return
         self._last_progress = now
-        self.bridge.post(lambda: self._show_progress(done, total))
+        self.bridge.post(lambda: self._show_progress(event))
 
-    def _show_progress(self, done: int, total: int) -> None:
+    def _show_progress(self, event: TransferProgress) -> None:
         if self._transfer is not None:
-            self.progress.setValue(int(1000 * done / total) if total else 1000)
-            self.progress.setFormat(f"{size_text(done)} of {size_text(total)}")
+            self.progress.setValue(int(1000 * event.fraction))
+            self.progress.setFormat(progress_text(event))
 
     def _on_done(self, result: TransferResult) -> None:
         self._end_transfer()
         resumed = f" (resumed at {size_text(result.resumed_from)})" if result.resumed_from else ""
-        self._note = f"Copied {size_text(result.size)} to {result.destination}{resumed}"
+        files = f" ({result.files} files)" if result.files != 1 or result.dirs else ""
+        self._note = f"Copied {size_text(result.size)}{files} to {result.destination}{resumed}"
+        if result.failed:
+            path, why = result.failed[0]
+            more = f" and {len(result.failed) - 1} more" if len(result.failed) > 1 else ""
+            self._note += f"; not copied: {shown_path(path, 80)}: {why}{more}"
         self.status.setText(self._note)
         self.navigate(self.path)
 
@@ -286,3 +318,4 @@ class FileBrowser(QWidget):
         self.cancel_button.setVisible(False)
         self.download_button.setEnabled(True)
         self.upload_button.setEnabled(True)
+        self.upload_folder_button.setEnabled(True)

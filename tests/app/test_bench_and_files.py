@@ -40,9 +40,10 @@ def test_unsaved_check_reports_where_asked_and_a_failed_save_writes_no_report(tm
 
 
 def test_copy_direction_comes_from_the_host_side() -> None:
-    assert plan_copy("./model.pt", "rig:/data/") == CopyPlan("rig", "./model.pt", "/data/", to_host=True)
-    assert plan_copy("rig:", "/tmp/x") == CopyPlan("rig", "~", "/tmp/x", to_host=False)
-    for src, dst in (("a.txt", "b.txt"), ("rig:a", "lab:b")):
+    assert plan_copy("./model.pt", "rig:/data/") == CopyPlan("rig", ("./model.pt",), "/data/", to_host=True)
+    assert plan_copy("rig:", "/tmp/x") == CopyPlan("rig", ("~",), "/tmp/x", to_host=False)
+    assert plan_copy("rig:a", "rig:b/*.pt", ".") == CopyPlan("rig", ("a", "b/*.pt"), ".", to_host=False)
+    for args in (("a.txt", "b.txt"), ("rig:a", "lab:b"), ("rig:a", "lab:b", "."), ("rig:a", "b", "c")):
         with pytest.raises(RefusedInput, match="exactly one side"):
-            plan_copy(src, dst)
+            plan_copy(*args)
     assert split_remote("/tmp/a:b") == (None, "/tmp/a:b")

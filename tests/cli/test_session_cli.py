@@ -136,8 +136,10 @@ def test_cp_up_and_down(capsys: pytest.CaptureFixture[str], sshd: SshdServer, tm
     remote_dir.mkdir()
     code, out, err = run(capsys, "cp", str(local), f"rig:{remote_dir}/", "--accept-new", "--json")
     assert code == 0, err
-    assert json.loads(out) == {"source": str(local), "destination": f"{remote_dir}/data.bin",
-                               "size": 300_000, "resumed_from": 0}
+    doc = json.loads(out)
+    assert {k: doc[k] for k in ("source", "destination", "size", "resumed_from", "files", "failed")} == {
+        "source": str(local), "destination": f"{remote_dir}/data.bin", "size": 300_000, "resumed_from": 0,
+        "files": 1, "failed": []}
     back = tmp_path / "back.bin"
     back.write_bytes(local.read_bytes()[:1000])  # a partial earlier copy: resumed
     code, out, err = run(capsys, "cp", f"rig:{remote_dir}/data.bin", str(back))
@@ -147,6 +149,27 @@ def test_cp_up_and_down(capsys: pytest.CaptureFixture[str], sshd: SshdServer, tm
     assert code == 2 and "exactly one side" in err
     code, _, err = run(capsys, "cp", "rig:/no/such/file", str(back))
     assert code == 1 and err.count("\n") == 1 and "no such file or directory on the host" in err
+    # Folders and several sources, like scp; a name that cannot be written is named and the rest copied.
+    tree = tmp_path / "tree"
+    (tree / "sub").mkdir(parents=True)
+    (tree / "sub" / "a.txt").write_text("a")
+    (tree / ("x" * 250)).mkdir()
+    (tree / ("x" * 250) / ("y" * 250)).mkdir()
+    (tree / ("x" * 250) / ("y" * 250) / "z.txt").write_text("z")
+    code, _, err = run(capsys, "cp", str(tree), f"rig:{remote_dir}/")
+    assert code == 1 and "is a directory (copy folders with -r)" in err
+    code, out, err = run(capsys, "cp", "-r", "-p", str(tree), str(local), f"rig:{remote_dir}/")
+    assert code == 0, err
+    assert (remote_dir / "tree" / "sub" / "a.txt").read_text() == "a"
+    assert "copied 2 of 3 files (2 bytes sent, 1 already there)" in out  # data.bin was there already
+    deep = tmp_path / ("d" * 250) / ("e" * 250) / ("f" * 250)
+    deep.mkdir(parents=True)
+    while len(str(deep)) < 4096 - 400:
+        deep = deep / ("g" * 250)
+        deep.mkdir()
+    code, out, err = run(capsys, "cp", "-r", f"rig:{tree}", str(deep))
+    assert code == 1 and (deep / "tree" / "sub" / "a.txt").read_text() == "a"
+    assert err.count("\n") == 1 and "name too long" in err and "\u2026" in err  # one line, the path cut
 
 
 @pytest.mark.sshd

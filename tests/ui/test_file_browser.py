@@ -104,3 +104,62 @@ def test_the_demo_hosts_files_are_labelled_simulated(bridge: AsyncBridge, qtbot:
     browser = FileBrowser(conn, bridge)
     qtbot.addWidget(browser)
     assert browser.sim_badge.isVisibleTo(browser) and "SIMULATED" in browser.windowTitle()
+
+
+def test_progress_shows_rate_time_left_and_file_n_of_m_and_cancel_leaves_a_resumable_file(
+    sshd: SshdServer, bridge: AsyncBridge, qtbot: Any, tmp_path: Path
+) -> None:
+    """Found: no progress beyond a bar, no folders; Cancel must leave a partial file the next copy continues."""
+    import threading
+
+    from gpuws.core.transfer import TransferProgress
+    from gpuws.ui.file_browser import progress_text
+
+    event = TransferProgress("a.bin", 2, 9, 10, 20, 12 * 1024 * 1024, 48 * 1024 * 1024, 1.0, 118e6, 65.0)
+    assert progress_text(event) == "12.0 MiB of 48.0 MiB · 118 MB/s · 1:05 left · file 2 of 9"
+
+    remote_dir = tmp_path / "on-host"
+    (remote_dir / "run").mkdir(parents=True)
+    payload = os.urandom(48 * 1024 * 1024)
+    (remote_dir / "run" / "big.bin").write_bytes(payload)
+    for i in range(3):
+        (remote_dir / "run" / f"small{i}.txt").write_text(str(i))
+    conn = HostConnection(key_profile(sshd), known_host_key=sshd.host_public_key)
+    bridge.run_async(conn.connect()).result(15)
+    browser = FileBrowser(conn, bridge)
+    qtbot.addWidget(browser)
+    here = tmp_path / "here"
+    here.mkdir()
+    try:
+        # Cancel from the GUI once a quarter is in place; the loop thread waits for the GUI to have
+        # cancelled, so the copy cannot finish first.
+        original = browser._progress_from_loop
+        cancelled = threading.Event()
+
+        def cancel_at_a_quarter(event: TransferProgress) -> None:
+            original(event)
+            if event.done >= event.total // 4 and not cancelled.is_set():
+                browser.bridge.post(lambda: (browser.cancel(), cancelled.set()))
+                cancelled.wait(10)
+
+        browser._progress_from_loop = cancel_at_a_quarter  # type: ignore[method-assign]
+        future = browser.start_download(str(remote_dir / "run"), here)
+        qtbot.waitUntil(lambda: "Cancelled" in browser.status.text(), timeout=30_000)
+        qtbot.waitUntil(future.done, timeout=10_000)
+        partial = (here / "run" / "big.bin").stat().st_size
+        assert 0 < partial < len(payload)
+        assert (here / "run" / "big.bin").read_bytes() == payload[:partial]
+
+        browser._progress_from_loop = original  # type: ignore[method-assign]
+        shown: list[str] = []
+        browser.progress.valueChanged.connect(lambda _v: shown.append(browser.progress.format()))
+        browser.start_download(str(remote_dir / "run"), here)
+        qtbot.waitUntil(lambda: "resumed at" in browser.status.text(), timeout=30_000)
+        assert (here / "run" / "big.bin").read_bytes() == payload
+        assert sorted(p.name for p in (here / "run").iterdir()) == ["big.bin", "small0.txt", "small1.txt",
+                                                                     "small2.txt"]
+        shown = [text for text in shown if text != "%p%"]  # the bar's own text before the first report
+        assert shown and all(" left · file " in text and " of 4" in text for text in shown)
+    finally:
+        browser.close()
+        bridge.run_async(conn.close()).result(10)

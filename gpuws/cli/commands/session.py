@@ -16,7 +16,9 @@ from gpuws.cli.output import Subcommands, fail, print_json
 from gpuws.core.errors import ValidationError
 
 if TYPE_CHECKING:
-    from gpuws.app.files import CopyPlan
+    from collections.abc import Callable
+
+    from gpuws.app.files import CopyPlan, TransferProgress
     from gpuws.core.session import HostCost
 
 PRESET_CHOICES = ("jupyter", "tensorboard", "vnc", "dcv", "novnc")
@@ -53,14 +55,24 @@ def register(sub: Subcommands) -> None:
     p.add_argument("--json", action="store_true", help="print JSON")
     p.set_defaults(handler=run_cost)
 
-    p = sub.add_parser("cp", help="copy a file to or from a host over SFTP (resumes partial copies)",
-                       description="Copy SRC to DST; exactly one of them is NAME:PATH on a host (like scp). A "
-                       "partial copy left by an interrupted transfer is continued, not started over.")
-    p.add_argument("src", metavar="SRC")
-    p.add_argument("dst", metavar="DST")
+    p = sub.add_parser("cp", help="copy files and folders to or from a host over SFTP (resumes partial copies)",
+                       usage="gpuws cp [-h] [-r] [-p] [--checksum] [--no-resume] [--accept-new] [--json] SRC... DST",
+                       description="Copy SRC to DST, or several SRCs into the folder DST; the sources are all "
+                       "NAME:PATH on one host, or all here, and DST is on the other side (like scp; a host path "
+                       "may hold * ? [..] patterns). A partial copy left by an interrupted transfer is continued, "
+                       "not started over; a file already the same (size and modification time) is skipped. "
+                       "A copy longer than a second shows a progress bar on a terminal.")
+    p.add_argument("paths", metavar="PATH", nargs="+", help="SRC... DST: the sources, then the destination")
+    p.add_argument("-r", "--recursive", action="store_true", help="copy folders with everything in them (symlinks "
+                   "are copied as links)")
+    p.add_argument("-p", "--preserve", action="store_true", help="keep permission modes and access times too "
+                   "(modification times are always kept)")
+    p.add_argument("--checksum", action="store_true", help="skip a file only when its SHA-256 matches (runs "
+                   "sha256sum on the host), not on size and time")
     p.add_argument("--no-resume", action="store_true", help="always copy from the start")
     p.add_argument("--accept-new", action="store_true", help="trust the host key if none is recorded yet")
-    p.add_argument("--json", action="store_true", help="print the result as JSON")
+    p.add_argument("--json", action="store_true", help="print the result as JSON; a copy longer than a second "
+                   "prints progress lines before it ({\"event\": \"progress\", ...})")
     p.set_defaults(handler=run_cp)
 
     for action, text in (("start", "start the host's instance through its cloud provider"),
@@ -228,50 +240,94 @@ def _cost_table(report: list[HostCost], totals: dict[str, tuple[float, float]]) 
 
 
 def run_cp(args: argparse.Namespace) -> int:
-    """`gpuws cp SRC DST`: copy files to or from a host."""
+    """`gpuws cp SRC... DST`: copy files and folders to or from a host."""
     from gpuws.app.files import plan_copy
 
-    return _run(_cp(args, plan_copy(args.src, args.dst)))  # RefusedInput: exit status 2, as before
+    return _run(_cp(args, plan_copy(*args.paths)))  # RefusedInput: exit status 2, as before
 
 
 async def _cp(args: argparse.Namespace, plan: CopyPlan) -> int:
-    from gpuws.app.files import copy
+    from gpuws.app.files import CopyOptions, copy
     from gpuws.app.targets import open_target
+    from gpuws.core.terminal import printable
+    from gpuws.core.transfer import shown_path
 
-    progress = _Progress() if sys.stderr.isatty() and not args.json else None
-    async with open_target(plan.host, accept_new=args.accept_new, **tty_prompts()) as conn:
-        result = await copy(conn, plan, progress=progress, resume=not args.no_resume)
-    if progress:
+    progress = CopyProgressLine(json_lines=args.json, bar=sys.stderr.isatty() and not args.json)
+    options = CopyOptions(recursive=args.recursive, preserve=args.preserve, resume=not args.no_resume,
+                          checksum=args.checksum)
+    try:
+        async with open_target(plan.host, accept_new=args.accept_new, **tty_prompts()) as conn:
+            result = await copy(conn, plan, progress=progress, options=options)
+    finally:
         progress.finish()
     if args.json:
-        print_json({"source": args.src, "destination": result.destination, "size": result.size,
-                    "resumed_from": result.resumed_from})
+        print_json({"source": result.source, "destination": result.destination, "size": result.size,
+                    "resumed_from": result.resumed_from, "files": result.files,
+                    "transferred_files": result.transferred_files, "skipped": result.skipped,
+                    "dirs": result.dirs, "links": result.links, "transferred": result.transferred,
+                    "failed": [{"path": path, "reason": why} for path, why in result.failed]})
     else:
         resumed = f" (resumed at {result.resumed_from} bytes)" if result.resumed_from else ""
-        print(f"copied {result.size} bytes to {result.destination}{resumed}")
-    return 0
+        if result.files == 1 and not result.dirs and not result.links:
+            print(f"copied {result.size} bytes to {printable(result.destination)}{resumed}")
+        else:
+            skipped = f", {result.skipped} already there" if result.skipped else ""
+            print(f"copied {result.transferred_files} of {result.files} files ({result.transferred} bytes sent"
+                  f"{skipped}), {result.dirs} folders, {result.links} links to {printable(result.destination)}"
+                  f"{resumed}")
+    for path, why in result.failed:
+        print(f"gpuws: cp: {shown_path(path)}: {why}", file=sys.stderr)
+    return 1 if result.failed else 0
 
 
-class _Progress:
-    """A one-line progress bar on stderr, redrawn at most 10 times a second."""
+class CopyProgressLine:
+    """The CLI's adapter for a copy's `TransferProgress`: a one-line bar on stderr (a terminal only) or
+    JSON lines on stdout (`--json`); nothing for a copy that ends within its first second."""
 
-    def __init__(self) -> None:
-        self._last = 0.0
-        self._start = time.monotonic()
+    DELAY_S = 1.0  # a copy shorter than this shows nothing
+    INTERVAL_S = 0.1  # the bar is redrawn at most this often
+    JSON_INTERVAL_S = 0.5
 
-    def __call__(self, done: int, total: int) -> None:
-        now = time.monotonic()
-        if now - self._last < 0.1 and done < total:
+    def __init__(self, *, json_lines: bool, bar: bool, clock: Callable[[], float] = time.monotonic) -> None:
+        self._json, self._bar = json_lines, bar
+        self._clock = clock
+        self._start = clock()
+        self._last = float("-inf")
+        self._drawn = False
+    def __call__(self, event: TransferProgress) -> None:
+        if not (self._json or self._bar):
+            return
+        now = self._clock()
+        final = event.done >= event.total
+        if now - self._start < self.DELAY_S or (now - self._last < (self.JSON_INTERVAL_S if self._json
+                                                                      else self.INTERVAL_S) and not final):
             return
         self._last = now
-        frac = done / total if total else 1.0
-        bar = "#" * int(frac * 30)
-        rate = done / max(now - self._start, 1e-6) / 1e6
-        sys.stderr.write(f"\r[{bar:<30}] {frac * 100:5.1f}%  {done / 1e6:8.1f} MB  {rate:6.1f} MB/s")
+        self._draw(event)
+
+    def _draw(self, event: TransferProgress) -> None:
+        from gpuws.core.terminal import printable
+        from gpuws.core.transfer import eta_text, rate_text, size_text
+
+        if self._json:
+            print_json(event.to_dict())
+            sys.stdout.flush()
+            return
+        self._drawn = True
+        width = 24
+        filled = int(event.fraction * width)
+        name = printable(event.file, max_length=30)
+        files = f"  file {event.file_index}/{event.file_count}" if event.file_count > 1 else ""
+        sys.stderr.write(f"\r\x1b[K[{'#' * filled}{'.' * (width - filled)}] {event.fraction * 100:5.1f}%  "
+                         f"{size_text(event.done)} of {size_text(event.total)}  {rate_text(event.rate)}  "
+                         f"ETA {eta_text(event.eta)}{files}  {name}")
         sys.stderr.flush()
 
     def finish(self) -> None:
-        sys.stderr.write("\n")
+        """End the bar's line (once the copy ended, or failed)."""
+        if self._drawn:
+            sys.stderr.write("\n")
+            sys.stderr.flush()
 
 
 # -- start / stop ------------------------------------------------------------------------------

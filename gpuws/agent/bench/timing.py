@@ -60,11 +60,17 @@ def percentile(values: list[float], q: float) -> float:
     return ordered[lo] + (ordered[hi] - ordered[lo]) * (pos - lo)
 
 
+def significant(value: float, digits: int = 4) -> float:
+    """`value` to `digits` significant figures: a slow CPU harness's 0.0004 TFLOP/s stays 0.0004
+    (three decimals read it as 0.0, a measurement of nothing)."""
+    return float(f"{value:.{digits}g}")
+
+
 def window_stats(rates: list[float]) -> Record:
     """Median, sustained (10th percentile) and peak of per-window throughputs."""
-    return {"windows": len(rates), "median": round(statistics.median(rates), 3),
-            "sustained_p10": round(percentile(rates, 10), 3), "peak": round(max(rates), 3),
-            "per_window": [round(r, 3) for r in rates]}
+    return {"windows": len(rates), "median": significant(statistics.median(rates)),
+            "sustained_p10": significant(percentile(rates, 10)), "peak": significant(max(rates)),
+            "per_window": [significant(r) for r in rates]}
 
 
 def run_share_problem(ran: float, asked: float, what: str = "s") -> str | None:

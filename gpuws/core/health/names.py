@@ -20,6 +20,7 @@ CHECK_NAMES: dict[str, str] = {
     "pcie_replays": "PCIe replays",
     "persistence": "Persistence mode",
     "power_limit": "Power limit",
+    "readings": "Impossible readings",
     "remapped_rows": "Remapped memory rows",
     "reset_required": "GPU reset",
     "retired_pages": "Retired memory pages",

@@ -11,7 +11,12 @@ import re
 
 from gpuws.core.errors import NoNvidiaDriver, ParseError
 from gpuws.core.inventory import GpuInfo, HostFacts, Inventory
-from gpuws.core.nvsmi.xml_inventory import impossible_readings, is_simulated_xml, parse_nvidia_smi_xml
+from gpuws.core.nvsmi.xml_inventory import (
+    impossible_readings,
+    is_simulated_xml,
+    parse_nvidia_smi_xml,
+    unanswered_gpus,
+)
 from gpuws.core.runner import CommandRunner
 from gpuws.core.simulation import SIM_ENV_VAR
 from gpuws.remote.budget import SMALL_ANSWER
@@ -117,6 +122,7 @@ def parse_probe_output(stdout: str, stderr: str = "") -> tuple[Inventory, str | 
     # Simulated by the XML marker or the host's env var; a real XML never carries the marker.
     host.simulated = host.simulated or is_simulated_xml(xml)
     warnings = [f"nvidia-smi gave a reading no working GPU gives: {bad}" for bad in impossible_readings(xml)]
+    warnings += [f"{gone}: {gone.meaning}" for gone in unanswered_gpus(xml)]
     return Inventory(host, gpus, warnings), None
 
 

@@ -14,7 +14,9 @@ finding, the host's the worst GPU's (and its host-wide findings'):
 | xid | hardware-fail XIDs (gpuws.core.xid) | hardware-degrade XIDs | application / unclassified XIDs |
 | kernel_log | - | - | unreadable: **inconclusive**, with the reason |
 | nvlink | - | inactive links; recovery errors; > 100 CRC + replay errors | fewer |
-| fabric | state not Completed, or status not Success (NVSwitch systems) | - | - |
+| gpu_lost | nvidia-smi answers "GPU is lost" for its readings (reset_required: "GPU requires reset") | - | - |
+| fabric | state not Completed, or status not Success (NVSwitch systems); fabric health | fabric health | - |
+| | summary Unhealthy | Limited Capacity, a route unhealthy or recovering, bandwidth not Full | |
 | pcie | - | narrower than the card; below the generation card and platform allow, under load | idle power |
 | | | | saving; a platform (Grace, an older slot) slower than the card |
 | pcie_replays | - | > 1000 replays | fewer |
@@ -261,11 +263,37 @@ def _fabric(f: GpuFacts) -> Finding | None:
     state, status = f.fabric_state, f.fabric_status
     if state is None or state.lower() in ("n/a", "not supported"):
         return None
-    if state.lower() == "completed" and (status or "").lower() == "success":
-        return Finding("fabric", _V.HEALTHY, "fabric registration completed, status Success")
-    return Finding("fabric", _V.UNHEALTHY, f"fabric state {state}, status {status or '-'}: the fabric manager "
-                                           "has not registered this GPU (NVLink through NVSwitch is down even if "
-                                           "links show active; CUDA fails to start)")
+    if state.lower() != "completed" or (status or "").lower() != "success":
+        return Finding("fabric", _V.UNHEALTHY, f"fabric state {state}, status {status or '-'}: the fabric manager "
+                                               "has not registered this GPU (NVLink through NVSwitch is down even "
+                                               "if links show active; CUDA fails to start)")
+    # Registered, but the driver's own view of the fabric's health since (driver 550+).
+    health = f.fabric_health
+    summary = health.get("summary", "")
+    wrong = [f"{k}={health[k]}" for k in ("route_unhealthy", "route_recovery_in_progress", "access_timeout_recovery")
+             if health.get(k, "").lower() == "true"]
+    if health.get("bandwidth", "full").lower() != "full":
+        wrong.append(f"bandwidth={health['bandwidth']}")
+    if health.get("incorrect_configuration", "none").lower() != "none":
+        wrong.append(f"incorrect_configuration={health['incorrect_configuration']}")
+    said = f"fabric health {summary or '-'}" + (f" ({', '.join(wrong)})" if wrong else "")
+    if summary.lower() == "unhealthy":
+        return Finding("fabric", _V.UNHEALTHY, f"{said}: the driver calls this GPU's NVLink fabric unhealthy "
+                                               "(multi-GPU traffic through NVSwitch fails or is rerouted)")
+    if wrong or summary.lower() not in ("", "healthy"):
+        return Finding("fabric", _V.DEGRADED, f"{said}: NVLink through the fabric runs below its full bandwidth "
+                                              "or is recovering a route")
+    return Finding("fabric", _V.HEALTHY, "fabric registration completed, status Success"
+                                         + (f", {said}" if summary else ""))
+
+
+def _gone(f: GpuFacts) -> Finding | None:
+    """A GPU nvidia-smi answers with "GPU is lost" / "GPU requires reset" instead of readings:
+    every other check reads nothing from it, so this is what it says."""
+    if f.gone is None:
+        return None
+    check = "gpu_lost" if f.gone.marker == "GPU is lost" else "reset_required"
+    return Finding(check, _V.UNHEALTHY, f"{f.gone}: {f.gone.meaning}")
 
 
 def _idle(f: GpuFacts) -> bool:
@@ -398,7 +426,7 @@ def gpu_findings(f: GpuFacts, events: list[XidEvent] | None, nvlink: NvlinkCount
     g = GpuHealth(index=f.index, uuid=f.uuid, serial=f.serial, name=f.name)
     sheet = datasheet_for_variant(variant_for_name(f.name or ""))
     checks: list[Finding | None] = [
-        _ecc(f, sheet.ecc if sheet else None, uptime_s), _retired(f), _remap(f), _recovery(f),
+        _gone(f), _ecc(f, sheet.ecc if sheet else None, uptime_s), _retired(f), _remap(f), _recovery(f),
     ]
     g.findings.extend(c for c in checks if c is not None)
     if events is not None:

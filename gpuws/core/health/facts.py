@@ -13,7 +13,14 @@ from dataclasses import dataclass, field
 from gpuws.core.errors import ParseError
 from gpuws.core.nvsmi._values import clean_text, parse_link_width, parse_quantity
 from gpuws.core.nvsmi._xmldoc import parse_xml_document
-from gpuws.core.nvsmi.readings import BadReading, bad_document_readings, bad_gpu_readings, check_number
+from gpuws.core.nvsmi.readings import (
+    BadReading,
+    GoneGpu,
+    bad_document_readings,
+    bad_gpu_readings,
+    check_number,
+    gone_gpu,
+)
 from gpuws.core.simulation import SIM_XML_MARKER
 
 _WATTS = frozenset({"W"})
@@ -59,6 +66,10 @@ class GpuFacts:
     power_default_w: float | None = None
     fabric_state: str | None = None
     fabric_status: str | None = None
+    # fabric/health (driver 550+ on NVSwitch and multi-node NVLink systems): "summary" (Healthy /
+    # Unhealthy / Limited Capacity), "bandwidth", "route_unhealthy", ... as the driver writes them.
+    fabric_health: dict[str, str] = field(default_factory=dict)
+    gone: GoneGpu | None = None  # nvidia-smi answers "GPU is lost" / "GPU requires reset" for its readings
     c2c_mode: str | None = None  # "Enabled" on Grace Hopper / Grace Blackwell (NVLink-C2C to a Grace CPU)
     bad_readings: list[BadReading] = field(default_factory=list)  # values no GPU can give (NaN, -5 errors, ...)
 
@@ -224,6 +235,11 @@ def _gpu(node: ET.Element, index: int) -> GpuFacts:
         break
     f.fabric_state = _t(node, "fabric/state")
     f.fabric_status = _t(node, "fabric/status")
+    for item in node.findall("fabric/health/*"):
+        value = clean_text(item.text)
+        if value is not None and len(item) == 0:
+            f.fabric_health[item.tag] = value
+    f.gone = gone_gpu(node, index)
     f.c2c_mode = _t(node, "c2c_mode")
     # Readings no check above uses (temperature, power draw, ...), judged by the same rule.
     seen = {(b.field, b.value) for b in n.bad}

@@ -18,7 +18,7 @@ from gpuws.core.inventory import GpuInfo, MigDevice
 from gpuws.core.nvsmi._values import clean_text, parse_int_quantity, parse_link_width, parse_quantity
 from gpuws.core.nvsmi._xmldoc import parse_xml_document
 from gpuws.core.nvsmi.mig_profiles import derive_mig_profile
-from gpuws.core.nvsmi.readings import BadReading, bad_readings
+from gpuws.core.nvsmi.readings import BadReading, GoneGpu, bad_readings, gone_gpus
 from gpuws.core.simulation import SIM_XML_MARKER
 
 ROOT_TAG = "nvidia_smi_log"
@@ -58,6 +58,11 @@ def is_simulated_xml(text: str) -> bool:
 def impossible_readings(text: str) -> list[BadReading]:
     """The readings of the document no working GPU gives (gpuws.core.nvsmi.readings)."""
     return bad_readings(parse_xml_document(text).root)
+
+
+def unanswered_gpus(text: str) -> list[GoneGpu]:
+    """The GPUs of the document nvidia-smi answers with "GPU is lost" or "GPU requires reset"."""
+    return gone_gpus(parse_xml_document(text).root)
 
 
 def parse_nvidia_smi_xml(text: str) -> list[GpuInfo]:

@@ -104,6 +104,18 @@ VERDICTS: dict[str, Expect] = {
         "an excerpt trimmed by its publisher: idle, 37 C, nothing in it shows a fault"),
     "nvidia-smi-xml/tesla-p100-pcie-16gb-v11__netdata.xml": _ok(
         "P100 idle at Gen3 x16; 3 corrected (single-bit) errors in its lifetime, none uncorrectable"),
+    # microsoft/pai job-exporter (MIT)
+    "nvidia-smi-xml/tesla-k80-x4-v10__pai.xml": Expect(
+        V.DEGRADED, frozenset({"ecc"}),
+        "Azure K80s: GPU 0 has 7 and GPU 1 has 4 double-bit errors in their lifetime (aggregate), none since the "
+        "driver loaded, pages retired and none pending", (V.DEGRADED, V.DEGRADED, V.HEALTHY, V.HEALTHY)),
+    "nvidia-smi-xml/tesla-v100-sxm3-retired-pages-v10__pai.xml": Expect(
+        V.UNHEALTHY, frozenset({"ecc", "retired_pages"}),
+        "V100: 1 volatile double-bit error and a page retirement pending (needs a reset)"),
+    "nvidia-smi-xml/gtx-1070-x2-x1-risers-v9__pai.xml": Expect(
+        V.DEGRADED, frozenset({"pcie"}), "two GTX 1070 at x1 of x16 (mining risers) under 98-100 % load"),
+    "nvidia-smi-xml/rtx-2080-ti-x2-v10__pai.xml": _ok("two 2080 Ti idle at x16; sw_power_cap at idle is no fault"),
+    "nvidia-smi-xml/gt-730-v9-excerpt__pai.xml": _ok("a GT 730 document with identity and N/A utilisation only"),
     # influxdata/telegraf (MIT), beyond the first set
     "nvidia-smi-xml/dual_2080-v13.xml": _x8("both RTX 2080 at x8 of x16"),
     "nvidia-smi-xml/gt-1030.xml": _ok("GT 1030 is an x4 card: Gen3 x4 of x4"),

@@ -268,3 +268,35 @@ def test_a_fabric_below_full_health_is_degraded(tag: str, value: str, shown: str
     health = evaluate("box", _script_output(xml))
     verdict, detail = _gpu_finding(health, 0, "fabric")
     assert verdict is V.DEGRADED and shown in detail
+
+
+def _edited(name: str, tag: str, value: str) -> str:
+    """The real capture with the first <tag> set to `value` (a case no public capture shows)."""
+    xml = (REAL_FIXTURES / name).read_text()
+    new, count = re.subn(rf"<{tag}>[^<]*</{tag}>", f"<{tag}>{value}</{tag}>", xml, count=1)
+    assert count == 1, tag
+    return new
+
+
+@pytest.mark.parametrize(("tag", "check", "verdict"), [
+    ("reset_required", "reset_required", V.UNHEALTHY),
+    ("drain_and_reset_recommended", "drain_and_reset_recommended", V.DEGRADED),
+])
+def test_the_older_reset_status_is_read(tag: str, check: str, verdict: HealthVerdict) -> None:
+    """Driver 535 (DTD v12) says a reset is needed in gpu_reset_status, not gpu_recovery_action;
+    a GPU saying Yes there was HEALTHY."""
+    name = "nvidia-smi-xml/rtx-4090-v12__netdata.xml"
+    assert _gpu_finding(_health(name), 0, "reset_required") == (V.HEALTHY, "gpu_reset_status/reset_required=No")
+    health = evaluate("box", _script_output(_edited(name, tag, "Yes")))
+    found, detail = _gpu_finding(health, 0, check)
+    assert found is verdict and f"{tag}=Yes" in detail and health.verdict is verdict
+
+
+def test_an_sram_threshold_exceeded_is_unhealthy() -> None:
+    """Hopper and newer flag SRAM errors past NVIDIA's field-diagnostic threshold in
+    ecc_errors/aggregate/sram_threshold_exceeded; it was read as a threshold and skipped."""
+    health = evaluate("box", _script_output(_edited("nvidia-smi-xml/nvidia-h100-80gb-hbm3-x8-v13.xml",
+                                                    "sram_threshold_exceeded", "Yes")))
+    verdict, detail = _gpu_finding(health, 0, "ecc")
+    assert verdict is V.UNHEALTHY and "sram_threshold_exceeded=Yes" in detail
+    assert [g.verdict for g in health.gpus] == [V.UNHEALTHY] + [V.HEALTHY] * 7

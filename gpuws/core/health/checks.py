@@ -5,12 +5,13 @@ finding, the host's the worst GPU's (and its host-wide findings'):
 
 | check | unhealthy | degraded | info / healthy |
 |---|---|---|---|
-| ecc | volatile uncorrectable > 0 | aggregate uncorrectable > 0; > 1000 corrected since driver |
-| | | load, or >= 100 at over 50 per hour of uptime; ECC off on a data-centre card | none |
+| ecc | volatile uncorrectable > 0; | aggregate uncorrectable > 0; > 1000 corrected since driver |
+| | sram_threshold_exceeded | load, or >= 100 at over 50 per hour of uptime; ECC off on a data-centre card | none |
 | retired_pages | retirement pending; >= 60 retired (NVIDIA's RMA figure) | - | a count |
 | remapped_rows | remap pending (until a GPU reset), remap failure, channel/TPC | - | rows remapped |
 | | repair pending, unrepairable memory | | |
-| reset_required / drain_and_reset_recommended | recovery action Reset / Reboot | Drain P2P / Drain and Reset | None |
+| reset_required / | recovery action Reset / Reboot (older drivers: | Drain P2P / Drain and Reset (older: | None |
+| drain_and_reset_recommended | gpu_reset_status/reset_required) | drain_and_reset_recommended) | |
 | xid | hardware-fail XIDs (gpuws.core.xid) | hardware-degrade XIDs | application / unclassified XIDs |
 | kernel_log | - | - | unreadable: **inconclusive**, with the reason |
 | nvlink | - | inactive links; recovery errors; > 100 CRC + replay errors | fewer |
@@ -154,6 +155,9 @@ def _ecc(f: GpuFacts, ecc_card: bool | None, uptime_s: float | None = None) -> F
     if f.ecc_volatile_uncorrectable:
         return Finding("ecc", _V.UNHEALTHY, f"{f.ecc_volatile_uncorrectable} uncorrectable ECC errors since the "
                                             "driver loaded (volatile)")
+    if f.sram_threshold_exceeded:
+        return Finding("ecc", _V.UNHEALTHY, "sram_threshold_exceeded=Yes: the card's SRAM errors passed the threshold "
+                                            "of NVIDIA's field diagnostic (a card to return)")
     if f.ecc_aggregate_uncorrectable:
         return Finding("ecc", _V.DEGRADED, f"{f.ecc_aggregate_uncorrectable} uncorrectable ECC errors in the "
                                            "card's lifetime (aggregate)")
@@ -210,7 +214,7 @@ def _remap(f: GpuFacts) -> Finding | None:
 def _recovery(f: GpuFacts) -> Finding | None:
     action = f.recovery_action
     if action is None:
-        return None
+        return _reset_status(f)
     low = action.lower()
     if low == "none":
         return Finding("reset_required", _V.HEALTHY, "gpu_recovery_action=None")
@@ -219,6 +223,18 @@ def _recovery(f: GpuFacts) -> Finding | None:
                                                                    "GPU's work, then reset it")
     return Finding("reset_required", _V.UNHEALTHY, f"gpu_recovery_action={action}: the GPU needs a "
                                                    f"{'reboot' if 'reboot' in low else 'reset'}")
+
+
+def _reset_status(f: GpuFacts) -> Finding | None:
+    """The older drivers' `gpu_reset_status` (reset_required, drain_and_reset_recommended)."""
+    if f.reset_required:
+        return Finding("reset_required", _V.UNHEALTHY, "gpu_reset_status/reset_required=Yes: the GPU needs a reset")
+    if f.drain_and_reset_recommended:
+        return Finding("drain_and_reset_recommended", _V.DEGRADED, "gpu_reset_status/drain_and_reset_recommended="
+                                                                   "Yes: drain the GPU's work, then reset it")
+    if f.reset_required is False:
+        return Finding("reset_required", _V.HEALTHY, "gpu_reset_status/reset_required=No")
+    return None
 
 
 def _xids(f: GpuFacts, events: list[XidEvent]) -> list[Finding]:

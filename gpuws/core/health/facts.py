@@ -39,6 +39,11 @@ class GpuFacts:
     persistence_mode: str | None = None
     mig_mode: str | None = None
     recovery_action: str | None = None  # gpu_recovery_action: None / Reset / Reboot / Drain P2P / Drain and Reset
+    # Before gpu_recovery_action (drivers ~535-550, DTD v12): gpu_reset_status/reset_required and
+    # drain_and_reset_recommended, Yes / No (later drivers say "deprecated" there: None).
+    reset_required: bool | None = None
+    drain_and_reset_recommended: bool | None = None
+    sram_threshold_exceeded: bool | None = None  # ecc_errors/aggregate: SRAM errors past the field-diag threshold
     ecc_mode: str | None = None
     ecc_volatile_uncorrectable: int | None = None
     ecc_aggregate_uncorrectable: int | None = None
@@ -195,6 +200,9 @@ def _gpu(node: ET.Element, index: int) -> GpuFacts:
     f.persistence_mode = _t(node, "persistence_mode")
     f.mig_mode = _t(node, "mig_mode/current_mig")
     f.recovery_action = _t(node, "gpu_recovery_action")
+    f.reset_required = _yes(_t(node, "gpu_reset_status/reset_required"))
+    f.drain_and_reset_recommended = _yes(_t(node, "gpu_reset_status/drain_and_reset_recommended"))
+    f.sram_threshold_exceeded = _yes(_t(node, "ecc_errors/aggregate/sram_threshold_exceeded"))
     f.ecc_mode = _t(node, "ecc_mode/current_ecc")
     volatile, aggregate = "ecc_errors/volatile", "ecc_errors/aggregate"
     f.ecc_volatile_uncorrectable = _sum_counts(node.find(volatile), "uncorrectable", n, volatile)

@@ -300,3 +300,37 @@ def test_an_sram_threshold_exceeded_is_unhealthy() -> None:
     verdict, detail = _gpu_finding(health, 0, "ecc")
     assert verdict is V.UNHEALTHY and "sram_threshold_exceeded=Yes" in detail
     assert [g.verdict for g in health.gpus] == [V.UNHEALTHY] + [V.HEALTHY] * 7
+
+
+# nvidia-smi's own warning line (as NVIDIA/gpu-operator issue 20 quotes it) beside a real capture.
+INFOROM = "WARNING: infoROM is corrupted at gpu 00000000:01:00.0"
+HEALTHY_CARD = "nvidia-smi-xml/rtx-3080-v13.xml"
+
+
+def test_a_warning_before_the_xml_is_judged_not_called_a_failure() -> None:
+    """The script merges stderr: a warning printed before the XML made health say "nvidia-smi -q
+    -x failed" (INCONCLUSIVE) and never read the document."""
+    xml = (REAL_FIXTURES / HEALTHY_CARD).read_text()
+    health = evaluate("box", _script_output(f"{INFOROM}\n{xml}"))
+    (inforom,) = [f for f in health.findings if f.check == "inforom"]
+    assert inforom.verdict is V.DEGRADED and INFOROM in inforom.detail
+    assert health.verdict is V.DEGRADED and len(health.gpus) == 1
+    assert [g.verdict for g in health.gpus] == [V.HEALTHY]
+
+
+def test_text_after_the_xml_is_shown_not_a_parse_error() -> None:
+    """A line on stderr after the document (glued to `</nvidia_smi_log>` or on its own) raised
+    "XML is truncated or malformed" where probe, reading stdout only, was fine."""
+    xml = (REAL_FIXTURES / HEALTHY_CARD).read_text().rstrip("\n")
+    for after in ("Failed to read the NVLink state", "\nFailed to read the NVLink state"):
+        health = evaluate("box", _script_output(xml + after))
+        assert health.verdict is V.HEALTHY and len(health.gpus) == 1
+        (said,) = [f for f in health.findings if f.check == "nvidia-smi"]
+        assert said.verdict is V.INFO and "Failed to read the NVLink state" in said.detail
+
+
+def test_probe_reads_a_capture_with_a_warning_before_it() -> None:
+    xml = (REAL_FIXTURES / HEALTHY_CARD).read_text()
+    inventory, _ = parse_probe_output(f"hostname=box\n{XML_BEGIN}\n{INFOROM}\n{xml}\n{XML_END} 0\n")
+    assert [g.name for g in inventory.gpus] == ["NVIDIA GeForce RTX 3080"]
+    assert inventory.warnings == [f"nvidia-smi also printed: {INFOROM}"]

@@ -24,6 +24,7 @@ finding, the host's the worst GPU's (and its host-wide findings'):
 | power_limit | - | current limit < 95 % of the default ("capped at 300 of 700 W") | - |
 | persistence | - | - | Disabled (information) |
 | throttle | - | HW slowdown / power brake; HW or SW thermal at rest | others |
+| inforom | - | nvidia-smi warns the infoROM is corrupted (host-wide) | its other warnings |
 | expect | count, model or MIG mode not as `--expect-*` asks (host-wide) | - | - |
 | cuda | the driver is older than `--cuda X.Y` needs (NVIDIA's minimum-driver table) | - | - |
 | dcgm | a `dcgmi diag` test failed | a test warned | absent, passed |

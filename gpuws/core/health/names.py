@@ -13,6 +13,7 @@ CHECK_NAMES: dict[str, str] = {
     "expect.model": "Expected model",
     "fabric": "NVLink fabric",
     "gpu_lost": "GPU lost",
+    "inforom": "infoROM",
     "kernel_log": "Kernel log",
     "nvidia-smi": "nvidia-smi",
     "nvlink": "NVLink links",

@@ -128,6 +128,9 @@ def parse_probe_output(stdout: str, stderr: str = "") -> tuple[Inventory, str | 
     warnings = [f"nvidia-smi gave a reading no working GPU gives: {bad}" for bad in impossible_readings(xml)]
     warnings += [f"{gone}: {gone.meaning}" for gone in unanswered_gpus(xml)]
     warnings += [f"nvidia-smi also printed: {line[:200]}" for line in around[:8]]
+    # A GPU that fell off the bus is left out of the XML; nvidia-smi says so on stderr only.
+    warnings += [f"nvidia-smi cannot reach a GPU: {line.strip()[:200]}" for line in stderr.splitlines()
+                 if "unable to determine the device handle" in line.lower()][:8]
     return Inventory(host, gpus, warnings), None
 
 

@@ -334,3 +334,21 @@ def test_probe_reads_a_capture_with_a_warning_before_it() -> None:
     inventory, _ = parse_probe_output(f"hostname=box\n{XML_BEGIN}\n{INFOROM}\n{xml}\n{XML_END} 0\n")
     assert [g.name for g in inventory.gpus] == ["NVIDIA GeForce RTX 3080"]
     assert inventory.warnings == [f"nvidia-smi also printed: {INFOROM}"]
+
+
+def test_a_gpu_nvidia_smi_cannot_reach_is_unhealthy() -> None:
+    """nvidia-smi leaves a GPU that fell off the bus out of the XML and says so on stderr; the
+    rest of the report is of healthy cards. It was HEALTHY."""
+    line = "Unable to determine the device handle for GPU0000:3B:00.0: Unknown Error"
+    xml = (REAL_FIXTURES / HEALTHY_CARD).read_text()
+    health = evaluate("box", _script_output(f"{line}\n{xml}"))
+    (lost,) = [f for f in health.findings if f.check == "gpu_lost"]
+    assert lost.verdict is V.UNHEALTHY and line in lost.detail and health.verdict is V.UNHEALTHY
+    assert [g.verdict for g in health.gpus] == [V.HEALTHY]
+
+
+def test_probe_warns_of_a_gpu_nvidia_smi_cannot_reach() -> None:
+    line = "Unable to determine the device handle for GPU0000:3B:00.0: Unknown Error"
+    xml = (REAL_FIXTURES / HEALTHY_CARD).read_text()
+    inventory, _ = parse_probe_output(f"hostname=box\n{XML_BEGIN}\n{xml}\n{XML_END} 0\n", f"{line}\n")
+    assert len(inventory.gpus) == 1 and inventory.warnings == [f"nvidia-smi cannot reach a GPU: {line}"]

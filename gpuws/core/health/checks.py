@@ -15,7 +15,8 @@ finding, the host's the worst GPU's (and its host-wide findings'):
 | xid | hardware-fail XIDs (gpuws.core.xid) | hardware-degrade XIDs | application / unclassified XIDs |
 | kernel_log | - | - | unreadable: **inconclusive**, with the reason |
 | nvlink | - | inactive links; recovery errors; > 100 CRC + replay errors | fewer |
-| gpu_lost | nvidia-smi answers "GPU is lost" for its readings (reset_required: "GPU requires reset") | - | - |
+| gpu_lost | nvidia-smi answers "GPU is lost" for its readings (reset_required: "GPU requires reset"), | - | - |
+| | or cannot reach a GPU ("Unable to determine the device handle for GPU ...", host-wide) | | |
 | fabric | state not Completed, or status not Success (NVSwitch systems); fabric health | fabric health | - |
 | | summary Unhealthy | Limited Capacity, a route unhealthy or recovering, bandwidth not Full | |
 | pcie | - | narrower than the card; below the generation card and platform allow, under load | idle power |

@@ -150,14 +150,23 @@ def _kernel_events(section: Section | None) -> tuple[list[XidEvent] | None, Find
 
 
 def smi_warning_findings(lines: list[str]) -> list[Finding]:
-    """What nvidia-smi printed beside its XML. A corrupted infoROM (the card's store of its
-    configuration, ECC and retired-page records) is a fault of the card; anything else is shown."""
+    """What nvidia-smi printed beside its XML. A GPU it cannot reach is lost (unhealthy); a corrupted
+    infoROM (the card's store of its configuration, ECC and retired-page records) is a fault of the
+    card (degraded); anything else is shown."""
+    # "Unable to determine the device handle for GPU0000:3B:00.0: Unknown Error" (or "...: GPU is
+    # lost. Reboot the system to recover this GPU"): a GPU the host has, missing from the XML.
+    lost = [line for line in lines if "unable to determine the device handle" in line.lower()
+            or "gpu is lost" in line.lower()]
+    out = [Finding("gpu_lost", HealthVerdict.UNHEALTHY, f"nvidia-smi cannot reach a GPU: {line[:200]} (it is "
+                                                        "left out of the report; it needs a reset, usually a "
+                                                        "reboot of the host)")
+           for line in lost[:8]]
     inforom = [line for line in lines if "inforom" in line.lower() and "corrupt" in line.lower()]
-    out = [Finding("inforom", HealthVerdict.DEGRADED, f"nvidia-smi warns: {line[:200]} (the card's records of ECC "
+    out += [Finding("inforom", HealthVerdict.DEGRADED, f"nvidia-smi warns: {line[:200]} (the card's records of ECC "
                                                       "errors and retired pages cannot be trusted; NVIDIA's "
                                                       "remedy is an infoROM reflash or a return)")
            for line in inforom[:8]]
-    others = [line for line in lines if line not in inforom]
+    others = [line for line in lines if line not in inforom and line not in lost]
     if others:
         shown = "; ".join(line[:200] for line in others[:3]) + (f"; and {len(others) - 3} more lines"
                                                                  if len(others) > 3 else "")

@@ -352,3 +352,11 @@ def test_probe_warns_of_a_gpu_nvidia_smi_cannot_reach() -> None:
     xml = (REAL_FIXTURES / HEALTHY_CARD).read_text()
     inventory, _ = parse_probe_output(f"hostname=box\n{XML_BEGIN}\n{xml}\n{XML_END} 0\n", f"{line}\n")
     assert len(inventory.gpus) == 1 and inventory.warnings == [f"nvidia-smi cannot reach a GPU: {line}"]
+
+
+def test_no_clock_event_section_is_not_called_no_throttling() -> None:
+    """The RTX PRO 6000 excerpt has no clocks_event_reasons at all: "no throttling" was a pass
+    read from a missing field."""
+    health = _health("nvidia-smi-xml/rtx-pro-6000-blackwell-excerpt__netdata.xml")
+    assert _gpu_finding(health, 0, "throttle") == (V.INFO, "clock event reasons not reported")
+    assert _gpu_finding(_health(HEALTHY_CARD), 0, "throttle") == (V.HEALTHY, "no throttling")

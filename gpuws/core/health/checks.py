@@ -416,6 +416,8 @@ def _throttle(f: GpuFacts) -> Finding:
     others = [r for r in f.throttle_active if r not in ("gpu_idle",)]
     if others:
         return Finding("throttle", _V.INFO, f"clock event reasons active: {', '.join(others)}")
+    if not f.throttle_reported:  # a missing section is never a pass
+        return Finding("throttle", _V.INFO, "clock event reasons not reported")
     return Finding("throttle", _V.HEALTHY, "no throttling")
 
 

@@ -67,6 +67,7 @@ class GpuFacts:
     performance_state: str | None = None
     utilization_pct: float | None = None
     throttle_active: list[str] = field(default_factory=list)
+    throttle_reported: bool = False  # a clocks_event_reasons / clocks_throttle_reasons section was there
     power_limit_w: float | None = None
     power_default_w: float | None = None
     fabric_state: str | None = None
@@ -230,6 +231,7 @@ def _gpu(node: ET.Element, index: int) -> GpuFacts:
     for group in ("clocks_event_reasons", "clocks_throttle_reasons"):
         section = node.find(group)
         if section is not None:
+            f.throttle_reported = True
             for child in section:
                 if _yes(clean_text(child.text)):
                     f.throttle_active.append(re.sub(r"^clocks_(event|throttle)_reason_", "", child.tag))

@@ -360,3 +360,51 @@ def test_no_clock_event_section_is_not_called_no_throttling() -> None:
     health = _health("nvidia-smi-xml/rtx-pro-6000-blackwell-excerpt__netdata.xml")
     assert _gpu_finding(health, 0, "throttle") == (V.INFO, "clock event reasons not reported")
     assert _gpu_finding(_health(HEALTHY_CARD), 0, "throttle") == (V.HEALTHY, "no throttling")
+
+
+# --- the sectioned captures (nvidia_gpu_exporter's collector): query CSV, compute apps, -L ---------------------
+
+def _sectioned() -> list[str]:
+    folder = REAL_FIXTURES / "nvidia-smi-captures"
+    return sorted(p.name for p in folder.glob("*.txt") if "query-gpu (csv" in p.read_text())
+
+
+def _section(name: str, title: str) -> str:
+    from tests.core.nvsmi_fixtures import capture_section
+
+    return capture_section(REAL_FIXTURES / "nvidia-smi-captures" / name, title)
+
+
+def test_the_sectioned_captures_are_there() -> None:
+    assert len(_sectioned()) >= 10  # H100, H100 MIG, H200 (+MIG), L40S, 2080 SUPER (Linux, Windows), 4080 SUPER
+
+
+@pytest.mark.parametrize("name", _sectioned())
+@pytest.mark.parametrize("state", ["idle", "load"])
+def test_query_gpu_and_compute_apps_of_every_sectioned_capture(name: str, state: str) -> None:
+    from gpuws.core.nvsmi import parse_compute_apps
+
+    text = _section(name, f"{state} :: query-gpu")
+    lines = [line for line in text.splitlines() if line.strip()]
+    header = [cell.strip().split(" [")[0] for cell in lines[0].split(", ")]
+    rows = parse_query_csv(text)
+    assert len(rows) == len(lines) - 1 >= 1
+    for row, line in zip(rows, lines[1:], strict=True):
+        cells = [cell.strip() for cell in line.split(", ")]
+        assert list(row) == header and len(cells) == len(header)
+        assert row["name"] == cells[header.index("name")] and row["uuid"] == cells[header.index("uuid")]
+    apps_text = _section(name, f"{state} :: query-compute-apps")
+    apps = parse_compute_apps(apps_text)
+    apps_lines = [line for line in apps_text.splitlines() if line.strip()]
+    column = [cell.strip() for cell in apps_lines[0].split(",")].index("pid")
+    pids = [int(line.split(", ")[column]) for line in apps_lines[1:] if not line.startswith("No running")]
+    assert [app.pid for app in apps] == pids
+
+
+@pytest.mark.parametrize("name", _sectioned())
+def test_gpu_list_of_every_sectioned_capture(name: str) -> None:
+    from gpuws.core.nvsmi import parse_gpu_list
+
+    text = _section(name, "capabilities :: list (-L)")
+    entries = parse_gpu_list(text)
+    assert [e.uuid for e in entries] == re.findall(r"^GPU \d+: .*\(UUID: (GPU-[^)]+)\)", text, re.MULTILINE)

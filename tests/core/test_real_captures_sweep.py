@@ -408,3 +408,18 @@ def test_gpu_list_of_every_sectioned_capture(name: str) -> None:
     text = _section(name, "capabilities :: list (-L)")
     entries = parse_gpu_list(text)
     assert [e.uuid for e in entries] == re.findall(r"^GPU \d+: .*\(UUID: (GPU-[^)]+)\)", text, re.MULTILINE)
+
+
+def test_a_gpu_whose_readings_all_say_unknown_error_is_never_healthy() -> None:
+    """NVML failing on every field ("Unknown Error", a GPU in trouble) read as missing values and
+    the GPU was HEALTHY; probe showed it without a word."""
+    xml = (REAL_FIXTURES / HEALTHY_CARD).read_text()
+    xml = re.sub(r"<(\w+)>[^<]+</\1>", lambda m: m.group(0) if m.group(1) in ("product_name", "uuid")
+                 else f"<{m.group(1)}>Unknown Error</{m.group(1)}>", xml)
+    health = evaluate("box", _script_output(xml))
+    verdict, detail = _gpu_finding(health, 0, "readings")
+    assert verdict is V.INCONCLUSIVE and "'Unknown Error': the driver could not read it" in detail
+    assert health.verdict is V.INCONCLUSIVE
+    inventory, _ = parse_probe_output(f"hostname=box\n{XML_BEGIN}\n{xml}\n{XML_END} 0\n")
+    assert inventory.gpus[0].name == "NVIDIA GeForce RTX 3080" and inventory.warnings
+    assert all("Unknown Error" in warning for warning in inventory.warnings)

@@ -73,8 +73,16 @@ def check_number(value: str | None, low: float, high: float, unit: str) -> str |
     return None
 
 
+# nvidia-smi writes "Unknown Error" where NVML failed to read a value. One such field can be a
+# quirk of a driver; several mean the driver cannot read this GPU, and nothing read from it is
+# to be called healthy.
+UNKNOWN_ERROR = "Unknown Error"
+UNKNOWN_ERRORS_UNREADABLE = 3
+
+
 def bad_gpu_readings(gpu: ET.Element, position: int) -> list[BadReading]:
-    """The impossible readings of one `<gpu>` element."""
+    """The impossible readings of one `<gpu>` element, and its "Unknown Error" fields when there
+    are several."""
     out = []
     for path, low, high, unit in GPU_READINGS:
         node = gpu.find(path)
@@ -83,7 +91,18 @@ def bad_gpu_readings(gpu: ET.Element, position: int) -> list[BadReading]:
         why = check_number(node.text, low, high, unit)
         if why is not None:
             out.append(BadReading(position, path, node.text.strip(), why))
+    unknown = [path for path, node in _leaves(gpu, "") if (node.text or "").strip().lower() == UNKNOWN_ERROR.lower()]
+    if len(unknown) >= UNKNOWN_ERRORS_UNREADABLE:
+        out += [BadReading(position, path, UNKNOWN_ERROR, "the driver could not read it") for path in unknown]
     return out
+
+
+def _leaves(node: ET.Element, path: str) -> list[tuple[str, ET.Element]]:
+    """(path under the <gpu>, element) of every element without children, in document order."""
+    children = list(node)
+    if not children:
+        return [(path, node)] if path else []
+    return [leaf for child in children for leaf in _leaves(child, f"{path}/{child.tag}" if path else child.tag)]
 
 
 def bad_document_readings(root: ET.Element) -> list[BadReading]:

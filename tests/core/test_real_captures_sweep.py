@@ -423,3 +423,16 @@ def test_a_gpu_whose_readings_all_say_unknown_error_is_never_healthy() -> None:
     inventory, _ = parse_probe_output(f"hostname=box\n{XML_BEGIN}\n{xml}\n{XML_END} 0\n")
     assert inventory.gpus[0].name == "NVIDIA GeForce RTX 3080" and inventory.warnings
     assert all("Unknown Error" in warning for warning in inventory.warnings)
+
+
+def test_the_driver_version_under_its_new_name_is_read() -> None:
+    """Driver 615 (NVIDIA/k8s-test-infra's VR NVL72 capture) writes kmd_version and cuda_umd_version
+    beside driver_version and cuda_version, with a comment that the old names will be removed in
+    CUDA 14.0; the real H200 capture with only the new names read None for both."""
+    xml = (REAL_FIXTURES / "h200/nvidia-smi-q.xml").read_text()
+    for old, new in (("driver_version", "kmd_version"), ("cuda_version", "cuda_umd_version")):
+        xml = xml.replace(f"<{old}>", f"<{new}>", 1).replace(f"</{old}>", f"</{new}>", 1)
+    assert "<driver_version>" not in xml and "<cuda_version>" not in xml
+    health = evaluate("box", _script_output(xml))
+    assert (health.driver_version, health.cuda_version) == ("580.159.04", "13.0")
+    assert [(g.driver_version, g.cuda_version) for g in parse_nvidia_smi_xml(xml)] == [("580.159.04", "13.0")]

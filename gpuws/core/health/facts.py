@@ -21,6 +21,7 @@ from gpuws.core.nvsmi.readings import (
     check_number,
     gone_gpu,
 )
+from gpuws.core.nvsmi.xml_inventory import CUDA_VERSION_PATHS, DRIVER_VERSION_PATHS
 from gpuws.core.simulation import SIM_XML_MARKER
 
 _WATTS = frozenset({"W"})
@@ -277,7 +278,8 @@ def parse_smi_document(text: str) -> SmiDocument:
     if root.tag != "nvidia_smi_log":
         raise ParseError(f"nvidia-smi XML: root element is <{root.tag[:40]}>, not <nvidia_smi_log>")
     gpus = [_gpu(node, i) for i, node in enumerate(root.findall("gpu"))]
-    return SmiDocument(driver_version=_t(root, "driver_version"), cuda_version=_t(root, "cuda_version"),
+    return SmiDocument(driver_version=_first(root, *DRIVER_VERSION_PATHS),
+                       cuda_version=_first(root, *CUDA_VERSION_PATHS),
                        gpus=gpus, simulated=any(SIM_XML_MARKER in c for c in doc.comments),
                        bad_readings=bad_document_readings(root))
 

@@ -22,6 +22,10 @@ from gpuws.core.nvsmi.readings import BadReading, GoneGpu, bad_readings, gone_gp
 from gpuws.core.simulation import SIM_XML_MARKER
 
 ROOT_TAG = "nvidia_smi_log"
+# Driver 615 writes kmd_version / cuda_umd_version beside driver_version / cuda_version, with a
+# comment that the old names "will be removed in CUDA 14.0": read either.
+DRIVER_VERSION_PATHS = ("driver_version", "kmd_version")
+CUDA_VERSION_PATHS = ("cuda_version", "cuda_umd_version")
 log = logging.getLogger(__name__)
 
 _NO_UNIT: frozenset[str] = frozenset()
@@ -74,8 +78,8 @@ def parse_nvidia_smi_xml(text: str) -> list[GpuInfo]:
     root = parse_xml_document(text).root
     if root.tag != ROOT_TAG:
         raise ParseError(f"nvidia-smi XML: expected <{ROOT_TAG}> at the top, found <{clean_text(root.tag)}>")
-    driver_version = _text(root, "driver_version")
-    cuda_version = _text(root, "cuda_version")
+    driver_version = _text(root, *DRIVER_VERSION_PATHS)
+    cuda_version = _text(root, *CUDA_VERSION_PATHS)
     elements = root.findall("gpu")
     if not elements and _text(root, "attached_gpus") != "0":
         # A host without GPUs says <attached_gpus>0</attached_gpus>; a document that met no <gpu>

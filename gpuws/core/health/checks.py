@@ -41,7 +41,7 @@ from enum import StrEnum
 from gpuws.core.gpus.models import datasheet_for_variant, variant_for_name
 from gpuws.core.health.facts import GpuFacts, NvlinkCounters, SmiDocument
 from gpuws.core.jsontypes import JsonObject
-from gpuws.core.nvsmi.readings import BadReading
+from gpuws.core.nvsmi.readings import BadReading, GoneMarker
 from gpuws.core.xid import XidClass, XidEvent
 
 
@@ -310,7 +310,7 @@ def _gone(f: GpuFacts) -> Finding | None:
     every other check reads nothing from it, so this is what it says."""
     if f.gone is None:
         return None
-    check = "gpu_lost" if f.gone.marker == "GPU is lost" else "reset_required"
+    check = "gpu_lost" if f.gone.marker is GoneMarker.LOST else "reset_required"
     return Finding(check, _V.UNHEALTHY, f"{f.gone}: {f.gone.meaning}")
 
 

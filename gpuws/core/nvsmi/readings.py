@@ -14,6 +14,7 @@ import math
 import re
 import xml.etree.ElementTree as ET
 from dataclasses import dataclass
+from enum import StrEnum
 
 from gpuws.core.nvsmi._values import describe, is_missing
 
@@ -118,10 +119,13 @@ def bad_document_readings(root: ET.Element) -> list[BadReading]:
     return []
 
 
-# What nvidia-smi writes in place of a GPU's readings when the driver has lost the GPU (it fell off
-# the bus: XID 79) or the GPU needs a reset before it answers again. Not a missing value: the
-# GPU is there and broken, so health calls it unhealthy and probe warns, whatever else reads 0.
-GPU_GONE_MARKERS: tuple[str, ...] = ("GPU is lost", "GPU requires reset")
+class GoneMarker(StrEnum):
+    """What nvidia-smi writes in place of a GPU's readings when the driver has lost the GPU (it
+    fell off the bus: XID 79) or the GPU needs a reset before it answers again. Not a missing
+    value: the GPU is there and broken, so health calls it unhealthy and probe warns."""
+
+    LOST = "GPU is lost"
+    RESET = "GPU requires reset"
 
 
 @dataclass(frozen=True)
@@ -129,41 +133,34 @@ class GoneGpu:
     """A GPU nvidia-smi answers with "GPU is lost" or "GPU requires reset" instead of readings."""
 
     gpu: int  # position of the <gpu> in the document
-    marker: str  # one of GPU_GONE_MARKERS
+    marker: GoneMarker
     fields: tuple[str, ...]  # the paths under <gpu> that say it, in document order
 
     @property
     def meaning(self) -> str:
         """What the marker means for the user, in words."""
-        if self.marker == GPU_GONE_MARKERS[0]:
+        if self.marker is GoneMarker.LOST:
             return ("the driver has lost this GPU (fallen off the bus, as XID 79 reports): it needs a reset, "
                     "usually a reboot of the host")
         return "the GPU needs a reset before it answers again (nvidia-smi -r, or a reboot of the host)"
 
     def __str__(self) -> str:
         shown = ", ".join(self.fields[:3]) + (f" and {len(self.fields) - 3} more" if len(self.fields) > 3 else "")
-        return f"GPU {self.gpu}: nvidia-smi answers {self.marker!r} for {len(self.fields)} readings ({shown})"
+        return f"GPU {self.gpu}: nvidia-smi answers {self.marker.value!r} for {len(self.fields)} readings ({shown})"
 
 
 def gone_gpu(gpu: ET.Element, position: int) -> GoneGpu | None:
     """Whether nvidia-smi answers this `<gpu>`'s readings with a "lost" or "requires reset" marker."""
-    found: dict[str, list[str]] = {}
-
-    def walk(node: ET.Element, path: str) -> None:
-        """Record under `found` each element below `node` whose whole text is a marker."""
-        text = (node.text or "").strip()
-        if text:
-            marker = next((m for m in GPU_GONE_MARKERS if text.lower() == m.lower()), None)
-            if marker is not None:
-                found.setdefault(marker, []).append(path or node.tag)
-        for child in node:
-            walk(child, f"{path}/{child.tag}" if path else child.tag)
-
-    walk(gpu, "")
+    found: dict[GoneMarker, list[str]] = {}
+    for path, node in _leaves(gpu, ""):
+        text = (node.text or "").strip().lower()
+        marker = next((m for m in GoneMarker if text == m.value.lower()), None)
+        if marker is not None:
+            found.setdefault(marker, []).append(path)
     if not found:
         return None
     # "lost" outranks "requires reset": a lost GPU needs at least the reset.
-    marker = next(m for m in GPU_GONE_MARKERS if m in found)
+    marker = next(m for m in GoneMarker if m in found)
     return GoneGpu(position, marker, tuple(found[marker]))
 
 

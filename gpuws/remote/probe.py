@@ -11,7 +11,13 @@ import re
 
 from gpuws.core.errors import NoNvidiaDriver, ParseError
 from gpuws.core.inventory import GpuInfo, HostFacts, Inventory
-from gpuws.core.nvsmi.xml_inventory import impossible_readings, is_simulated_xml, parse_nvidia_smi_xml
+from gpuws.core.nvsmi import split_document
+from gpuws.core.nvsmi.xml_inventory import (
+    impossible_readings,
+    is_simulated_xml,
+    parse_nvidia_smi_xml,
+    unanswered_gpus,
+)
 from gpuws.core.runner import CommandRunner
 from gpuws.core.simulation import SIM_ENV_VAR
 from gpuws.remote.budget import SMALL_ANSWER
@@ -112,11 +118,19 @@ def parse_probe_output(stdout: str, stderr: str = "") -> tuple[Inventory, str | 
         host.driver_found = False
         detail = (stderr.strip() or xml.strip() or f"exit status {status}").splitlines()[0]
         return Inventory(host, []), f"nvidia-smi failed: {detail[:200]}"
-    gpus = parse_nvidia_smi_xml(xml)
+    # Warnings nvidia-smi prints on stdout before or after its XML are shown, not parsed as XML.
+    document, around = split_document(xml)
+    gpus = parse_nvidia_smi_xml(document or xml)
+    xml = document or xml
     _merge_compute_capability(gpus, tail.splitlines()[1:])
     # Simulated by the XML marker or the host's env var; a real XML never carries the marker.
     host.simulated = host.simulated or is_simulated_xml(xml)
     warnings = [f"nvidia-smi gave a reading no working GPU gives: {bad}" for bad in impossible_readings(xml)]
+    warnings += [f"{gone}: {gone.meaning}" for gone in unanswered_gpus(xml)]
+    warnings += [f"nvidia-smi also printed: {line[:200]}" for line in around[:8]]
+    # A GPU that fell off the bus is left out of the XML; nvidia-smi says so on stderr only.
+    warnings += [f"nvidia-smi cannot reach a GPU: {line.strip()[:200]}" for line in stderr.splitlines()
+                 if "unable to determine the device handle" in line.lower()][:8]
     return Inventory(host, gpus, warnings), None
 
 

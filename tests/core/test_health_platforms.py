@@ -186,8 +186,8 @@ def test_no_real_capture_is_called_degraded_for_its_platform_alone() -> None:
     for path in sorted(XML.glob("*.xml")):
         for gpu in parse_smi_document(path.read_text()).gpus:
             pcie = _pcie(gpu_findings(gpu, [], None))
-            if pcie.verdict is V.DEGRADED:
-                assert "x8 of the card's x16" in pcie.detail, (path.name, pcie.detail)
+            if pcie.verdict is V.DEGRADED:  # only ever for a narrower link (x8, or x1 on a mining riser)
+                assert re.search(r"trained at x(8|1) of the card's x16", pcie.detail), (path.name, pcie.detail)
 
 
 # --- readings no GPU gives -----------------------------------------------------------------------------------

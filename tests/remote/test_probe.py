@@ -58,12 +58,14 @@ async def probe_server(server: SshdServer, **kwargs: object) -> Inventory:
         return await probe(conn.runner, **kwargs)  # type: ignore[arg-type]
 
 
-def expected_gpus(xml_file: Path) -> list[tuple[str, int]]:
-    """(product name, framebuffer MiB) per <gpu>, read straight from the capture."""
+def expected_gpus(xml_file: Path) -> list[tuple[str, int | None]]:
+    """(product name, framebuffer MiB) per <gpu>, read straight from the capture (None where the
+    capture has no size: an excerpt without the element, a lost GPU)."""
     root = ET.parse(xml_file).getroot()  # trusted local fixture
+    sizes = [gpu.findtext("fb_memory_usage/total", "").split() for gpu in root.findall("gpu")]
     return [
-        (gpu.findtext("product_name", "").strip(), int(gpu.findtext("fb_memory_usage/total", "").split()[0]))
-        for gpu in root.findall("gpu")
+        (gpu.findtext("product_name", "").strip(), int(size[0]) if size and size[0].isdigit() else None)
+        for gpu, size in zip(root.findall("gpu"), sizes, strict=True)
     ]
 
 

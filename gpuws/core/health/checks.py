@@ -5,22 +5,27 @@ finding, the host's the worst GPU's (and its host-wide findings'):
 
 | check | unhealthy | degraded | info / healthy |
 |---|---|---|---|
-| ecc | volatile uncorrectable > 0 | aggregate uncorrectable > 0; > 1000 corrected since driver |
-| | | load, or >= 100 at over 50 per hour of uptime; ECC off on a data-centre card | none |
+| ecc | volatile uncorrectable > 0; | aggregate uncorrectable > 0; > 1000 corrected since driver |
+| | sram_threshold_exceeded | load, or >= 100 at over 50 per hour of uptime; ECC off on a data-centre card | none |
 | retired_pages | retirement pending; >= 60 retired (NVIDIA's RMA figure) | - | a count |
 | remapped_rows | remap pending (until a GPU reset), remap failure, channel/TPC | - | rows remapped |
 | | repair pending, unrepairable memory | | |
-| reset_required / drain_and_reset_recommended | recovery action Reset / Reboot | Drain P2P / Drain and Reset | None |
+| reset_required / | recovery action Reset / Reboot (older drivers: | Drain P2P / Drain and Reset (older: | None |
+| drain_and_reset_recommended | gpu_reset_status/reset_required) | drain_and_reset_recommended) | |
 | xid | hardware-fail XIDs (gpuws.core.xid) | hardware-degrade XIDs | application / unclassified XIDs |
 | kernel_log | - | - | unreadable: **inconclusive**, with the reason |
 | nvlink | - | inactive links; recovery errors; > 100 CRC + replay errors | fewer |
-| fabric | state not Completed, or status not Success (NVSwitch systems) | - | - |
+| gpu_lost | nvidia-smi answers "GPU is lost" for its readings (reset_required: "GPU requires reset"), | - | - |
+| | or cannot reach a GPU ("Unable to determine the device handle for GPU ...", host-wide) | | |
+| fabric | state not Completed, or status not Success (NVSwitch systems); fabric health | fabric health | - |
+| | summary Unhealthy | Limited Capacity, a route unhealthy or recovering, bandwidth not Full | |
 | pcie | - | narrower than the card; below the generation card and platform allow, under load | idle power |
 | | | | saving; a platform (Grace, an older slot) slower than the card |
 | pcie_replays | - | > 1000 replays | fewer |
 | power_limit | - | current limit < 95 % of the default ("capped at 300 of 700 W") | - |
 | persistence | - | - | Disabled (information) |
 | throttle | - | HW slowdown / power brake; HW or SW thermal at rest | others |
+| inforom | - | nvidia-smi warns the infoROM is corrupted (host-wide) | its other warnings |
 | expect | count, model or MIG mode not as `--expect-*` asks (host-wide) | - | - |
 | cuda | the driver is older than `--cuda X.Y` needs (NVIDIA's minimum-driver table) | - | - |
 | dcgm | a `dcgmi diag` test failed | a test warned | absent, passed |
@@ -36,7 +41,7 @@ from enum import StrEnum
 from gpuws.core.gpus.models import datasheet_for_variant, variant_for_name
 from gpuws.core.health.facts import GpuFacts, NvlinkCounters, SmiDocument
 from gpuws.core.jsontypes import JsonObject
-from gpuws.core.nvsmi.readings import BadReading
+from gpuws.core.nvsmi.readings import BadReading, GoneMarker
 from gpuws.core.xid import XidClass, XidEvent
 
 
@@ -152,6 +157,9 @@ def _ecc(f: GpuFacts, ecc_card: bool | None, uptime_s: float | None = None) -> F
     if f.ecc_volatile_uncorrectable:
         return Finding("ecc", _V.UNHEALTHY, f"{f.ecc_volatile_uncorrectable} uncorrectable ECC errors since the "
                                             "driver loaded (volatile)")
+    if f.sram_threshold_exceeded:
+        return Finding("ecc", _V.UNHEALTHY, "sram_threshold_exceeded=Yes: the card's SRAM errors passed the threshold "
+                                            "of NVIDIA's field diagnostic (a card to return)")
     if f.ecc_aggregate_uncorrectable:
         return Finding("ecc", _V.DEGRADED, f"{f.ecc_aggregate_uncorrectable} uncorrectable ECC errors in the "
                                            "card's lifetime (aggregate)")
@@ -208,7 +216,7 @@ def _remap(f: GpuFacts) -> Finding | None:
 def _recovery(f: GpuFacts) -> Finding | None:
     action = f.recovery_action
     if action is None:
-        return None
+        return _reset_status(f)
     low = action.lower()
     if low == "none":
         return Finding("reset_required", _V.HEALTHY, "gpu_recovery_action=None")
@@ -217,6 +225,18 @@ def _recovery(f: GpuFacts) -> Finding | None:
                                                                    "GPU's work, then reset it")
     return Finding("reset_required", _V.UNHEALTHY, f"gpu_recovery_action={action}: the GPU needs a "
                                                    f"{'reboot' if 'reboot' in low else 'reset'}")
+
+
+def _reset_status(f: GpuFacts) -> Finding | None:
+    """The older drivers' `gpu_reset_status` (reset_required, drain_and_reset_recommended)."""
+    if f.reset_required:
+        return Finding("reset_required", _V.UNHEALTHY, "gpu_reset_status/reset_required=Yes: the GPU needs a reset")
+    if f.drain_and_reset_recommended:
+        return Finding("drain_and_reset_recommended", _V.DEGRADED, "gpu_reset_status/drain_and_reset_recommended="
+                                                                   "Yes: drain the GPU's work, then reset it")
+    if f.reset_required is False:
+        return Finding("reset_required", _V.HEALTHY, "gpu_reset_status/reset_required=No")
+    return None
 
 
 def _xids(f: GpuFacts, events: list[XidEvent]) -> list[Finding]:
@@ -261,11 +281,37 @@ def _fabric(f: GpuFacts) -> Finding | None:
     state, status = f.fabric_state, f.fabric_status
     if state is None or state.lower() in ("n/a", "not supported"):
         return None
-    if state.lower() == "completed" and (status or "").lower() == "success":
-        return Finding("fabric", _V.HEALTHY, "fabric registration completed, status Success")
-    return Finding("fabric", _V.UNHEALTHY, f"fabric state {state}, status {status or '-'}: the fabric manager "
-                                           "has not registered this GPU (NVLink through NVSwitch is down even if "
-                                           "links show active; CUDA fails to start)")
+    if state.lower() != "completed" or (status or "").lower() != "success":
+        return Finding("fabric", _V.UNHEALTHY, f"fabric state {state}, status {status or '-'}: the fabric manager "
+                                               "has not registered this GPU (NVLink through NVSwitch is down even "
+                                               "if links show active; CUDA fails to start)")
+    # Registered, but the driver's own view of the fabric's health since (driver 550+).
+    health = f.fabric_health
+    summary = health.get("summary", "")
+    wrong = [f"{k}={health[k]}" for k in ("route_unhealthy", "route_recovery_in_progress", "access_timeout_recovery")
+             if health.get(k, "").lower() == "true"]
+    if health.get("bandwidth", "full").lower() != "full":
+        wrong.append(f"bandwidth={health['bandwidth']}")
+    if health.get("incorrect_configuration", "none").lower() != "none":
+        wrong.append(f"incorrect_configuration={health['incorrect_configuration']}")
+    said = f"fabric health {summary or '-'}" + (f" ({', '.join(wrong)})" if wrong else "")
+    if summary.lower() == "unhealthy":
+        return Finding("fabric", _V.UNHEALTHY, f"{said}: the driver calls this GPU's NVLink fabric unhealthy "
+                                               "(multi-GPU traffic through NVSwitch fails or is rerouted)")
+    if wrong or summary.lower() not in ("", "healthy"):
+        return Finding("fabric", _V.DEGRADED, f"{said}: NVLink through the fabric runs below its full bandwidth "
+                                              "or is recovering a route")
+    return Finding("fabric", _V.HEALTHY, "fabric registration completed, status Success"
+                                         + (f", {said}" if summary else ""))
+
+
+def _gone(f: GpuFacts) -> Finding | None:
+    """A GPU nvidia-smi answers with "GPU is lost" / "GPU requires reset" instead of readings:
+    every other check reads nothing from it, so this is what it says."""
+    if f.gone is None:
+        return None
+    check = "gpu_lost" if f.gone.marker is GoneMarker.LOST else "reset_required"
+    return Finding(check, _V.UNHEALTHY, f"{f.gone}: {f.gone.meaning}")
 
 
 def _idle(f: GpuFacts) -> bool:
@@ -370,6 +416,8 @@ def _throttle(f: GpuFacts) -> Finding:
     others = [r for r in f.throttle_active if r not in ("gpu_idle",)]
     if others:
         return Finding("throttle", _V.INFO, f"clock event reasons active: {', '.join(others)}")
+    if not f.throttle_reported:  # a missing section is never a pass
+        return Finding("throttle", _V.INFO, "clock event reasons not reported")
     return Finding("throttle", _V.HEALTHY, "no throttling")
 
 
@@ -398,7 +446,7 @@ def gpu_findings(f: GpuFacts, events: list[XidEvent] | None, nvlink: NvlinkCount
     g = GpuHealth(index=f.index, uuid=f.uuid, serial=f.serial, name=f.name)
     sheet = datasheet_for_variant(variant_for_name(f.name or ""))
     checks: list[Finding | None] = [
-        _ecc(f, sheet.ecc if sheet else None, uptime_s), _retired(f), _remap(f), _recovery(f),
+        _gone(f), _ecc(f, sheet.ecc if sheet else None, uptime_s), _retired(f), _remap(f), _recovery(f),
     ]
     g.findings.extend(c for c in checks if c is not None)
     if events is not None:

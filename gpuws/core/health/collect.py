@@ -25,6 +25,7 @@ from gpuws.core.health.checks import (
 )
 from gpuws.core.health.facts import parse_nvlink, parse_smi_document
 from gpuws.core.jsontypes import JsonObject, JsonValue
+from gpuws.core.nvsmi._xmldoc import split_document
 from gpuws.core.xid import XidEvent, parse_xid_lines
 
 MARK = "@@gpuws-health "
@@ -148,6 +149,31 @@ def _kernel_events(section: Section | None) -> tuple[list[XidEvent] | None, Find
                          f"the kernel log cannot be read, so XIDs since boot are unknown: {_first_line(section.text)}")
 
 
+def smi_warning_findings(lines: list[str]) -> list[Finding]:
+    """What nvidia-smi printed beside its XML. A GPU it cannot reach is lost (unhealthy); a corrupted
+    infoROM (the card's store of its configuration, ECC and retired-page records) is a fault of the
+    card (degraded); anything else is shown."""
+    # "Unable to determine the device handle for GPU0000:3B:00.0: Unknown Error" (or "...: GPU is
+    # lost. Reboot the system to recover this GPU"): a GPU the host has, missing from the XML.
+    lost = [line for line in lines if "unable to determine the device handle" in line.lower()
+            or "gpu is lost" in line.lower()]
+    out = [Finding("gpu_lost", HealthVerdict.UNHEALTHY, f"nvidia-smi cannot reach a GPU: {line[:200]} (it is "
+                                                        "left out of the report; it needs a reset, usually a "
+                                                        "reboot of the host)")
+           for line in lost[:8]]
+    inforom = [line for line in lines if "inforom" in line.lower() and "corrupt" in line.lower()]
+    out += [Finding("inforom", HealthVerdict.DEGRADED, f"nvidia-smi warns: {line[:200]} (the card's records of ECC "
+                                                      "errors and retired pages cannot be trusted; NVIDIA's "
+                                                      "remedy is an infoROM reflash or a return)")
+           for line in inforom[:8]]
+    others = [line for line in lines if line not in inforom and line not in lost]
+    if others:
+        shown = "; ".join(line[:200] for line in others[:3]) + (f"; and {len(others) - 3} more lines"
+                                                                 if len(others) > 3 else "")
+        out.append(Finding("nvidia-smi", HealthVerdict.INFO, f"nvidia-smi also printed: {shown}"))
+    return out
+
+
 def dcgm_findings(section: Section | None) -> list[Finding]:
     """`dcgmi diag -r 1 -j`: a failed test is unhealthy, a warning degraded; absence is said."""
     if section is None:
@@ -201,14 +227,17 @@ def evaluate(host: str, output: str, *, expected: Mapping[str, object] | None = 
     instance = sections.get("instance")
     health.instance_id = _first_line(instance.text) or None if instance else None
     smi = sections.get("smi")
-    if smi is None or smi.rc == 127 or not smi.text.lstrip().startswith("<"):
+    # The script merges stderr: warnings nvidia-smi prints beside the XML are split off and judged.
+    xml, around = split_document(smi.text) if smi else ("", [])
+    if smi is None or smi.rc == 127 or not xml:
         why = _first_line(smi.text) if smi else "the health script did not run"
         verdict = HealthVerdict.INCONCLUSIVE
         if smi is not None and smi.rc not in (None, 0, 127):
             verdict = HealthVerdict.UNHEALTHY  # the driver answers with an error: "No devices were found", ...
         health.findings.append(Finding("nvidia-smi", verdict, f"nvidia-smi -q -x failed: {why or 'no output'}"))
         return health
-    doc = parse_smi_document(smi.text)
+    doc = parse_smi_document(xml)
+    health.findings.extend(smi_warning_findings(around))
     whole = readings_finding(doc.bad_readings)
     if whole is not None:
         health.findings.append(whole)

@@ -13,7 +13,15 @@ from dataclasses import dataclass, field
 from gpuws.core.errors import ParseError
 from gpuws.core.nvsmi._values import clean_text, parse_link_width, parse_quantity
 from gpuws.core.nvsmi._xmldoc import parse_xml_document
-from gpuws.core.nvsmi.readings import BadReading, bad_document_readings, bad_gpu_readings, check_number
+from gpuws.core.nvsmi.readings import (
+    BadReading,
+    GoneGpu,
+    bad_document_readings,
+    bad_gpu_readings,
+    check_number,
+    gone_gpu,
+)
+from gpuws.core.nvsmi.xml_inventory import CUDA_VERSION_PATHS, DRIVER_VERSION_PATHS
 from gpuws.core.simulation import SIM_XML_MARKER
 
 _WATTS = frozenset({"W"})
@@ -32,6 +40,11 @@ class GpuFacts:
     persistence_mode: str | None = None
     mig_mode: str | None = None
     recovery_action: str | None = None  # gpu_recovery_action: None / Reset / Reboot / Drain P2P / Drain and Reset
+    # Before gpu_recovery_action (drivers ~535-550, DTD v12): gpu_reset_status/reset_required and
+    # drain_and_reset_recommended, Yes / No (later drivers say "deprecated" there: None).
+    reset_required: bool | None = None
+    drain_and_reset_recommended: bool | None = None
+    sram_threshold_exceeded: bool | None = None  # ecc_errors/aggregate: SRAM errors past the field-diag threshold
     ecc_mode: str | None = None
     ecc_volatile_uncorrectable: int | None = None
     ecc_aggregate_uncorrectable: int | None = None
@@ -55,10 +68,15 @@ class GpuFacts:
     performance_state: str | None = None
     utilization_pct: float | None = None
     throttle_active: list[str] = field(default_factory=list)
+    throttle_reported: bool = False  # a clocks_event_reasons / clocks_throttle_reasons section was there
     power_limit_w: float | None = None
     power_default_w: float | None = None
     fabric_state: str | None = None
     fabric_status: str | None = None
+    # fabric/health (driver 550+ on NVSwitch and multi-node NVLink systems): "summary" (Healthy /
+    # Unhealthy / Limited Capacity), "bandwidth", "route_unhealthy", ... as the driver writes them.
+    fabric_health: dict[str, str] = field(default_factory=dict)
+    gone: GoneGpu | None = None  # nvidia-smi answers "GPU is lost" / "GPU requires reset" for its readings
     c2c_mode: str | None = None  # "Enabled" on Grace Hopper / Grace Blackwell (NVLink-C2C to a Grace CPU)
     bad_readings: list[BadReading] = field(default_factory=list)  # values no GPU can give (NaN, -5 errors, ...)
 
@@ -184,6 +202,9 @@ def _gpu(node: ET.Element, index: int) -> GpuFacts:
     f.persistence_mode = _t(node, "persistence_mode")
     f.mig_mode = _t(node, "mig_mode/current_mig")
     f.recovery_action = _t(node, "gpu_recovery_action")
+    f.reset_required = _yes(_t(node, "gpu_reset_status/reset_required"))
+    f.drain_and_reset_recommended = _yes(_t(node, "gpu_reset_status/drain_and_reset_recommended"))
+    f.sram_threshold_exceeded = _yes(_t(node, "ecc_errors/aggregate/sram_threshold_exceeded"))
     f.ecc_mode = _t(node, "ecc_mode/current_ecc")
     volatile, aggregate = "ecc_errors/volatile", "ecc_errors/aggregate"
     f.ecc_volatile_uncorrectable = _sum_counts(node.find(volatile), "uncorrectable", n, volatile)
@@ -211,6 +232,7 @@ def _gpu(node: ET.Element, index: int) -> GpuFacts:
     for group in ("clocks_event_reasons", "clocks_throttle_reasons"):
         section = node.find(group)
         if section is not None:
+            f.throttle_reported = True
             for child in section:
                 if _yes(clean_text(child.text)):
                     f.throttle_active.append(re.sub(r"^clocks_(event|throttle)_reason_", "", child.tag))
@@ -224,6 +246,11 @@ def _gpu(node: ET.Element, index: int) -> GpuFacts:
         break
     f.fabric_state = _t(node, "fabric/state")
     f.fabric_status = _t(node, "fabric/status")
+    for item in node.findall("fabric/health/*"):
+        value = clean_text(item.text)
+        if value is not None and len(item) == 0:
+            f.fabric_health[item.tag] = value
+    f.gone = gone_gpu(node, index)
     f.c2c_mode = _t(node, "c2c_mode")
     # Readings no check above uses (temperature, power draw, ...), judged by the same rule.
     seen = {(b.field, b.value) for b in n.bad}
@@ -251,7 +278,8 @@ def parse_smi_document(text: str) -> SmiDocument:
     if root.tag != "nvidia_smi_log":
         raise ParseError(f"nvidia-smi XML: root element is <{root.tag[:40]}>, not <nvidia_smi_log>")
     gpus = [_gpu(node, i) for i, node in enumerate(root.findall("gpu"))]
-    return SmiDocument(driver_version=_t(root, "driver_version"), cuda_version=_t(root, "cuda_version"),
+    return SmiDocument(driver_version=_first(root, *DRIVER_VERSION_PATHS),
+                       cuda_version=_first(root, *CUDA_VERSION_PATHS),
                        gpus=gpus, simulated=any(SIM_XML_MARKER in c for c in doc.comments),
                        bad_readings=bad_document_readings(root))
 

@@ -12,6 +12,8 @@ CHECK_NAMES: dict[str, str] = {
     "expect.mig_mode": "Expected MIG mode",
     "expect.model": "Expected model",
     "fabric": "NVLink fabric",
+    "gpu_lost": "GPU lost",
+    "inforom": "infoROM",
     "kernel_log": "Kernel log",
     "nvidia-smi": "nvidia-smi",
     "nvlink": "NVLink links",

@@ -4,6 +4,7 @@ All of them take the command's text and raise `gpuws.core.errors.ParseError` for
 cannot read; values the driver does not report come back as None, never 0.
 """
 
+from gpuws.core.nvsmi._xmldoc import split_document
 from gpuws.core.nvsmi.compute_apps import DEFAULT_FIELDS as COMPUTE_APP_FIELDS
 from gpuws.core.nvsmi.compute_apps import ComputeApp, parse_compute_apps
 from gpuws.core.nvsmi.listing import GpuListEntry, MigListEntry, merge_gpu_listing, parse_gpu_list
@@ -25,6 +26,7 @@ __all__ = [
     "parse_nvidia_smi_xml",
     "parse_query_csv",
     "parse_query_line",
+    "split_document",
     "to_float",
     "to_int",
 ]

@@ -51,6 +51,28 @@ class _CommentKeepingTarget:
         return self._builder.close()
 
 
+_END_TAG = "</nvidia_smi_log>"
+
+
+def split_document(text: str) -> tuple[str, list[str]]:
+    """The `nvidia-smi -q -x` document in `text`, and the lines printed before or after it.
+
+    nvidia-smi prints warnings beside the XML ("WARNING: infoROM is corrupted at gpu ...", a
+    library notice), on stderr, which a script that merges the streams puts around the document.
+    The document runs from the first line that starts with `<` to the last `</nvidia_smi_log>`;
+    without such a line the document is "" and every line is returned as printed.
+    """
+    lines = text.splitlines()
+    start = next((i for i, line in enumerate(lines) if line.lstrip().startswith("<")), None)
+    if start is None:
+        return "", [line.strip() for line in lines if line.strip()]
+    end = max((i for i in range(start, len(lines)) if _END_TAG in lines[i]), default=len(lines) - 1)
+    tail = lines[end][lines[end].rfind(_END_TAG) + len(_END_TAG):] if _END_TAG in lines[end] else ""
+    document = "\n".join([*lines[start:end], lines[end][:len(lines[end]) - len(tail)]])
+    around = [*lines[:start], tail, *lines[end + 1:]]
+    return document, [line.strip() for line in around if line.strip()]
+
+
 def parse_xml_document(text: str, what: str = "nvidia-smi XML") -> XmlDocument:
     """Parse `text`; any problem is a ParseError that starts with `what`."""
     if not text.strip():

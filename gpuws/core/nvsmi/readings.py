@@ -14,6 +14,7 @@ import math
 import re
 import xml.etree.ElementTree as ET
 from dataclasses import dataclass
+from enum import StrEnum
 
 from gpuws.core.nvsmi._values import describe, is_missing
 
@@ -73,8 +74,16 @@ def check_number(value: str | None, low: float, high: float, unit: str) -> str |
     return None
 
 
+# nvidia-smi writes "Unknown Error" where NVML failed to read a value. One such field can be a
+# quirk of a driver; several mean the driver cannot read this GPU, and nothing read from it is
+# to be called healthy.
+UNKNOWN_ERROR = "Unknown Error"
+UNKNOWN_ERRORS_UNREADABLE = 3
+
+
 def bad_gpu_readings(gpu: ET.Element, position: int) -> list[BadReading]:
-    """The impossible readings of one `<gpu>` element."""
+    """The impossible readings of one `<gpu>` element, and its "Unknown Error" fields when there
+    are several."""
     out = []
     for path, low, high, unit in GPU_READINGS:
         node = gpu.find(path)
@@ -83,7 +92,18 @@ def bad_gpu_readings(gpu: ET.Element, position: int) -> list[BadReading]:
         why = check_number(node.text, low, high, unit)
         if why is not None:
             out.append(BadReading(position, path, node.text.strip(), why))
+    unknown = [path for path, node in _leaves(gpu, "") if (node.text or "").strip().lower() == UNKNOWN_ERROR.lower()]
+    if len(unknown) >= UNKNOWN_ERRORS_UNREADABLE:
+        out += [BadReading(position, path, UNKNOWN_ERROR, "the driver could not read it") for path in unknown]
     return out
+
+
+def _leaves(node: ET.Element, path: str) -> list[tuple[str, ET.Element]]:
+    """(path under the <gpu>, element) of every element without children, in document order."""
+    children = list(node)
+    if not children:
+        return [(path, node)] if path else []
+    return [leaf for child in children for leaf in _leaves(child, f"{path}/{child.tag}" if path else child.tag)]
 
 
 def bad_document_readings(root: ET.Element) -> list[BadReading]:
@@ -97,6 +117,56 @@ def bad_document_readings(root: ET.Element) -> list[BadReading]:
         why = check_number(text, 0, 1e6, "") or "not a whole number"
         return [BadReading(None, "attached_gpus", text, why)]
     return []
+
+
+class GoneMarker(StrEnum):
+    """What nvidia-smi writes in place of a GPU's readings when the driver has lost the GPU (it
+    fell off the bus: XID 79) or the GPU needs a reset before it answers again. Not a missing
+    value: the GPU is there and broken, so health calls it unhealthy and probe warns."""
+
+    LOST = "GPU is lost"
+    RESET = "GPU requires reset"
+
+
+@dataclass(frozen=True)
+class GoneGpu:
+    """A GPU nvidia-smi answers with "GPU is lost" or "GPU requires reset" instead of readings."""
+
+    gpu: int  # position of the <gpu> in the document
+    marker: GoneMarker
+    fields: tuple[str, ...]  # the paths under <gpu> that say it, in document order
+
+    @property
+    def meaning(self) -> str:
+        """What the marker means for the user, in words."""
+        if self.marker is GoneMarker.LOST:
+            return ("the driver has lost this GPU (fallen off the bus, as XID 79 reports): it needs a reset, "
+                    "usually a reboot of the host")
+        return "the GPU needs a reset before it answers again (nvidia-smi -r, or a reboot of the host)"
+
+    def __str__(self) -> str:
+        shown = ", ".join(self.fields[:3]) + (f" and {len(self.fields) - 3} more" if len(self.fields) > 3 else "")
+        return f"GPU {self.gpu}: nvidia-smi answers {self.marker.value!r} for {len(self.fields)} readings ({shown})"
+
+
+def gone_gpu(gpu: ET.Element, position: int) -> GoneGpu | None:
+    """Whether nvidia-smi answers this `<gpu>`'s readings with a "lost" or "requires reset" marker."""
+    found: dict[GoneMarker, list[str]] = {}
+    for path, node in _leaves(gpu, ""):
+        text = (node.text or "").strip().lower()
+        marker = next((m for m in GoneMarker if text == m.value.lower()), None)
+        if marker is not None:
+            found.setdefault(marker, []).append(path)
+    if not found:
+        return None
+    # "lost" outranks "requires reset": a lost GPU needs at least the reset.
+    marker = next(m for m in GoneMarker if m in found)
+    return GoneGpu(position, marker, tuple(found[marker]))
+
+
+def gone_gpus(root: ET.Element) -> list[GoneGpu]:
+    """Every GPU of a parsed `nvidia-smi -q -x` document that nvidia-smi calls lost or in need of a reset."""
+    return [g for position, node in enumerate(root.findall("gpu")) if (g := gone_gpu(node, position)) is not None]
 
 
 def bad_readings(root: ET.Element) -> list[BadReading]:

@@ -18,10 +18,14 @@ from gpuws.core.inventory import GpuInfo, MigDevice
 from gpuws.core.nvsmi._values import clean_text, parse_int_quantity, parse_link_width, parse_quantity
 from gpuws.core.nvsmi._xmldoc import parse_xml_document
 from gpuws.core.nvsmi.mig_profiles import derive_mig_profile
-from gpuws.core.nvsmi.readings import BadReading, bad_readings
+from gpuws.core.nvsmi.readings import BadReading, GoneGpu, bad_readings, gone_gpus
 from gpuws.core.simulation import SIM_XML_MARKER
 
 ROOT_TAG = "nvidia_smi_log"
+# Driver 615 writes kmd_version / cuda_umd_version beside driver_version / cuda_version, with a
+# comment that the old names "will be removed in CUDA 14.0": read either.
+DRIVER_VERSION_PATHS = ("driver_version", "kmd_version")
+CUDA_VERSION_PATHS = ("cuda_version", "cuda_umd_version")
 log = logging.getLogger(__name__)
 
 _NO_UNIT: frozenset[str] = frozenset()
@@ -60,6 +64,11 @@ def impossible_readings(text: str) -> list[BadReading]:
     return bad_readings(parse_xml_document(text).root)
 
 
+def unanswered_gpus(text: str) -> list[GoneGpu]:
+    """The GPUs of the document nvidia-smi answers with "GPU is lost" or "GPU requires reset"."""
+    return gone_gpus(parse_xml_document(text).root)
+
+
 def parse_nvidia_smi_xml(text: str) -> list[GpuInfo]:
     """Parse `nvidia-smi -q -x` output into one GpuInfo per `<gpu>`, in file order.
 
@@ -69,8 +78,8 @@ def parse_nvidia_smi_xml(text: str) -> list[GpuInfo]:
     root = parse_xml_document(text).root
     if root.tag != ROOT_TAG:
         raise ParseError(f"nvidia-smi XML: expected <{ROOT_TAG}> at the top, found <{clean_text(root.tag)}>")
-    driver_version = _text(root, "driver_version")
-    cuda_version = _text(root, "cuda_version")
+    driver_version = _text(root, *DRIVER_VERSION_PATHS)
+    cuda_version = _text(root, *CUDA_VERSION_PATHS)
     elements = root.findall("gpu")
     if not elements and _text(root, "attached_gpus") != "0":
         # A host without GPUs says <attached_gpus>0</attached_gpus>; a document that met no <gpu>

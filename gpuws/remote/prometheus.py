@@ -481,8 +481,9 @@ class FleetSource:
         clock: list[float] = []
 
         async def store_now() -> None:
-            # The store's own clock: its newest `up` (every scrape writes one, failed ones too). Ages
-            # count from it, not from the wall clock: VictoriaMetrics answers 30 s behind by default.
+            """The store's own clock: its newest `up` (every scrape writes one, failed ones too).
+
+            Ages count from it, not from the wall clock: VictoriaMetrics answers 30 s behind by default."""
             async with gate:
                 for item in await self.client.query("max(timestamp(up))", t):
                     value = item.get("value")

@@ -25,9 +25,6 @@ from tests.support.sshd import install_sim_nvidia_smi
 
 pytestmark = pytest.mark.gui
 
-SHOTS = Path("/tmp/gpuws-shots")
-
-
 def _tab(qtbot: Any, bridge: AsyncBridge, tmp_path: Path, profile: HostProfile) -> tuple[ResizeTab, HostSession]:
     bin_dir = tmp_path / "bin"
     install_sim_nvidia_smi(bin_dir)
@@ -89,7 +86,8 @@ def test_the_tab_offers_every_fraction_and_the_whole_card_with_prices(cloud_tab:
     assert not cloud_tab.picker.select_instance_type("g6f.2xlarge")
 
 
-def test_the_price_change_is_shown_before_the_typed_confirmation(qtbot: Any, cloud_tab: ResizeTab) -> None:
+def test_the_price_change_is_shown_before_the_typed_confirmation(
+        qtbot: Any, cloud_tab: ResizeTab, tmp_path: Path) -> None:
     assert cloud_tab.picker.select_instance_type("g6f.4xlarge")
     qtbot.waitUntil(lambda: cloud_tab.provider_plan is not None, timeout=5000)
     assert cloud_tab.provider_plan is not None and cloud_tab.provider_plan.instance_type == "g6f.4xlarge"
@@ -106,8 +104,7 @@ def test_the_price_change_is_shown_before_the_typed_confirmation(qtbot: Any, clo
     assert not cloud_tab.confirmation.apply_button.isEnabled()
     cloud_tab.confirmation.field.setText("l4-dev")
     assert cloud_tab.confirmation.apply_button.isEnabled()
-    SHOTS.mkdir(exist_ok=True)
-    assert cloud_tab.grab().save(str(SHOTS / "resize-cloud.png"))
+    assert cloud_tab.grab().save(str(tmp_path / "resize-cloud.png"))
 
 
 def test_a_host_priced_in_euros_shows_no_dollar_figures(qtbot: Any, bridge: AsyncBridge, tmp_path: Path) -> None:

@@ -304,21 +304,40 @@ def validate_jump(
         if name == profile_name:
             raise ValidationError("jump", "a host cannot be its own jump host")
     if known is not None:
-        for name in names:
-            _visit_jump(name, [profile_name], known)
+        _check_jump_graph(profile_name, names, known)
     return spec
 
 
-def _visit_jump(name: str, path: list[str], known: Mapping[str, HostProfile]) -> None:
-    """Follow the profile names a jump chain uses, refusing cycles and missing profiles."""
-    if name in path:
-        chain = " -> ".join([*path, name])
-        raise ValidationError("jump", f"jump hosts form a cycle: {chain}")
-    target = known.get(name)
-    if target is None:
-        raise ValidationError("jump", f"no host profile named {_preview(name)}")
-    for following in _jump_names(target.jump):
-        _visit_jump(following, [*path, name], known)
+def _check_jump_graph(profile_name: str, names: list[str], known: Mapping[str, HostProfile]) -> None:
+    """Follow the profile names a jump chain uses, refusing cycles and missing profiles.
+
+    An explicit stack and each profile once: a long chain is never nested calls (no
+    RecursionError) and a profile reached twice is not walked twice.
+    """
+    done: set[str] = set()
+    path = [profile_name]
+    on_path = {profile_name}
+    stack: list[list[str]] = [list(reversed(names))]
+    while stack:
+        pending = stack[-1]
+        if not pending:
+            stack.pop()
+            finished = path.pop()
+            on_path.discard(finished)
+            done.add(finished)
+            continue
+        name = pending.pop()
+        if name in on_path:
+            chain = " -> ".join([*path, name])
+            raise ValidationError("jump", f"jump hosts form a cycle: {chain}")
+        if name in done:
+            continue
+        target = known.get(name)
+        if target is None:
+            raise ValidationError("jump", f"no host profile named {_preview(name)}")
+        path.append(name)
+        on_path.add(name)
+        stack.append(list(reversed(_jump_names(target.jump))))
 
 
 def _jump_names(spec: str | None) -> list[str]:

@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import dataclasses
 import enum
-import functools
 import types
 import typing
 from collections.abc import Iterable
@@ -138,10 +137,14 @@ def _decode_value(annotation: Any, value: Any, where: str, unknown: list[Unknown
     return value
 
 
-@functools.cache
+_HINTS: dict[type, dict[str, Any]] = {}
+
+
 def _hints(cls: type) -> dict[str, Any]:
     # get_type_hints evaluates every annotation string anew (compile() per field): once per class.
-    return typing.get_type_hints(cls)
+    if cls not in _HINTS:
+        _HINTS[cls] = typing.get_type_hints(cls)
+    return _HINTS[cls]
 
 
 def _decode_dataclass(cls: type[_D], table: dict[str, Any], prefix: str, unknown: list[UnknownKey]) -> _D:

@@ -3,13 +3,11 @@
 from __future__ import annotations
 
 import argparse
-import getpass
 import sys
 from typing import TYPE_CHECKING, Any, TextIO
 
 from gpuws.cli.commands.hosts import json_flag, profile_store
 from gpuws.cli.output import Subcommands, fail, print_json
-from gpuws.core.errors import GpuwsError
 
 if TYPE_CHECKING:
     from gpuws.core.fleet.profiles import FleetProfile
@@ -87,15 +85,10 @@ def register(sub: Subcommands) -> None:
 
 
 def _read_secret(what: str) -> str:
-    if sys.stdin is None or sys.stdin.closed:
-        raise GpuwsError(f"fleet: no input for the {what}; pipe it on stdin")
-    if sys.stdin.isatty():
-        value = getpass.getpass(f"{what} (input hidden): ")
-    else:
-        value = sys.stdin.read().removesuffix("\n").removesuffix("\r")
-    if not value:
-        raise GpuwsError(f"fleet: the {what} is empty; nothing was stored")
-    return value
+    from gpuws.core.stdin import read_secret
+
+    # The one bounded stdin reader: at most 64 KiB of text without NUL, or exit 2 and nothing stored.
+    return read_secret(sys.stdin, f"fleet: the {what}", f"{what} (input hidden): ")
 
 
 def cmd_add(args: argparse.Namespace) -> int:

@@ -28,6 +28,7 @@ from gpuws.core.resize.pricing import PriceBook, price_book
 from gpuws.core.resize.provider import plan_provider_resize
 from gpuws.core.resize.state import GpuMigState
 from gpuws.core.resize.targets import target_options
+from gpuws.core.stdin import read_answer
 from gpuws.core.terminal import printable
 
 if TYPE_CHECKING:
@@ -160,7 +161,7 @@ def _confirm(args: argparse.Namespace, what: str) -> bool:
         print(f"gpuws: refusing: {what} is destructive; pass --yes (not a terminal, cannot ask)", file=sys.stderr)
         return False
     print(f"{what} is destructive. Type the host name ({args.name}) to continue: ", end="", file=sys.stderr, flush=True)
-    return bool(sys.stdin.readline().strip() == args.name)
+    return bool(read_answer(sys.stdin).strip() == args.name)
 
 
 def _print_plan(banner: str, header: str, prices: tuple[float | None, float | None], plan: Plan) -> None:

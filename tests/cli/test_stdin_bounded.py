@@ -163,7 +163,7 @@ def test_the_keyring_store_takes_only_secrets_the_reader_would(value: str, reaso
     with pytest.raises(RefusedInput, match=reason):
         check_secret(value, "secret")
     with pytest.raises(RefusedInput, match=reason):
-        SecretStore(backend=keyring.backends.fail.Keyring()).set("h", SecretKind.PASSWORD, value)
+        SecretStore(backend=keyring.backends.fail.Keyring()).set("h", SecretKind.PASSWORD, value)  # type: ignore[no-untyped-call]
 
 
 def test_a_typed_confirmation_is_read_bounded(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -28,8 +28,8 @@ import yaml
 
 from gpuws.core.errors import ParseError
 from gpuws.core.gpus.models import normalise_pci_id
-from gpuws.core.nesting import NestingTooDeep, check_yaml_nesting
 from gpuws.core.jsontypes import JsonObject
+from gpuws.core.nesting import NestingTooDeep, check_yaml_nesting
 from gpuws.core.resize.catalog import GpuModel
 from gpuws.core.resize.layout import FULL_LAYOUT, Layout, LayoutError, fit_placements, make_layout
 

@@ -19,7 +19,8 @@ from gpuws.core.validation import NAME_RE
 
 MAX_JUMP_HOPS = 8
 # [user@]host[:port], host may be [IPv6]; ssh:// may stand in front.
-_ADDRESS_RE = re.compile(r"(?:ssh://)?(?:(?P<user>[^@/\s]+)@)?(?P<host>\[[^\]\s]+\]|[^:@/\s\[\]]+)(?::(?P<port>\d{1,5}))?/?")
+_ADDRESS_RE = re.compile(
+    r"(?:ssh://)?(?:(?P<user>[^@/\s]+)@)?(?P<host>\[[^\]\s]+\]|[^:@/\s\[\]]+)(?::(?P<port>\d{1,5}))?/?", re.ASCII)
 
 
 class JumpChainError(GpuwsError):

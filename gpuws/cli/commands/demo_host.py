@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from gpuws.cli.output import Subcommands, fail
+from gpuws.cli.output import Subcommands, fail, whole_number
 
 
 def register(sub: Subcommands) -> None:
@@ -14,7 +14,7 @@ def register(sub: Subcommands) -> None:
         "demo-host",
         help="run the SIMULATED GPU host (SSH on 127.0.0.1) and print how to connect as one JSON line",
     )
-    parser.add_argument("--port", type=int, default=0, help="TCP port (default: pick a free one)")
+    parser.add_argument("--port", type=whole_number, default=0, help="TCP port (default: pick a free one)")
     parser.add_argument(
         "--gpus", default=None, metavar="SPEC",
         help='simulated GPUs, e.g. "h100,a100,l40s,vgpu" (the default) or "2xh100"',

@@ -19,7 +19,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from gpuws.cli.connecting import ExitStatus, resize_exit_status, tty_prompts
-from gpuws.cli.output import Subcommands, fail, print_json, sim_banner
+from gpuws.cli.output import Subcommands, fail, print_json, sim_banner, whole_number
 from gpuws.core.resize.audit import AuditLog
 from gpuws.core.resize.journal import ResizeJournal, interrupted_resize_json
 from gpuws.core.resize.outcome import ResizeOutcome
@@ -60,7 +60,7 @@ def register(sub: Subcommands) -> None:
                         help="finish an interrupted resize of this host: complete its target or restore "
                         "the previous layout, then verify (exit 0 verified, 8 refused, 9 rolled back, "
                         "10 rollback failed)")
-    resize.add_argument("--gpu", type=int, default=0, metavar="I", help="GPU index (default 0)")
+    resize.add_argument("--gpu", type=whole_number, default=0, metavar="I", help="GPU index (default 0)")
     resize.add_argument("--dry-run", action="store_true", help="print the plan and change nothing")
     resize.add_argument("--yes", action="store_true", help="do not ask for the typed confirmation")
     resize.add_argument("--stop-processes", action="store_true",

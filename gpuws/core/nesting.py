@@ -13,7 +13,6 @@ where the limit is passed; real files are nested a few levels deep.
 from __future__ import annotations
 
 import tomllib
-from typing import Any
 
 from gpuws.core.errors import RefusedInput
 
@@ -88,7 +87,7 @@ def check_toml_nesting(text: str, limit: int = MAX_NESTING) -> None:
             i += 1
 
 
-def load_toml(text: str, limit: int = MAX_NESTING) -> dict[str, Any]:
+def load_toml(text: str, limit: int = MAX_NESTING) -> dict[str, object]:
     """`tomllib.loads(text)` behind the depth bound (NestingTooDeep names the line)."""
     check_toml_nesting(text, limit)
     return tomllib.loads(text)

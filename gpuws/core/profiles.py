@@ -137,10 +137,10 @@ def _decode_value(annotation: Any, value: Any, where: str, unknown: list[Unknown
     return value
 
 
-_HINTS: dict[type, dict[str, Any]] = {}
+_HINTS: dict[type, dict[str, object]] = {}
 
 
-def _hints(cls: type) -> dict[str, Any]:
+def _hints(cls: type) -> dict[str, object]:
     # get_type_hints evaluates every annotation string anew (compile() per field): once per class.
     if cls not in _HINTS:
         _HINTS[cls] = typing.get_type_hints(cls)

@@ -362,6 +362,9 @@ def validate_jump(
     return spec
 
 
+MAX_JUMP_DEPTH = 8  # gpuws.core.jumps.MAX_JUMP_HOPS (which imports this module)
+
+
 def _check_jump_graph(profile_name: str, names: list[str], known: Mapping[str, HostProfile]) -> None:
     """Follow the profile names a jump chain uses, refusing cycles and missing profiles.
 
@@ -389,6 +392,9 @@ def _check_jump_graph(profile_name: str, names: list[str], known: Mapping[str, H
         target = known.get(name)
         if target is None:
             raise ValidationError("jump", f"no host profile named {_preview(name)}")
+        if len(path) > MAX_JUMP_DEPTH:  # a connection would refuse it (jumps.MAX_JUMP_HOPS): say so now
+            raise ValidationError("jump", f"the jump chain through {_preview(path[1])} nests more than "
+                                          f"{MAX_JUMP_DEPTH} jump hosts")
         path.append(name)
         on_path.add(name)
         stack.append(list(reversed(_jump_names(target.jump))))

@@ -20,7 +20,8 @@ from pathlib import Path
 import pytest
 
 from gpuws.core import sshconfig
-from gpuws.core.jumps import MAX_JUMP_HOPS
+from gpuws.core.errors import ValidationError
+from gpuws.core.jumps import MAX_JUMP_HOPS, JumpChainError, jump_hops
 from gpuws.core.models import HostProfile
 from gpuws.core.sshconfig import import_ssh_config
 from gpuws.core.validation import validate_profile
@@ -83,21 +84,29 @@ def test_a_5000_hop_proxyjump_chain_is_refused_past_the_limit_without_recursion(
     assert len(result.skipped) == 5000 - MAX_JUMP_HOPS - 1
 
 
-def test_validating_a_profile_behind_5000_jump_profiles_does_not_recurse() -> None:
+def test_a_profile_behind_5000_jump_profiles_is_refused_without_recursion() -> None:
+    """A hand-edited file can hold such a chain: validating it (every load) and connecting through
+    it were nested calls per hop (RecursionError); now the walk is a loop that stops past the
+    MAX_JUMP_HOPS a connection follows, and says so."""
     known = {f"p{i}": HostProfile(name=f"p{i}", host="10.0.0.1", jump=f"p{i - 1}" if i else None) for i in range(5000)}
+    target = HostProfile(name="target", host="10.0.0.2", jump="p4999")
     limit = sys.getrecursionlimit()
     sys.setrecursionlimit(300)
     try:
-        checked = validate_profile(HostProfile(name="target", host="10.0.0.2", jump="p4999"), known,
-                                   check_files=False)
+        with pytest.raises(ValidationError, match=f"nests more than {MAX_JUMP_HOPS} jump hosts"):
+            validate_profile(target, known, check_files=False)
+        with pytest.raises(JumpChainError, match=f"longer than {MAX_JUMP_HOPS} hosts"):
+            jump_hops(target, known.__getitem__)
     finally:
         sys.setrecursionlimit(limit)
-    assert checked.jump == "p4999"
+    near = {f"p{i}": known[f"p{i}"] for i in range(MAX_JUMP_HOPS)}
+    assert validate_profile(HostProfile(name="t", host="10.0.0.2", jump=f"p{MAX_JUMP_HOPS - 1}"), near,
+                            check_files=False).jump == f"p{MAX_JUMP_HOPS - 1}"
 
 
 def test_a_cycle_among_many_profiles_is_still_refused_by_name() -> None:
-    known = {f"p{i}": HostProfile(name=f"p{i}", host="10.0.0.1", jump=f"p{(i + 1) % 50}") for i in range(50)}
-    with pytest.raises(Exception, match="cycle"):
+    known = {f"p{i}": HostProfile(name=f"p{i}", host="10.0.0.1", jump=f"p{(i + 1) % 5}") for i in range(5)}
+    with pytest.raises(ValidationError, match="cycle: target -> p0 -> p1 -> p2 -> p3 -> p4 -> p0"):
         validate_profile(HostProfile(name="target", host="10.0.0.2", jump="p0"), known, check_files=False)
 
 

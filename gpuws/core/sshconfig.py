@@ -29,7 +29,6 @@ regular file under a size cap; nothing in the file can make the import crash or 
 
 from __future__ import annotations
 
-import functools
 import getpass
 import glob
 import heapq
@@ -209,16 +208,28 @@ class _Reader:
 # -- resolving one alias -------------------------------------------------------------------------
 
 
-@functools.lru_cache(maxsize=4096)
-def _glob_regex(pattern: str, fold: bool) -> re.Pattern[str]:
-    regex = "".join(".*" if c == "*" else "." if c == "?" else re.escape(c) for c in pattern)
-    return re.compile(regex, re.DOTALL | (re.IGNORECASE if fold else 0))
-
-
 def _glob_match(pattern: str, value: str, fold: bool = False) -> bool:
-    if not fold and "*" not in pattern and "?" not in pattern:
-        return pattern == value
-    return _glob_regex(pattern, fold).fullmatch(value) is not None
+    """OpenSSH's `*` and `?` wildcards, in O(len(pattern) x len(value)) at worst: a regex of
+    `*a*a*a*...` backtracks exponentially on a hostile config, this never does."""
+    if fold:
+        pattern, value = pattern.lower(), value.lower()
+    p = v = 0
+    star, mark = -1, 0
+    while v < len(value):
+        if p < len(pattern) and pattern[p] != "*" and (pattern[p] == "?" or pattern[p] == value[v]):
+            p += 1
+            v += 1
+        elif p < len(pattern) and pattern[p] == "*":
+            star, mark = p, v  # match nothing for now; widen it on a later mismatch
+            p += 1
+        elif star >= 0:
+            p, mark = star + 1, mark + 1
+            v = mark
+        else:
+            return False
+    while p < len(pattern) and pattern[p] == "*":
+        p += 1
+    return p == len(pattern)
 
 
 def _pattern_list_matches(patterns: str, value: str, fold: bool = False) -> bool:

@@ -188,3 +188,13 @@ def test_the_cli_import_shows_the_note_of_a_missing_identity_file(
     assert f"Note for k: IdentityFile not found: {tmp_path / 'rel' / 'key'}; kept in the profile" in out
     assert main(["hosts", "show", "k", "--json"]) == 0
     assert str(tmp_path / "rel" / "key") in capsys.readouterr().out
+
+
+def test_a_hostile_wildcard_pattern_cannot_stall_the_import(ssh_dir: Path) -> None:
+    """`Host *a*a*a...c` against a long alias: as a regex it backtracks for hours (found while fixing
+    issue 36); the wildcard matcher is bounded by pattern x alias length."""
+    alias = "a" * 64  # the longest profile name
+    config = ssh_dir / "config"
+    config.write_text(f"Host {alias}\n  HostName 10.0.0.1\nHost {'*a' * 40}c\n  User never\n")
+    (profile,) = import_ssh_config(config).profiles
+    assert profile.name == alias and profile.user is None

@@ -276,3 +276,12 @@ def test_a_public_key_given_as_the_key_is_named_as_such(capsys: pytest.CaptureFi
     code, _, err = _run(capsys, "hosts", "add", "a", "--host", "10.0.0.1", "--key", str(key),
                         "--slice-price", "1g.10gb=0.5", "--slice-price", "type:p4d.24xlarge=32")
     assert code == 0, err
+
+
+@pytest.mark.parametrize("word", ["nan", "inf", "-inf", "1e3", "1_0", "0x10", " 1", "\u0661"])
+def test_decimal_options_take_no_float_spelling_but_digits(capsys: pytest.CaptureFixture[str], word: str) -> None:
+    """float() reads all of these; a user typing seconds means none of them."""
+    assert _exit_of(["advise", "demo", "--observe", word]) == 2
+    err = capsys.readouterr().err
+    assert "--observe:" in err and "is not a number (digits 0-9 and one '.')" in err
+    _one_clean_line(err)

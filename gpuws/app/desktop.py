@@ -25,8 +25,10 @@ from gpuws.core.desktop import (
     RunningDesktop,
     TmuxWindow,
     Viewer,
+    check_display,
     find_viewer,
     new_vnc_password,
+    parse_geometry,
     write_password_file,
 )
 from gpuws.core.errors import RefusedInput
@@ -113,6 +115,9 @@ async def open_desktop(
 
     The tunnel is open and its host side answered when this returns; the caller closes it.
     """
+    geometry = parse_geometry(geometry)  # bounded before anything runs (Xvnc's limit), for every front end
+    if display is not None:
+        check_display(display)
     password = await asyncio.to_thread(vnc_password, connection.profile.name, secrets)
     desktop = await remote.start_desktop(connection.runner, password, geometry=geometry, display=display)
     tunnel = await _answering_tunnel(connection, TunnelSpec(remote_port=desktop.port, preset=Preset.VNC), on_tunnel)

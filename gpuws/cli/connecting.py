@@ -61,8 +61,7 @@ async def ask_host_key(question: object) -> bool:
 
     def ask() -> bool:
         print(question, file=sys.stderr)
-        answer = input("Are you sure you want to continue connecting (yes/no)? ")
-        return answer.strip().lower() == "yes"
+        return _typed("Are you sure you want to continue connecting (yes/no)? ").strip().lower() == "yes"
 
     return await asyncio.to_thread(ask)
 
@@ -74,9 +73,17 @@ async def ask_kbdint(title: str, instructions: str, prompts: Sequence[tuple[str,
         print(title, file=sys.stderr)
         if instructions:
             print(instructions, file=sys.stderr)
-        return [input(text) if echo else getpass.getpass(text) for text, echo in prompts]
+        return [_typed(text) if echo else getpass.getpass(text) for text, echo in prompts]
 
     return await asyncio.to_thread(ask)
+
+
+def _typed(prompt: str) -> str:
+    """A line typed at the terminal, through the one bounded stdin reader."""
+    from gpuws.core.stdin import read_answer
+
+    print(prompt, end="", file=sys.stderr, flush=True)
+    return read_answer(sys.stdin)
 
 
 def add_accept_new(parser: argparse.ArgumentParser) -> None:

@@ -6,10 +6,12 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
+from gpuws.cli.output import whole_number
+
 
 def add_expect_flags(parser: argparse.ArgumentParser) -> None:
     """Add the three expectation flags to `parser`."""
-    parser.add_argument("--expect-gpus", type=int, default=None, metavar="N", help="expected GPU count")
+    parser.add_argument("--expect-gpus", type=whole_number, default=None, metavar="N", help="expected GPU count")
     parser.add_argument("--expect-mig", choices=["enabled", "disabled"], default=None,
                         help="expected MIG mode of every GPU")
     parser.add_argument("--expect-model", default=None, metavar="MODEL",

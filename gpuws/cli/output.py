@@ -41,6 +41,30 @@ class OneLineParser(argparse.ArgumentParser):
         self.exit(2, f"gpuws: error: {printable(text)} (see {printable(self.prog)} --help)\n")
 
 
+def whole_number(text: str) -> int:
+    """argparse `type` of every whole-number option: ASCII digits only, through the one number
+    parser (`int` would take "٣" as 3); a refusal is argparse's one-line usage error, status 2."""
+    from gpuws.core.errors import ValidationError
+    from gpuws.core.validation import parse_whole_number
+
+    try:
+        return parse_whole_number(text, "value")
+    except ValidationError as exc:
+        raise argparse.ArgumentTypeError(exc.reason) from None
+
+
+def decimal_number(text: str) -> float:
+    """argparse `type` of every decimal option (seconds, prices): ASCII digits and one '.', no
+    exponent, nan or inf, through the one number parser."""
+    from gpuws.core.errors import ValidationError
+    from gpuws.core.validation import parse_decimal
+
+    try:
+        return parse_decimal(text, "value")
+    except ValidationError as exc:
+        raise argparse.ArgumentTypeError(exc.reason) from None
+
+
 # What each command module's `register(sub)` is given: the subcommands of `gpuws` (OneLineParsers).
 Subcommands: TypeAlias = "argparse._SubParsersAction[OneLineParser]"
 

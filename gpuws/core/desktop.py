@@ -18,11 +18,16 @@ from dataclasses import dataclass, field
 from typing import Any, Final
 
 from gpuws.core.errors import GpuwsError, ValidationError
+from gpuws.core.terminal import printable
 
 TMUX_SESSION: Final = "gpuws"
 VNC_PASSWORD_LENGTH: Final = 8  # VNC authentication (DES) uses the first 8 characters only
 _PASSWORD_ALPHABET = string.ascii_letters + string.digits
-_GEOMETRY = re.compile(r"([1-9][0-9]{2,4})x([1-9][0-9]{2,4})")
+_GEOMETRY = re.compile(r"([1-9][0-9]{2,4})x([1-9][0-9]{2,4})", re.ASCII)
+# Xvnc's own limit per side (TigerVNC 1.12 refuses 16385 with "vncExtInit: Invalid PixelBuffer
+# width of 16385 pixels requested", a multi-line fatal error, once it is already starting).
+MIN_GEOMETRY_SIDE = 100
+MAX_GEOMETRY_SIDE = 16384
 # VNC authentication's fixed DES key (RFB 3.8, 7.2.2), bits of each byte reversed as d3des wants.
 _VNC_KEY = bytes(int(f"{b:08b}"[::-1], 2) for b in (23, 82, 107, 6, 35, 78, 88, 7))
 SOFTWARE_GL_LABEL: Final = "software OpenGL (llvmpipe): 3D will be slow"
@@ -266,9 +271,15 @@ def parse_started(raw: Mapping[str, Any]) -> RunningDesktop:
 
 
 def parse_geometry(text: str) -> str:
-    """'1920x1080' (each side 100-99999), refused with a clear message otherwise."""
-    if not _GEOMETRY.fullmatch(text.strip()):
-        raise ValidationError("geometry", f"{text!r}: write WIDTHxHEIGHT, e.g. 1920x1080")
+    """'1920x1080' (each side 100-16384, what Xvnc can serve), refused with a clear message
+    otherwise, before anything runs on the host."""
+    match = _GEOMETRY.fullmatch(text.strip())
+    if match is None:
+        raise ValidationError("geometry", f"{printable(text, 40)!r}: write WIDTHxHEIGHT, e.g. 1920x1080")
+    for side, value in zip(("width", "height"), match.groups(), strict=True):
+        if not MIN_GEOMETRY_SIDE <= int(value) <= MAX_GEOMETRY_SIDE:
+            raise ValidationError("geometry", f"{text.strip()}: the {side} must be from {MIN_GEOMETRY_SIDE} to "
+                                              f"{MAX_GEOMETRY_SIDE} pixels (Xvnc's limit)")
     return text.strip()
 
 

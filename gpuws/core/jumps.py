@@ -15,11 +15,12 @@ from dataclasses import dataclass
 
 from gpuws.core.errors import GpuwsError, ValidationError
 from gpuws.core.models import AuthMethod, HostProfile
-from gpuws.core.validation import NAME_RE
+from gpuws.core.validation import MAX_JUMP_DEPTH, NAME_RE
 
-MAX_JUMP_HOPS = 8
+MAX_JUMP_HOPS = MAX_JUMP_DEPTH
 # [user@]host[:port], host may be [IPv6]; ssh:// may stand in front.
-_ADDRESS_RE = re.compile(r"(?:ssh://)?(?:(?P<user>[^@/\s]+)@)?(?P<host>\[[^\]\s]+\]|[^:@/\s\[\]]+)(?::(?P<port>\d{1,5}))?/?")
+_ADDRESS_RE = re.compile(
+    r"(?:ssh://)?(?:(?P<user>[^@/\s]+)@)?(?P<host>\[[^\]\s]+\]|[^:@/\s\[\]]+)(?::(?P<port>\d{1,5}))?/?", re.ASCII)
 
 
 class JumpChainError(GpuwsError):
@@ -98,6 +99,8 @@ def jump_hops(profile: HostProfile, lookup: Callable[[str], HostProfile]) -> lis
     def expand(current: HostProfile, seen: tuple[str, ...]) -> None:
         if not current.jump:
             return
+        if len(seen) > MAX_JUMP_HOPS:  # checked going down too: a 5,000-deep chain never recurses 5,000 times
+            raise JumpChainError(f"the jump chain of {profile.name!r} is longer than {MAX_JUMP_HOPS} hosts")
         try:
             chain = parse_jump(current.jump)
         except ValidationError as exc:

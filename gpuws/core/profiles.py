@@ -135,8 +135,18 @@ def _decode_value(annotation: Any, value: Any, where: str, unknown: list[Unknown
     return value
 
 
+_HINTS: dict[type, dict[str, object]] = {}
+
+
+def _hints(cls: type) -> dict[str, object]:
+    # get_type_hints evaluates every annotation string anew (compile() per field): once per class.
+    if cls not in _HINTS:
+        _HINTS[cls] = typing.get_type_hints(cls)
+    return _HINTS[cls]
+
+
 def _decode_dataclass(cls: type[_D], table: dict[str, Any], prefix: str, unknown: list[UnknownKey]) -> _D:
-    hints = typing.get_type_hints(cls)
+    hints = _hints(cls)
     known = [f.name for f in dataclasses.fields(cls)]  # type: ignore[arg-type]
     # A key we do not know is the user's (a typo, a newer gpuws's field): reported, never fatal.
     unknown += [UnknownKey(prefix + key, known) for key in table if key not in known]
@@ -242,16 +252,21 @@ class ProfileStore(NamedRecordStore[HostProfile]):
 
         def change(profiles: list[HostProfile]) -> BulkAddResult:
             result = BulkAddResult()
+            # Kept up to date as profiles are added: one lookup each, not a scan (10,000 imported hosts).
+            folded = {p.name.casefold() for p in profiles}
+            known = {p.name: p for p in profiles}
             for profile in candidates:
-                if _find(profiles, profile.name) is not None:
+                if profile.name.casefold() in folded:
                     result.existing.append(profile.name)
                     continue
                 try:
-                    checked = validate_profile(profile, {p.name: p for p in profiles})
+                    checked = validate_profile(profile, known)
                 except ValidationError as exc:
                     result.rejected.append((profile.name, str(exc)))
                     continue
                 profiles.append(checked)
+                folded.add(checked.name.casefold())
+                known[checked.name] = checked
                 result.added.append(checked)
             return result
 

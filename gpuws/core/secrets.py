@@ -22,6 +22,7 @@ from keyring.backend import KeyringBackend
 
 from gpuws.core.errors import GpuwsError
 from gpuws.core.models import SecretKind
+from gpuws.core.stdin import check_secret
 from gpuws.core.validation import validate_name
 
 SERVICE = "gpuws"
@@ -142,8 +143,7 @@ class SecretStore:
 
     def set(self, profile_name: str, kind: SecretKind, value: str) -> None:
         """Store (or replace) a secret."""
-        if not value:
-            raise GpuwsError("secret: the value is empty; nothing was stored")
+        check_secret(value, "secret")  # the same rule for the window as for stdin: text, 64 KiB, no NUL
         redaction_filter.register(value)
         username = self._username(profile_name, kind)
         self.ensure_usable()

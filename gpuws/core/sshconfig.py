@@ -14,10 +14,10 @@ hostname, user, port, identity files in order, and the proxy jump chain.
   importer must never execute what a config file says), nor are `localnetwork`, `canonical` and
   `final` evaluated: such a block counts as not matching, and every host it could concern says so.
 - `%h` and `%%` in `HostName`; `${VAR}` and `%d %u %h %r %p %n %l %L %i %%` in `IdentityFile`, `~`
-  kept for connect time and a relative one placed under `~/.ssh/` (never the import's current
-  directory). Every identity file is kept in order: the first that exists becomes the profile's
-  key, the ones after it its `identity_files` (tried in turn at connect time, as ssh tries them);
-  missing ones before it are noted.
+  kept for connect time and a relative one made absolute against the import's working directory
+  (OpenSSH opens it relative to the directory `ssh` runs in). Every identity file is kept in
+  order: the first that exists becomes the profile's key, the others its `identity_files` (tried
+  in turn at connect time, as ssh tries them); each one missing at import is kept and noted.
 
 Only literal aliases become profiles. Wildcard patterns (`*`, `*.example`, `!x`), values that fail
 validation and `ProxyCommand` hosts are listed in `skipped` with the reason; `LocalCommand` and
@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import getpass
 import glob
+import heapq
 import os
 import re
 import socket
@@ -41,7 +42,7 @@ from typing import cast
 
 from gpuws.core.errors import GpuwsError, ValidationError
 from gpuws.core.files import LocalFileRefused, is_regular_file, read_regular_file
-from gpuws.core.jumps import JumpHop, parse_jump
+from gpuws.core.jumps import MAX_JUMP_HOPS, JumpHop, parse_jump
 from gpuws.core.models import AuthMethod, HostProfile
 from gpuws.core.terminal import printable
 from gpuws.core.validation import MAX_IDENTITY_FILES, validate_profile
@@ -208,8 +209,27 @@ class _Reader:
 
 
 def _glob_match(pattern: str, value: str, fold: bool = False) -> bool:
-    regex = "".join(".*" if c == "*" else "." if c == "?" else re.escape(c) for c in pattern)
-    return re.fullmatch(regex, value, re.DOTALL | (re.IGNORECASE if fold else 0)) is not None
+    """OpenSSH's `*` and `?` wildcards, in O(len(pattern) x len(value)) at worst: a regex of
+    `*a*a*a*...` backtracks exponentially on a hostile config, this never does."""
+    if fold:
+        pattern, value = pattern.lower(), value.lower()
+    p = v = 0
+    star, mark = -1, 0
+    while v < len(value):
+        if p < len(pattern) and pattern[p] != "*" and (pattern[p] == "?" or pattern[p] == value[v]):
+            p += 1
+            v += 1
+        elif p < len(pattern) and pattern[p] == "*":
+            star, mark = p, v  # match nothing for now; widen it on a later mismatch
+            p += 1
+        elif star >= 0:
+            p, mark = star + 1, mark + 1
+            v = mark
+        else:
+            return False
+    while p < len(pattern) and pattern[p] == "*":
+        p += 1
+    return p == len(pattern)
 
 
 def _pattern_list_matches(patterns: str, value: str, fold: bool = False) -> bool:
@@ -224,6 +244,89 @@ def _pattern_list_matches(patterns: str, value: str, fold: bool = False) -> bool
     return matched
 
 
+@dataclass
+class _Header:
+    """A `Host` or `Match` line (or, number 0, the top of the file). `gate` is the header active
+    where the Include holding it was read: OpenSSH evaluates no Host/Match line in an included
+    file when the including block does not apply."""
+
+    line: _Line | None
+    gate: int | None
+
+
+@dataclass
+class _Segment:
+    """Option lines, in file order, that apply exactly when header `header` is active."""
+
+    header: int
+    options: list[_Line] = field(default_factory=list)
+
+
+class _Index:
+    """The config flattened once into segments, and which of them can concern an alias.
+
+    Resolving every alias by walking every line is quadratic (10,000 `Host` blocks: 10^8 lines).
+    A `Host` line of literal patterns applies only to the aliases it names, so an alias is resolved
+    from the segments of the headers naming it plus the generic ones (wildcards, `Match`), in file
+    order: the same answer as the whole walk, in the time of the lines that can concern it.
+    """
+
+    def __init__(self, lines: list[_Line]) -> None:
+        self.headers: list[_Header] = [_Header(None, None)]
+        self.segments: list[_Segment] = []
+        self.generic: list[int] = []  # segments every alias must look at
+        self.by_alias: dict[str, list[int]] = {}
+        self._names: list[tuple[str, ...] | None] = [None]  # per header: the only aliases it can apply to
+        self._open(0)
+        self._file(lines, gate=None, active=0)
+
+    def _file(self, lines: list[_Line], gate: int | None, active: int) -> None:
+        # Recursion only per Include level: the reader stops at MAX_INCLUDE_DEPTH.
+        for line in lines:
+            if line.keyword in ("host", "match"):
+                active = self._header(line, gate)
+                self._open(active)
+            elif line.keyword == "include":
+                assert line.include is not None
+                for included in line.include:
+                    self._open(active)  # an included file starts in the including block's state
+                    self._file(included, gate=active, active=active)
+                self._open(active)  # and that state is back after it
+            else:
+                self.segments[-1].options.append(line)
+
+    def _header(self, line: _Line, gate: int | None) -> int:
+        self.headers.append(_Header(line, gate))
+        names: tuple[str, ...] | None = None
+        if line.keyword == "host" and not any(ch in word for word in line.words for ch in "*?"):
+            names = tuple(dict.fromkeys(word for word in line.words if not word.startswith("!")))
+        elif gate is not None:
+            names = self._names[gate]  # active only under its gate: at most the aliases the gate names
+        self._names.append(names)
+        return len(self.headers) - 1
+
+    def _open(self, header: int) -> None:
+        """Start a segment of `header` (every header gets one, empty or not: evaluating it is what
+        marks an alias configured and notes a Match that gpuws does not follow)."""
+        last = self.segments[-1] if self.segments else None
+        if last is not None and last.header == header and not last.options:
+            return
+        self.segments.append(_Segment(header))
+        number = len(self.segments) - 1
+        names = self._names[header]
+        if names is None:
+            self.generic.append(number)
+        else:
+            for alias in names:
+                self.by_alias.setdefault(alias, []).append(number)
+
+    def segments_for(self, alias: str) -> list[_Segment]:
+        """The segments that can apply to `alias`, in file order."""
+        own = self.by_alias.get(alias)
+        numbers = heapq.merge(self.generic, own) if own else self.generic
+        return [self.segments[i] for i in numbers]
+
+
 class _Resolver:
     def __init__(self, alias: str, local_user: str) -> None:
         self.alias = alias
@@ -233,24 +336,21 @@ class _Resolver:
         self.configured = False
         self.notes: list[str] = []
 
-    def run(self, lines: list[_Line]) -> None:
-        self._block(lines, never_match=False, active=True)
-
-    def _block(self, lines: list[_Line], *, never_match: bool, active: bool) -> bool:
-        for line in lines:
-            if line.keyword == "host":
-                active = self._host(line.words, never_match)
-            elif line.keyword == "match":
-                active = not never_match and self._match(line)
-            elif line.keyword == "include":
-                assert line.include is not None
-                for included in line.include:
-                    # OpenSSH: an Include in a block that does not apply never matches anything,
-                    # and the including block's state is back after each file.
-                    self._block(included, never_match=never_match or not active, active=active)
-            elif active:
-                self._option(line)
-        return active
+    def run(self, index: _Index) -> None:
+        active: dict[int, bool] = {0: True}  # a header not reached is a literal block naming another alias
+        for segment in index.segments_for(self.alias):
+            number = segment.header
+            if number not in active:
+                header = index.headers[number]
+                assert header.line is not None
+                gate_open = header.gate is None or active.get(header.gate, False)
+                if header.line.keyword == "host":
+                    active[number] = self._host(header.line.words, never_match=not gate_open)
+                else:
+                    active[number] = gate_open and self._match(header.line)
+            if active[number]:
+                for line in segment.options:
+                    self._option(line)
 
     def _host(self, patterns: list[str], never_match: bool) -> bool:
         if never_match:
@@ -328,7 +428,7 @@ def _expand_hostname(hostname: str, alias: str) -> str:
     return re.sub(r"%([%h])", lambda m: "%" if m.group(1) == "%" else alias, hostname)
 
 
-def _load(path: Path | None, ssh_dir: Path | None) -> tuple[Path, _Reader, list[_Line]]:
+def _load(path: Path | None, ssh_dir: Path | None) -> tuple[Path, _Reader, _Index]:
     config_path = (path if path is not None else default_ssh_config()).expanduser()
     reader = _Reader(ssh_dir if ssh_dir is not None else Path("~/.ssh").expanduser())
     try:
@@ -338,10 +438,10 @@ def _load(path: Path | None, ssh_dir: Path | None) -> tuple[Path, _Reader, list[
         raise ValidationError("path", f"{printable(config_path)}: no such file") from None
     except LocalFileRefused as exc:
         raise ValidationError("path", str(exc)) from None
-    return config_path, reader, reader.read(config_path, depth=0)
+    return config_path, reader, _Index(reader.read(config_path, depth=0))
 
 
-def _resolve(lines: list[_Line], alias: str, local_user: str) -> ResolvedHost:
+def _resolve(lines: _Index, alias: str, local_user: str) -> ResolvedHost:
     resolver = _Resolver(alias, local_user)
     resolver.run(lines)
     values = resolver.values
@@ -363,8 +463,8 @@ def resolve_host(alias: str, path: Path | None = None, *, ssh_dir: Path | None =
 
 def expand_identity_file(value: str, resolved: ResolvedHost, local_user: str) -> str:
     """An IdentityFile value as a profile keeps it: `${VAR}` and %-tokens expanded now, `~` kept
-    (expanded at connect time), and a relative path placed under `~/.ssh/` rather than resolved
-    against the directory the import happened to run in."""
+    (expanded at connect time), and a relative path made absolute against the working directory
+    of the import, as `ssh` run there would open it."""
     home = os.path.expanduser("~")
 
     def env(match: re.Match[str]) -> str:
@@ -390,7 +490,10 @@ def expand_identity_file(value: str, resolved: ResolvedHost, local_user: str) ->
     text = re.sub(r"%(.)", token, text)
     if text.startswith("~") or Path(text).is_absolute():
         return text
-    return f"~/.ssh/{text}"
+    # OpenSSH opens a relative IdentityFile as given, i.e. against the directory ssh runs in
+    # (checked with `ssh -G` and a login from two directories): a profile outlives that
+    # directory, so the path is made absolute against the directory of the import.
+    return os.path.abspath(text)
 
 
 # -- import ------------------------------------------------------------------------------------
@@ -405,6 +508,7 @@ def import_ssh_config(path: Path | None = None, *, ssh_dir: Path | None = None) 
     local_user = getpass.getuser()
     result = SshConfigImport(skipped=reader.skipped)
     aliases = _literal_aliases(reader.host_patterns, result.skipped)
+    alias_set = set(aliases)
     resolved = {alias: _resolve(lines, alias, local_user) for alias in aliases}
     candidates: list[HostProfile] = []
     for alias in aliases:
@@ -412,7 +516,7 @@ def import_ssh_config(path: Path | None = None, *, ssh_dir: Path | None = None) 
         try:
             if not host.configured:
                 raise _Skip("its Host line never applies (it sits in an Include inside another host's block)")
-            profile = _profile_for(host, set(aliases), lines, local_user)
+            profile = _profile_for(host, alias_set, lines, local_user)
             candidates.append(validate_profile(profile))
         except (ValidationError, _Skip) as exc:
             result.skipped.append((alias, str(exc)))
@@ -441,20 +545,21 @@ def _literal_aliases(patterns: list[str], skipped: list[tuple[str, str]]) -> lis
     return aliases
 
 
-def _profile_for(host: ResolvedHost, aliases: set[str], lines: list[_Line], local_user: str) -> HostProfile:
+def _profile_for(host: ResolvedHost, aliases: set[str], lines: _Index, local_user: str) -> HostProfile:
     if host.proxy_command:
         raise _Skip("uses ProxyCommand, which gpuws never runs; use a jump host profile instead")
     # Every IdentityFile in order, as ssh tries them all: the first that exists now is key_path
-    # (the key auth uses), the ones after it are kept in identity_files; one missing before it
-    # is named in a note, as the file may never have existed.
+    # (the key auth uses), every other one is kept in identity_files (tried in turn at connect
+    # time once it exists); each missing one is named in a note, as it may never have existed.
     keys = [expand_identity_file(value, host, local_user) for value in host.identity_files]
     first = next((i for i, key in enumerate(keys) if is_regular_file(Path(key).expanduser())), None)
     key_path = keys[first] if first is not None else None
-    missing = keys if first is None else keys[:first]
-    later = [] if first is None else keys[first + 1:]
+    later = [key for i, key in enumerate(keys) if i != first]
+    missing = [key for key in later if not is_regular_file(Path(key).expanduser())]
     if missing:
         shown = ", ".join(printable(m, 120) for m in missing)
-        host.notes.append(f"IdentityFile not found: {shown}" + ("" if key_path else "; the agent is used"))
+        host.notes.append(f"IdentityFile not found: {shown}; kept in the profile"
+                          + ("" if key_path else " (the agent is used until it exists)"))
     jump: str | None = None
     if host.proxy_jump and host.proxy_jump.lower() != "none":
         jump = _jump_spec(host.proxy_jump, aliases, lines, local_user)
@@ -470,7 +575,7 @@ def _profile_for(host: ResolvedHost, aliases: set[str], lines: list[_Line], loca
     )
 
 
-def _jump_spec(value: str, aliases: set[str], lines: list[_Line], local_user: str) -> str:
+def _jump_spec(value: str, aliases: set[str], lines: _Index, local_user: str) -> str:
     """A ProxyJump value as a gpuws jump chain: imported aliases by name, other hops as addresses
     resolved through the config as `ssh` resolves a jump host."""
     try:
@@ -493,35 +598,70 @@ def _jump_spec(value: str, aliases: set[str], lines: list[_Line], local_user: st
 
 
 def _resolve_jumps(candidates: list[HostProfile], skipped: list[tuple[str, str]]) -> list[HostProfile]:
-    """Order profiles so each jump host comes first; drop those whose jump host was dropped."""
+    """Order profiles so each jump host comes first; drop those whose jump host was dropped, whose
+    jump hosts loop, or whose chain is longer than gpuws follows (MAX_JUMP_HOPS, as at connect).
+
+    A walk with an explicit stack and each profile visited once: a 5,000-hop chain is 5,000 steps,
+    never 5,000 nested calls.
+    """
     by_name = {p.name: p for p in candidates}
+    failed: dict[str, str] = {}
+    hops: dict[str, int] = {}  # placed profile -> how many hosts `jump_hops` passes on the way to it
     ordered: list[HostProfile] = []
-    placed: set[str] = set()
-
-    def place(profile: HostProfile, path: tuple[str, ...]) -> str | None:
-        if profile.name in placed:
-            return None
-        if profile.name in path:
-            return f"jump hosts form a cycle through {profile.name!r}"
-        for name in _names(profile.jump):
-            target = by_name.get(name)
-            if target is None:
-                return f"its jump host {name!r} was skipped"
-            reason = place(target, (*path, profile.name))
-            if reason is not None:
-                return reason
-        placed.add(profile.name)
-        ordered.append(profile)
-        return None
-
-    for profile in candidates:
-        if profile.name not in by_name:
+    for root in candidates:
+        if root.name in hops or root.name in failed:
             continue
-        reason = place(profile, ())
-        if reason is not None and profile.name not in placed:
-            skipped.append((profile.name, reason))
-            del by_name[profile.name]
+        stack: list[tuple[HostProfile, list[str]]] = [(root, _names(root.jump))]
+        on_path = {root.name}
+        while stack:
+            profile, pending = stack[-1]
+            reason: str | None = None
+            while pending and reason is None:
+                name = pending[0]
+                if name in hops:
+                    pending.pop(0)
+                elif name in failed:
+                    reason = f"its jump host {name!r} was skipped"
+                elif name in on_path:
+                    reason = f"jump hosts form a cycle through {name!r}"
+                elif name not in by_name:
+                    reason = f"its jump host {name!r} was skipped"
+                else:
+                    break  # visit it first
+            if reason is None and pending:
+                target = by_name[pending[0]]
+                stack.append((target, _names(target.jump)))
+                on_path.add(target.name)
+                continue
+            stack.pop()
+            on_path.discard(profile.name)
+            if reason is None:
+                count = _hop_count(profile, hops)
+                if count > MAX_JUMP_HOPS:
+                    reason = f"its jump chain passes {count} hosts; gpuws follows at most {MAX_JUMP_HOPS}"
+                else:
+                    hops[profile.name] = count
+                    ordered.append(profile)
+                    continue
+            failed[profile.name] = reason
+            cycle = reason.startswith("jump hosts form a cycle")
+            for waiting, _ in stack:  # everything above it on the path needs it
+                failed.setdefault(waiting.name, reason if cycle else f"its jump host {profile.name!r} was skipped")
+            stack.clear()
+    skipped.extend((p.name, failed[p.name]) for p in candidates if p.name in failed)
     return ordered
+
+
+def _hop_count(profile: HostProfile, placed: dict[str, int]) -> int:
+    """The hosts `gpuws.core.jumps.jump_hops` passes to reach `profile` (its jump hosts placed)."""
+    if not profile.jump:
+        return 0
+    count = 0
+    for position, hop in enumerate(parse_jump(profile.jump)):
+        if hop.profile is not None and position == 0:  # `ssh -J a,b`: a's own jump hosts apply
+            count += placed[hop.profile]
+        count += 1
+    return count
 
 
 def _names(spec: str | None) -> list[str]:

@@ -118,13 +118,35 @@ def validate_user(user: object, field: str = "user") -> str | None:
     return user
 
 
+# The one parser of numbers typed by a user (every numeric CLI option, profile fields given as
+# text): ASCII digits only. int() and float() also take Arabic-Indic and other Unicode digits
+# ("٣" is 3), "1_000", " 3 ", "1e3", "nan" and "inf"; none of those is what a user means here.
+_WHOLE_RE = re.compile(r"-?[0-9]{1,30}", re.ASCII)
+_DECIMAL_RE = re.compile(r"-?(?:[0-9]{1,30}(?:\.[0-9]{0,30})?|\.[0-9]{1,30})", re.ASCII)
+
+
+def parse_whole_number(text: str, field: str) -> int:
+    """A whole number written in ASCII digits (an optional leading '-'); ValidationError otherwise."""
+    if not _WHOLE_RE.fullmatch(text):
+        raise ValidationError(field, f"{_preview(text)} is not a whole number (digits 0-9)")
+    return int(text)
+
+
+def parse_decimal(text: str, field: str) -> float:
+    """A decimal number such as 2, 0.5 or .25 in ASCII digits (an optional leading '-'; no
+    exponent, no nan or inf); ValidationError otherwise."""
+    if not _DECIMAL_RE.fullmatch(text):
+        raise ValidationError(field, f"{_preview(text)} is not a number (digits 0-9 and one '.')")
+    return float(text)
+
+
 def validate_port(port: object, field: str = "port") -> int:
     """A TCP port 1-65535; accepts an int or a decimal string (from the CLI)."""
     value: int | None = None
     if isinstance(port, int) and not isinstance(port, bool):
         value = port
-    elif isinstance(port, str) and port.strip().isdigit() and port.strip().isascii():
-        value = int(port.strip())
+    elif isinstance(port, str) and _WHOLE_RE.fullmatch(port.strip()):
+        value = parse_whole_number(port.strip(), field)
     if value is None or not 1 <= value <= 65535:
         shown = _preview(port) if isinstance(port, str) else repr(port)
         raise ValidationError(field, f"{shown} is not a port number from 1 to 65535")
@@ -146,11 +168,43 @@ def validate_key_path(path: object, field: str = "key_path", *, must_exist: bool
     if not expanded.is_absolute():
         raise ValidationError(field, f"{_preview(path)} must be an absolute path or start with '~'")
     if must_exist and not is_regular_file(expanded):
+        if _exists(expanded):
+            raise ValidationError(field, f"{_preview(path)} is not a regular file (a private key is a file)")
         raise ValidationError(field, f"{_preview(path)}: no such file")
     return path
 
 
-_DECIMAL_RE = re.compile(r"[0-9]+(?:\.[0-9]*)?|\.[0-9]+", re.ASCII)
+def _exists(path: Path) -> bool:
+    try:
+        return path.exists()
+    except (OSError, ValueError):
+        return False
+
+
+MAX_KEY_FILE_BYTES = 1024 * 1024  # a private key is a few KiB (an 8 kbit RSA key in PEM under 7 KiB)
+_PRIVATE_KEY_RE = re.compile(rb"-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY-----|\APuTTY-User-Key-File-\d+:")
+_PUBLIC_KEY_RE = re.compile(rb"\A(?:ssh-|ecdsa-|sk-)[a-z0-9@.-]+ [A-Za-z0-9+/=]+")
+
+
+def check_private_key_file(path: str, field: str = "key_path") -> None:
+    """Refuse a `--key` that is not a private key file: missing, not a regular file (/dev/zero),
+    too large, a public key, or text without a private key block (/etc/passwd). Read through the
+    one bounded local file reader; the key itself is neither parsed nor shown here."""
+    from gpuws.core.files import LocalFileRefused, read_regular_file
+
+    validate_key_path(path, field, must_exist=True)
+    try:
+        data = read_regular_file(Path(path).expanduser(), MAX_KEY_FILE_BYTES, what="key file")
+    except FileNotFoundError:
+        raise ValidationError(field, f"{_preview(path)}: no such file") from None
+    except LocalFileRefused as exc:
+        raise ValidationError(field, str(exc)) from None
+    if _PUBLIC_KEY_RE.match(data):
+        raise ValidationError(field, f"{_preview(path)} is a public key; give the private key file "
+                                     "(usually the same name without .pub)")
+    if not _PRIVATE_KEY_RE.search(data):
+        raise ValidationError(field, f"{_preview(path)} is not a private key (no '-----BEGIN ... PRIVATE KEY-----' "
+                                     "block, no PuTTY key)")
 
 
 def validate_price(price: object, field: str = "price_per_hour") -> float | None:
@@ -162,12 +216,12 @@ def validate_price(price: object, field: str = "price_per_hour") -> float | None
         value = float(price)
     elif isinstance(price, str) and _DECIMAL_RE.fullmatch(price.strip()):
         # ASCII digits only, as for ports: float() would also take Arabic-Indic digits, "1_0", "1e3" or "nan".
-        value = float(price)
+        value = parse_decimal(price.strip(), field)
     if value is None or not math.isfinite(value):
         shown = _preview(price) if isinstance(price, str) else repr(price)
         raise ValidationError(field, f"{shown} is not a number")
     if value < 0:
-        raise ValidationError(field, "must not be negative")
+        raise ValidationError(field, "must be 0 or more")
     return value
 
 
@@ -304,21 +358,46 @@ def validate_jump(
         if name == profile_name:
             raise ValidationError("jump", "a host cannot be its own jump host")
     if known is not None:
-        for name in names:
-            _visit_jump(name, [profile_name], known)
+        _check_jump_graph(profile_name, names, known)
     return spec
 
 
-def _visit_jump(name: str, path: list[str], known: Mapping[str, HostProfile]) -> None:
-    """Follow the profile names a jump chain uses, refusing cycles and missing profiles."""
-    if name in path:
-        chain = " -> ".join([*path, name])
-        raise ValidationError("jump", f"jump hosts form a cycle: {chain}")
-    target = known.get(name)
-    if target is None:
-        raise ValidationError("jump", f"no host profile named {_preview(name)}")
-    for following in _jump_names(target.jump):
-        _visit_jump(following, [*path, name], known)
+MAX_JUMP_DEPTH = 8  # gpuws.core.jumps.MAX_JUMP_HOPS (which imports this module)
+
+
+def _check_jump_graph(profile_name: str, names: list[str], known: Mapping[str, HostProfile]) -> None:
+    """Follow the profile names a jump chain uses, refusing cycles and missing profiles.
+
+    An explicit stack and each profile once: a long chain is never nested calls (no
+    RecursionError) and a profile reached twice is not walked twice.
+    """
+    done: set[str] = set()
+    path = [profile_name]
+    on_path = {profile_name}
+    stack: list[list[str]] = [list(reversed(names))]
+    while stack:
+        pending = stack[-1]
+        if not pending:
+            stack.pop()
+            finished = path.pop()
+            on_path.discard(finished)
+            done.add(finished)
+            continue
+        name = pending.pop()
+        if name in on_path:
+            chain = " -> ".join([*path, name])
+            raise ValidationError("jump", f"jump hosts form a cycle: {chain}")
+        if name in done:
+            continue
+        target = known.get(name)
+        if target is None:
+            raise ValidationError("jump", f"no host profile named {_preview(name)}")
+        if len(path) > MAX_JUMP_DEPTH:  # a connection would refuse it (jumps.MAX_JUMP_HOPS): say so now
+            raise ValidationError("jump", f"the jump chain through {_preview(path[1])} nests more than "
+                                          f"{MAX_JUMP_DEPTH} jump hosts")
+        path.append(name)
+        on_path.add(name)
+        stack.append(list(reversed(_jump_names(target.jump))))
 
 
 def _jump_names(spec: str | None) -> list[str]:

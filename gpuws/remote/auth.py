@@ -52,7 +52,9 @@ async def _stored_secret(profile: HostProfile, secrets: SecretStore | None, kind
 async def _client_keys(profile: HostProfile, secrets: SecretStore | None) -> list[asyncssh.SSHKey]:
     """The profile's key, then its further identity files in order (as ssh tries every
     IdentityFile); a further one that is missing is skipped, as ssh skips it."""
-    keys = [await _load_key(profile, secrets, profile.key_path)]
+    keys: list[asyncssh.SSHKey] = []
+    if profile.key_path or not profile.identity_files:  # key auth without a key: _load_key says so
+        keys.append(await _load_key(profile, secrets, profile.key_path))
     for extra in profile.identity_files:
         if is_regular_file(Path(extra).expanduser()):
             keys.append(await _load_key(profile, secrets, extra))
@@ -104,6 +106,10 @@ async def connect_options(
         options: dict[str, Any] = {"preferred_auth": "publickey"}
         if profile.key_path:
             options["client_keys"] = await _client_keys(profile, secrets)
+        elif profile.identity_files:  # imported ones missing then: those that exist now, as ssh would
+            keys = await _client_keys(profile, secrets)
+            if keys:
+                options["client_keys"] = keys
         return options
     if method is AuthMethod.KEY:
         return {"client_keys": await _client_keys(profile, secrets), "agent_path": None,

@@ -45,8 +45,8 @@ def state_table() -> tuple[tuple[type[BaseException], ConnectionState], ...]:
         (NoNvidiaDriver, state.NO_DRIVER),
         (CommandTimeout, state.UNREACHABLE),
         (TimeoutError, state.UNREACHABLE),
+        (RefusedInput, state.UNREACHABLE),  # before ResizeRefused: a GPU the user named wrongly is both
         (ResizeRefused, state.UNREACHABLE),
-        (RefusedInput, state.UNREACHABLE),
         (LayoutError, state.UNREACHABLE),
     )
 

@@ -17,7 +17,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from gpuws.core.errors import GpuwsError, NoNvidiaDriver
+from gpuws.core.errors import GpuwsError, NoNvidiaDriver, RefusedInput
 from gpuws.core.nvsmi.compute_apps import ComputeApp, parse_compute_apps
 from gpuws.core.nvsmi.listing import parse_gpu_list
 from gpuws.core.nvsmi.query_csv import parse_query_csv
@@ -53,6 +53,11 @@ class ResizeRefused(GpuwsError):
     def __init__(self, message: str, processes: Sequence[ComputeApp] = ()) -> None:
         super().__init__(message)
         self.processes = list(processes)
+
+
+class GpuNotResizable(ResizeRefused, RefusedInput):
+    """The GPU asked for does not exist or has no MIG: the user's choice is wrong, so it is refused
+    input (exit status 2, as every input error), not a preflight refusal of a possible resize (8)."""
 
 
 class StepFailed(GpuwsError):
@@ -233,11 +238,16 @@ class MigResizer:
     # -- planning -------------------------------------------------------------------------------
 
     async def plan(self, gpu_index: int, target: str | Layout) -> tuple[GpuMigState, GpuModel, Plan]:
-        """Read GPU `gpu_index` and plan `target` for it (LayoutError / ResizeRefused say why not)."""
-        state = await self.read_state(gpu_index)
+        """Read GPU `gpu_index` and plan `target` for it (LayoutError / ResizeRefused say why not;
+        GpuNotResizable when the GPU asked for is not there or has no MIG)."""
+        gpus = await self.read_gpus()
+        state = next((gpu for gpu in gpus if gpu.index == gpu_index), None)
+        if state is None:
+            there = ", ".join(str(gpu.index) for gpu in gpus) or "none"
+            raise GpuNotResizable(f"the host has no GPU {gpu_index} (its GPUs: {there})")
         model = state.model
         if model is None or not state.mig_capable:
-            raise ResizeRefused(f"GPU {gpu_index} ({state.name}) is not MIG-capable; its layout cannot change here")
+            raise GpuNotResizable(f"GPU {gpu_index} ({state.name}) is not MIG-capable; its layout cannot change here")
         layout = parse_target(target, model) if isinstance(target, str) else target
         return state, model, build_mig_plan(state, layout, model, sudo=await self.needs_sudo())
 

@@ -49,7 +49,7 @@ def test_advise_demo_human_readable_and_not_enough_data(capsys: pytest.CaptureFi
 @pytest.mark.parametrize(("argv", "message"), [
     (["--window", "soon"], "--window: cannot read 'soon'"),
     (["--observe", "0"], "--observe: must be more than 0"),
-    (["--observe", "nan"], "--observe: must be more than 0"),
+    (["--observe", "-1"], "--observe: must be more than 0"),  # "nan": the number parser's (test_hostile_input)
     (["--interval", "9"], "--interval: must be between 0.1 and 5 seconds"),
     (["--min-data", "-1"], "min_data_s: must be a number of seconds >= 0"),
 ])

@@ -167,3 +167,121 @@ def test_a_finished_benchmark_replaces_its_interrupted_record(capsys: pytest.Cap
     capsys.readouterr()
     (run,) = ResultStore().history("demo")
     assert not run.interrupted and run.results
+
+
+# -- issue 36: exit statuses, one number parser, what the errors say --------------------------------
+
+
+@pytest.mark.parametrize(("argv", "says"), [
+    (["resize", "demo", "7x1g.10gb", "--gpu", "9", "--dry-run"], "no GPU 9"),
+    (["resize", "demo", "7x1g.10gb", "--gpu", "2", "--dry-run"], "GPU 2 (NVIDIA L40S) is not MIG-capable"),
+    (["resize", "demo", "full", "--gpu", "-1", "--dry-run"], "no GPU -1"),
+    (["resize", "demo", "7x1g.10gb", "--gpu", "9", "--yes"], "no GPU 9"),
+])
+def test_a_gpu_the_user_names_wrongly_is_refused_input_not_a_preflight_refusal(
+    capsys: pytest.CaptureFixture[str], argv: list[str], says: str
+) -> None:
+    """Before: exit 8 ("resize refused by preflight"); a GPU that is not there is a usage error."""
+    code, out, err = _run(capsys, *argv)
+    assert code == 2, err
+    assert says in err and out == ""
+    _one_clean_line(err)
+
+
+def test_a_busy_gpu_is_still_a_preflight_refusal(capsys: pytest.CaptureFixture[str]) -> None:
+    """The other side of the line: a resize the GPU could take, refused by what runs on it (the demo
+    host's GPU 0 runs a training process), stays 8."""
+    code, _, err = _run(capsys, "resize", "demo", "7x1g.10gb", "--gpu", "0", "--yes")
+    assert code == 8 and "in use by 1 compute process" in err
+
+
+# Every numeric option, with digits that int()/float() take and a user never means.
+NON_ASCII_NUMBERS = [
+    ["desktop", "demo", "--display", "\u0663"],
+    ["tunnel", "demo", "--remote", "\u0668\u0668\u0668\u0668"],
+    ["tunnel", "demo", "--local", "\u0668\u0668"],
+    ["watch", "demo", "--count", "\u0662"],
+    ["watch", "demo", "--count", "1", "--interval", "\u0660.\u0665"],
+    ["watch", "demo", "--count", "1", "--reconnect-timeout", "1e3"],
+    ["resize", "demo", "full", "--gpu", "\u0660", "--dry-run"],
+    ["probe", "demo", "--timeout", "\u0663\u0660"],
+    ["probe", "demo", "--timeout", "nan"],
+    ["health", "demo", "--expect-gpus", "\u0664"],
+    ["health", "demo", "--timeout", "inf"],
+    ["bench", "demo", "--expect-gpus", "\uff14"],
+    ["bench", "demo", "--timeout", "1_0"],
+    ["advise", "demo", "--observe", "\u0661"],
+    ["mig-parted", "export", "demo", "--gpu", "\u0661"],
+    ["fleet", "watch", "x", "--interval", "\u0665"],
+    ["fleet", "add", "x", "--prometheus", "http://p:9090", "--price-per-gpu-hour", "\u0661"],
+    ["demo-fleet", "--hosts", "\u0662"],
+    ["demo-host", "--port", "\u0662\u0662\u0662\u0662"],
+    ["hosts", "add", "a", "--host", "10.0.0.1", "--port", "\u0662\u0662"],
+]
+
+
+@pytest.mark.parametrize("argv", NON_ASCII_NUMBERS, ids=lambda argv: " ".join(argv[:2] + argv[-2:-1]))
+def test_every_numeric_option_takes_ascii_digits_only(capsys: pytest.CaptureFixture[str], argv: list[str]) -> None:
+    """Before: `desktop --display ٣` started display :3, `watch --count ٢` streamed two samples."""
+    assert _exit_of(argv) == 2
+    out, err = capsys.readouterr()
+    assert out == "" and ("is not a whole number" in err or "is not a number" in err or "port" in err), err
+    _one_clean_line(err)
+
+
+def test_every_numeric_option_goes_through_the_one_parser() -> None:
+    """No argparse option of any command converts with int() or float() (they take "٣" and "nan")."""
+    from tests.fuzz.test_cli_fuzz import _commands, _parser_of
+
+    raw = [(" ".join(path), option) for path in _commands() for action in _parser_of(path)._actions
+           if action.type in (int, float) for option in action.option_strings or [action.dest]]
+    assert raw == []
+
+
+def test_plain_ascii_numbers_are_still_taken(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, err = _run(capsys, "watch", "demo", "--count", "1", "--interval", "0.5", "--json")
+    assert code == 0, err
+    assert len(out.splitlines()) == 4  # one sample per GPU of the demo host
+    code, out, err = _run(capsys, "resize", "demo", "full", "--gpu", "0", "--dry-run")
+    assert code == 0, err
+
+
+@pytest.mark.parametrize(("argv", "says"), [
+    (["hosts", "add", "a", "--host", "10.0.0.1", "--price-per-hour", "-1"], "price_per_hour: must be 0 or more"),
+    (["hosts", "add", "a", "--host", "10.0.0.1", "--budget-daily", "-5"], "budget_daily: must be 0 or more"),
+    (["hosts", "add", "a", "--host", "10.0.0.1", "--key", "/dev/zero"],
+     "key_path: '/dev/zero' is not a regular file (a private key is a file)"),
+    (["hosts", "add", "a", "--host", "10.0.0.1", "--key", "/etc/passwd"],
+     "key_path: '/etc/passwd' is not a private key"),
+    (["hosts", "add", "a", "--host", "10.0.0.1", "--slice-price", "x=1"], "no slice profile x on this host"),
+    (["hosts", "add", "a", "--host", "10.0.0.1", "--slice-price", "1g.10gb=-1"], "must be 0 or more"),
+    (["desktop", "demo", "--geometry", "99999x99999"], "the width must be from 100 to 16384 pixels"),
+    (["desktop", "demo", "--geometry", "1920x16385"], "the height must be from 100 to 16384 pixels"),
+])
+def test_errors_say_what_is_wrong_and_refuse_before_anything_runs(
+    capsys: pytest.CaptureFixture[str], argv: list[str], says: str
+) -> None:
+    code, out, err = _run(capsys, *argv)
+    assert code == 2 and out == "" and says in err, err
+    _one_clean_line(err)
+    assert json.loads(_run(capsys, "hosts", "list", "--json")[1])["hosts"] == []  # nothing was stored
+
+
+def test_a_public_key_given_as_the_key_is_named_as_such(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    key = tmp_path / "id_ed25519"
+    subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(key)], check=True,
+                   stdin=subprocess.DEVNULL)
+    code, _, err = _run(capsys, "hosts", "add", "a", "--host", "10.0.0.1", "--key", f"{key}.pub")
+    assert code == 2 and "is a public key" in err
+    code, _, err = _run(capsys, "hosts", "add", "a", "--host", "10.0.0.1", "--key", str(key),
+                        "--slice-price", "1g.10gb=0.5", "--slice-price", "type:p4d.24xlarge=32")
+    assert code == 0, err
+
+
+@pytest.mark.parametrize("word", ["nan", "inf", "1e3", "1_0", "0x10", " 1", "\u0661"])
+def test_decimal_options_take_no_float_spelling_but_digits(capsys: pytest.CaptureFixture[str], word: str) -> None:
+    """float() reads all of these; a user typing seconds means none of them."""
+    assert _exit_of(["advise", "demo", "--observe", word]) == 2
+    err = capsys.readouterr().err
+    assert "--observe:" in err and "is not a number (digits 0-9 and one '.')" in err
+    _one_clean_line(err)

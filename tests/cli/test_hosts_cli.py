@@ -30,9 +30,15 @@ def run_json(capsys: pytest.CaptureFixture[str], *argv: str) -> object:
     return json.loads(out)
 
 
+def private_key(path: Path) -> Path:
+    """A real private key (`--key` is checked to be one since issue 36)."""
+    subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(path)], check=True,
+                   stdin=subprocess.DEVNULL)
+    return path
+
+
 def test_add_list_show_remove(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
-    key = tmp_path / "id_ed25519"
-    key.write_text("k")
+    key = private_key(tmp_path / "id_ed25519")
     code, out, _ = run(capsys, "hosts", "add", "bastion", "--host", "bastion.example", "--user", "ops")
     assert code == 0
     assert "Added host 'bastion'" in out
@@ -66,7 +72,7 @@ def test_a_relative_key_path_is_stored_absolute(
     capsys: pytest.CaptureFixture[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     (tmp_path / "keys").mkdir()
-    (tmp_path / "keys" / "id").write_text("k")
+    private_key(tmp_path / "keys" / "id")
     monkeypatch.chdir(tmp_path)
     added = run_json(capsys, "hosts", "add", "k", "--host", "h.example", "--key", "keys/id")
     assert added["key_path"] == str(tmp_path / "keys" / "id")  # type: ignore[index]

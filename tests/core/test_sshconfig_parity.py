@@ -67,6 +67,18 @@ CORPUS: list[tuple[str, dict[str, str], list[str]]] = [
         "Match all\n  User from-all\n",
         {}, ["alias1", "alias2", "alias3"],
     ),
+    (  # issue 36, the per-alias index: an alias in several literal blocks, a negated literal,
+       # an Include under a literal block holding `Host *` and Match, nested Includes, options
+       # after an Include back in the including block, Match host after a literal HostName
+        "Host a !b c\n  User from-abc\nHost b\n  Port 2501\nHost c\n  Include {SSH_DIR}/under-c.conf\n"
+        "  Port 2502\nHost a\n  HostName Real-A.example\n  User late\n"
+        "Match host real-a.example\n  IdentityFile ~/.ssh/by-match\n"
+        "Host *\n  Port 2503\n  User last\n",
+        {"under-c.conf": "  User inherited-c\nHost *\n  HostName from-include.example\n"
+                         "Match all\n  IdentityFile ~/.ssh/only-c\nInclude {SSH_DIR}/deeper.conf\n",
+         "deeper.conf": "Host c a\n  ProxyJump bastion.example\n"},
+        ["a", "b", "c", "d"],
+    ),
     (  # quoted values and escapes
         'Host quoted\n  HostName "quoted.example"\n  User \'o\'ps\n  IdentityFile "~/.ssh/with space"\n',
         {}, ["quoted"],
@@ -120,6 +132,8 @@ def test_resolution_equals_ssh_dash_g_field_by_field(case: int, isolated_home: P
     subs = {"{SSH_DIR}": str(ssh_dir), "{LOCAL_USER}": getpass.getuser()}
     for name, body in files.items():
         (ssh_dir / name).parent.mkdir(parents=True, exist_ok=True)
+        for key, value in subs.items():
+            body = body.replace(key, value)
         (ssh_dir / name).write_text(body)
     for key, value in subs.items():
         text = text.replace(key, value)

@@ -18,7 +18,7 @@ from collections import defaultdict
 from typing import TYPE_CHECKING, Any
 
 from gpuws.cli.connecting import tty_prompts
-from gpuws.cli.output import Subcommands, fail, print_json, sim_banner
+from gpuws.cli.output import Subcommands, decimal_number, fail, print_json, sim_banner
 from gpuws.core.advice import DEFAULT_MIN_DATA_S, AdvicePolicy, GpuAdvice, parse_duration
 from gpuws.core.errors import ValidationError
 from gpuws.core.telemetry.sample import GpuSample
@@ -64,12 +64,12 @@ def register(sub: Subcommands) -> None:
     parser.add_argument("--window", default="24h", metavar="DURATION",
                         help="how far back to look, e.g. 90s, 15m, 24h (default 24h; for a host at most what was "
                         "observed, for a fleet at most 30 days of its Prometheus)")
-    parser.add_argument("--observe", type=float, default=None, metavar="SECONDS",
+    parser.add_argument("--observe", type=decimal_number, default=None, metavar="SECONDS",
                         help=f"watch the host this long first (default {DEFAULT_OBSERVE_S:g}; hosts only)")
-    parser.add_argument("--min-data", type=float, default=DEFAULT_MIN_DATA_S, metavar="SECONDS",
+    parser.add_argument("--min-data", type=decimal_number, default=DEFAULT_MIN_DATA_S, metavar="SECONDS",
                         help=f"least span of samples for advice; less is 'not enough data' "
                         f"(default {DEFAULT_MIN_DATA_S:g})")
-    parser.add_argument("--interval", type=float, default=None, metavar="S",
+    parser.add_argument("--interval", type=decimal_number, default=None, metavar="S",
                         help="seconds between samples while observing (0.1-5, default 1; hosts only)")
     parser.add_argument("--json", action="store_true", help="print the advice as one JSON document")
     parser.add_argument("--accept-new", action="store_true",

@@ -11,7 +11,7 @@ from typing import Any
 from gpuws.app.bench import keep_run
 from gpuws.cli.connecting import EXIT_TIMEOUT, ExitStatus, tty_prompts
 from gpuws.cli.expect import add_expect_flags, expected_from
-from gpuws.cli.output import Subcommands, fail, print_json, sim_banner
+from gpuws.cli.output import Subcommands, decimal_number, fail, print_json, sim_banner
 from gpuws.core.bench.check import check_markdown, check_report, check_screen
 from gpuws.core.bench.report import build_report, text_table, to_json, to_markdown
 from gpuws.core.bench.results import BenchRun, ResultStore, compare
@@ -58,7 +58,7 @@ def register(sub: Subcommands) -> None:
     parser.add_argument("--json", action="store_true", help="print the scored report as one JSON object")
     parser.add_argument("--accept-new", action="store_true",
                         help="trust the host key if this host has none recorded yet (never a changed key)")
-    parser.add_argument("--timeout", type=float, default=None, metavar="S",
+    parser.add_argument("--timeout", type=decimal_number, default=None, metavar="S",
                         help="overall time limit in seconds (default 90 quick, 330 full, 85 check)")
     add_expect_flags(parser)
     parser.add_argument("--export-json", type=Path, default=None, metavar="PATH", help="also write the report here")

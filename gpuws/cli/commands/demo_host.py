@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from gpuws.cli.output import Subcommands, fail
+from gpuws.cli.output import Subcommands, fail, whole_number
 
 
 def register(sub: Subcommands) -> None:
@@ -15,7 +15,7 @@ def register(sub: Subcommands) -> None:
         "demo-host",
         help="run the SIMULATED GPU host (SSH on 127.0.0.1) and print how to connect as one JSON line",
     )
-    parser.add_argument("--port", type=int, default=0, help="TCP port (default: pick a free one)")
+    parser.add_argument("--port", type=whole_number, default=0, help="TCP port (default: pick a free one)")
     parser.add_argument("--bind", default="127.0.0.1", metavar="ADDR",
                         help="listen on this address in 127.0.0.0/8 (default 127.0.0.1); anything else "
                              "is refused (exit 2): the simulated host is for this machine only")

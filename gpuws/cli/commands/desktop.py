@@ -13,7 +13,7 @@ import sys
 from typing import TYPE_CHECKING, Any
 
 from gpuws.cli.connecting import add_accept_new, tty_prompts
-from gpuws.cli.output import Subcommands, print_json, sim_banner
+from gpuws.cli.output import Subcommands, print_json, sim_banner, whole_number
 
 if TYPE_CHECKING:
     from gpuws.core.desktop import DesktopCheck
@@ -44,7 +44,7 @@ def register(sub: Subcommands) -> None:
                    help="auto: a VNC viewer of this computer (default); browser: noVNC; none: print the address "
                    "and hold the tunnel until Ctrl-C")
     p.add_argument("--geometry", default="1920x1080", metavar="WxH", help="desktop size (default 1920x1080)")
-    p.add_argument("--display", type=int, default=None, metavar="N", help="X display number on the host "
+    p.add_argument("--display", type=whole_number, default=None, metavar="N", help="X display number on the host "
                    "(default: the first free from :1)")
     p.add_argument("--json", action="store_true", help="print JSON (the first line describes the desktop)")
     add_accept_new(p)

@@ -3,13 +3,11 @@
 from __future__ import annotations
 
 import argparse
-import getpass
 import sys
 from typing import TYPE_CHECKING, Any, TextIO
 
 from gpuws.cli.commands.hosts import json_flag, profile_store
-from gpuws.cli.output import Subcommands, fail, print_json
-from gpuws.core.errors import GpuwsError
+from gpuws.cli.output import Subcommands, decimal_number, fail, print_json, whole_number
 
 if TYPE_CHECKING:
     from gpuws.core.fleet.profiles import FleetProfile
@@ -45,7 +43,7 @@ def register(sub: Subcommands) -> None:
     add.add_argument("--user", help="basic-auth user (the password is read with --password-stdin)")
     add.add_argument("--password-stdin", action="store_true",
                      help="read the basic-auth password from stdin (kept in the keyring)")
-    add.add_argument("--price-per-gpu-hour", type=float, metavar="PRICE",
+    add.add_argument("--price-per-gpu-hour", type=decimal_number, metavar="PRICE",
                      help="what one GPU costs per hour, for the idle-GPU alert")
     add.add_argument("--ca-file", metavar="PEM", help="trust this CA (a private CA) instead of the public bundle")
     add.add_argument("--client-cert", metavar="PEM", help="client certificate for a server that asks for one")
@@ -73,15 +71,17 @@ def register(sub: Subcommands) -> None:
 
     watch = actions.add_parser("watch", parents=common, help="stream the fleet's GPUs", epilog=_EPILOG)
     watch.add_argument("name")
-    watch.add_argument("--interval", type=float, default=5.0, metavar="S",
+    watch.add_argument("--interval", type=decimal_number, default=5.0, metavar="S",
                        help=f"seconds between snapshots ({MIN_INTERVAL_S:g}-{MAX_INTERVAL_S:g}, default 5)")
-    watch.add_argument("--count", type=int, metavar="N", help="stop after N snapshots")
+    watch.add_argument("--count", type=whole_number, metavar="N", help="stop after N snapshots")
     watch.add_argument("--accept-new", action="store_true", help="trust the --via host's key if none is recorded yet")
     watch.set_defaults(handler=cmd_watch)
 
     demo = sub.add_parser("demo-fleet", help="run SIMULATED dcgm-exporters on loopback for a Prometheus to scrape")
-    demo.add_argument("--hosts", type=int, required=True, metavar="N", help=f"simulated hosts (1-{MAX_DEMO_HOSTS})")
-    demo.add_argument("--gpus-per-host", type=int, default=8, metavar="M", help="GPUs per host (1-16, default 8)")
+    demo.add_argument("--hosts", type=whole_number, required=True, metavar="N",
+                      help=f"simulated hosts (1-{MAX_DEMO_HOSTS})")
+    demo.add_argument("--gpus-per-host", type=whole_number, default=8, metavar="M",
+                      help="GPUs per host (1-16, default 8)")
     demo.add_argument("--fault", action="append", default=[], metavar="KIND:HOST/GPU",
                       help="play a fault on GPU GPU of host number HOST: gpu-lost (XID 79, the exporter stops "
                            "publishing it), xid-app (XID 13); repeatable")
@@ -89,15 +89,10 @@ def register(sub: Subcommands) -> None:
 
 
 def _read_secret(what: str) -> str:
-    if sys.stdin is None or sys.stdin.closed:
-        raise GpuwsError(f"fleet: no input for the {what}; pipe it on stdin")
-    if sys.stdin.isatty():
-        value = getpass.getpass(f"{what} (input hidden): ")
-    else:
-        value = sys.stdin.read().removesuffix("\n").removesuffix("\r")
-    if not value:
-        raise GpuwsError(f"fleet: the {what} is empty; nothing was stored")
-    return value
+    from gpuws.core.stdin import read_secret
+
+    # The one bounded stdin reader: at most 64 KiB of text without NUL, or exit 2 and nothing stored.
+    return read_secret(sys.stdin, f"fleet: the {what}", f"{what} (input hidden): ")
 
 
 def cmd_add(args: argparse.Namespace) -> int:

@@ -9,7 +9,7 @@ import asyncio
 
 from gpuws.cli.connecting import ExitStatus, tty_prompts
 from gpuws.cli.expect import add_expect_flags, expected_from
-from gpuws.cli.output import Subcommands, print_json, sim_banner
+from gpuws.cli.output import Subcommands, decimal_number, print_json, sim_banner
 from gpuws.core.health import HealthVerdict, HostHealth, provider_report
 
 _EPILOG = """exit status: 0 healthy, 11 degraded or unhealthy (--allow-warn does not change that:
@@ -40,7 +40,7 @@ def register(sub: Subcommands) -> None:
                              "no warn verdict (degraded and unhealthy stay 11)")
     parser.add_argument("--accept-new", action="store_true",
                         help="trust the host key if this host has none recorded yet (never a changed key)")
-    parser.add_argument("--timeout", type=float, default=None, metavar="S",
+    parser.add_argument("--timeout", type=decimal_number, default=None, metavar="S",
                         help="seconds allowed on the host (default 10, 120 with --dcgm)")
     add_expect_flags(parser)
     parser.set_defaults(handler=run_health)

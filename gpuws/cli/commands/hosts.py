@@ -20,6 +20,7 @@ from gpuws.core.profiles import ProfileStore, profile_to_dict
 from gpuws.core.recordfile import NamedRecordStore
 from gpuws.core.terminal import printable
 from gpuws.core.validation import (
+    check_private_key_file,
     validate_currency,
     validate_port,
     validate_price,
@@ -112,10 +113,13 @@ def register(sub: Subcommands) -> None:
 
 
 def _key_path(raw: str | None) -> str | None:
-    # Stored profiles outlive the current directory: make a relative path absolute now.
-    if raw is None or raw.startswith("~"):
+    """`--key`: a private key file, checked now (a device, a directory or a file that is not a
+    private key is refused, exit 2); stored absolute, as profiles outlive the current directory."""
+    if raw is None or raw == "":
         return raw
-    return os.path.abspath(raw)
+    path = raw if raw.startswith("~") else os.path.abspath(raw)
+    check_private_key_file(path)
+    return path
 
 
 def _profile_options(parser: argparse.ArgumentParser, *, editing: bool) -> None:
@@ -158,6 +162,10 @@ def _slice_prices(given: list[str], current: dict[str, float]) -> dict[str, floa
         if not sep or not profile:
             raise ValidationError("slice-price", f"{printable(item)!r} is not PROFILE=PRICE, e.g. 1g.10gb=0.50")
         validate_slice_profile(profile, field)
+        if price != "":  # removing a price is always allowed, whatever its name
+            from gpuws.core.resize.pricing import check_slice_price_key  # the catalog: only when asked
+
+            check_slice_price_key(profile, field)
         if price == "":
             prices.pop(profile, None)
         else:

@@ -20,7 +20,7 @@ from typing import Any
 
 from gpuws.cli.commands.resize import RESIZE_EXIT_STATUS
 from gpuws.cli.connecting import ExitStatus, tty_prompts
-from gpuws.cli.output import Subcommands, fail, print_json, sim_banner
+from gpuws.cli.output import Subcommands, fail, print_json, sim_banner, whole_number
 from gpuws.core.errors import GpuwsError, ParseError, RefusedInput
 from gpuws.core.resize.layout import LayoutError
 from gpuws.core.resize.migparted import (
@@ -45,7 +45,7 @@ def register(sub: Subcommands) -> None:
 
     export = cmds.add_parser("export", help="print the host's current MIG layout as a mig-parted v1 config")
     export.add_argument("name", help="host profile name ('demo' for the built-in simulated host)")
-    export.add_argument("--gpu", type=int, metavar="I", help="only this GPU (default: every MIG-capable GPU)")
+    export.add_argument("--gpu", type=whole_number, metavar="I", help="only this GPU (default: every MIG-capable GPU)")
     export.add_argument("--config", default="current", metavar="CFG", help="name of the config (default: current)")
     export.add_argument("--accept-new", action="store_true", help="trust an unknown host key on first connect")
     export.set_defaults(handler=_export)

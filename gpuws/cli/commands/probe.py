@@ -6,7 +6,7 @@ import argparse
 import asyncio
 
 from gpuws.cli.connecting import EXIT_STATUS_HELP, tty_prompts
-from gpuws.cli.output import Subcommands, print_json, sim_banner
+from gpuws.cli.output import Subcommands, decimal_number, print_json, sim_banner
 from gpuws.core.inventory import GpuInfo, Inventory
 from gpuws.core.terminal import printable
 
@@ -26,7 +26,7 @@ def register(sub: Subcommands) -> None:
     parser.add_argument("--accept-new", action="store_true",
                         help="trust the host key if this host has none recorded yet (never a changed key)")
     parser.add_argument("--json", action="store_true", help="print the inventory as JSON")
-    parser.add_argument("--timeout", type=float, default=60.0, metavar="S",
+    parser.add_argument("--timeout", type=decimal_number, default=60.0, metavar="S",
                         help="seconds allowed for the probe command on the host (default 60)")
     parser.set_defaults(handler=run_probe)
 

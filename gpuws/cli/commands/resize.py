@@ -19,7 +19,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from gpuws.cli.connecting import ExitStatus, resize_exit_status, tty_prompts
-from gpuws.cli.output import Subcommands, fail, print_json, sim_banner
+from gpuws.cli.output import Subcommands, fail, print_json, sim_banner, whole_number
 from gpuws.core.resize.audit import AuditLog
 from gpuws.core.resize.journal import ResizeJournal, interrupted_resize_json
 from gpuws.core.resize.outcome import ResizeOutcome
@@ -28,6 +28,7 @@ from gpuws.core.resize.pricing import PriceBook, price_book
 from gpuws.core.resize.provider import plan_provider_resize
 from gpuws.core.resize.state import GpuMigState
 from gpuws.core.resize.targets import target_options
+from gpuws.core.stdin import read_answer
 from gpuws.core.terminal import printable
 
 if TYPE_CHECKING:
@@ -60,7 +61,7 @@ def register(sub: Subcommands) -> None:
                         help="finish an interrupted resize of this host: complete its target or restore "
                         "the previous layout, then verify (exit 0 verified, 8 refused, 9 rolled back, "
                         "10 rollback failed)")
-    resize.add_argument("--gpu", type=int, default=0, metavar="I", help="GPU index (default 0)")
+    resize.add_argument("--gpu", type=whole_number, default=0, metavar="I", help="GPU index (default 0)")
     resize.add_argument("--dry-run", action="store_true", help="print the plan and change nothing")
     resize.add_argument("--yes", action="store_true", help="do not ask for the typed confirmation")
     resize.add_argument("--stop-processes", action="store_true",
@@ -168,7 +169,7 @@ def _confirm(args: argparse.Namespace, what: str) -> bool:
         print(f"gpuws: refusing: {what} is destructive; pass --yes (not a terminal, cannot ask)", file=sys.stderr)
         return False
     print(f"{what} is destructive. Type the host name ({args.name}) to continue: ", end="", file=sys.stderr, flush=True)
-    return bool(sys.stdin.readline().strip() == args.name)
+    return bool(read_answer(sys.stdin).strip() == args.name)
 
 
 def _print_plan(banner: str, header: str, prices: tuple[float | None, float | None], plan: Plan) -> None:

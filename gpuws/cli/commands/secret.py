@@ -7,14 +7,14 @@ else from a hidden prompt; never from argv, where it would land in shell history
 from __future__ import annotations
 
 import argparse
-import getpass
 import sys
 
 from gpuws.cli.commands.hosts import guarded, json_flag, profile_store
 from gpuws.cli.output import Subcommands, print_json
-from gpuws.core.errors import GpuwsError, RefusedInput
+from gpuws.core.errors import RefusedInput
 from gpuws.core.models import SecretKind
 from gpuws.core.secrets import SecretStore, describe_backend
+from gpuws.core.stdin import read_secret
 from gpuws.core.validation import validate_name
 
 
@@ -41,16 +41,8 @@ def register(sub: Subcommands) -> None:
 
 
 def _read_secret(name: str, kind: SecretKind) -> str:
-    if sys.stdin is None or sys.stdin.closed:
-        raise GpuwsError("secret: no input; pipe the secret on stdin or run in a terminal")
-    if sys.stdin.isatty():
-        value = getpass.getpass(f"{kind} for {name} (input hidden): ")
-    else:
-        # One line as `echo`/`printf '%s\n'` would send it; the line break is not part of it.
-        value = sys.stdin.read().removesuffix("\n").removesuffix("\r")
-    if not value:
-        raise RefusedInput("secret: the value is empty; nothing was stored")
-    return value
+    # The one bounded stdin reader: at most 64 KiB of text without NUL, or exit 2 and nothing stored.
+    return read_secret(sys.stdin, "secret", f"{kind} for {name} (input hidden): ")
 
 
 def cmd_set(args: argparse.Namespace) -> int:

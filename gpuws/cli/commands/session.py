@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from gpuws.cli.connecting import tty_prompts
-from gpuws.cli.output import Subcommands, fail, print_json
+from gpuws.cli.output import Subcommands, fail, print_json, whole_number
 from gpuws.core.errors import ValidationError
 
 if TYPE_CHECKING:
@@ -34,10 +34,10 @@ def register(sub: Subcommands) -> None:
         "the SSH connection drops and reconnects.",
     )
     p.add_argument("name", metavar="NAME", help="host profile name ('demo': the built-in simulated host)")
-    p.add_argument("--remote", type=int, metavar="PORT", help="port of the service on the host "
+    p.add_argument("--remote", type=whole_number, metavar="PORT", help="port of the service on the host "
                    "(default: the preset's; for jupyter, the running server's)")
-    p.add_argument("--local", type=int, metavar="PORT", help="local port (default: the same as --remote if free, "
-                   "else any free port)")
+    p.add_argument("--local", type=whole_number, metavar="PORT",
+                   help="local port (default: the same as --remote if free, else any free port)")
     p.add_argument("--preset", choices=PRESET_CHOICES, help="what the service is: sets the usual port and URL")
     p.add_argument("--no-start", action="store_true", help="jupyter: do not start a server when none is running")
     p.add_argument("--logdir", metavar="DIR", help="tensorboard: start `tensorboard --logdir DIR` on the host first")

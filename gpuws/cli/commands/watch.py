@@ -8,7 +8,7 @@ import sys
 from typing import TextIO
 
 from gpuws.cli.connecting import EXIT_STATUS_HELP, add_accept_new, tty_prompts
-from gpuws.cli.output import Subcommands, fail, print_json, sim_banner
+from gpuws.cli.output import Subcommands, decimal_number, fail, print_json, sim_banner, whole_number
 from gpuws.core.telemetry.sample import GpuSample, SampleBatch, iso8601
 
 MIN_INTERVAL_S = 0.05  # 20 Hz
@@ -33,13 +33,13 @@ def register(sub: Subcommands) -> None:
         epilog=_EPILOG,
     )
     parser.add_argument("name", metavar="NAME", help="host profile name")
-    parser.add_argument("--interval", type=float, default=1.0, metavar="S",
+    parser.add_argument("--interval", type=decimal_number, default=1.0, metavar="S",
                         help=f"seconds between samples ({MIN_INTERVAL_S:g}-{MAX_INTERVAL_S:g}, default 1)")
-    parser.add_argument("--count", type=int, default=None, metavar="N", help="stop after N samples per GPU")
+    parser.add_argument("--count", type=whole_number, default=None, metavar="N", help="stop after N samples per GPU")
     parser.add_argument("--json", action="store_true", help="print one JSON object per sample per GPU")
     parser.add_argument("--source", choices=("auto", "nvml", "nvidia-smi"), default="auto",
                         help="telemetry source (default auto: the NVML agent, else nvidia-smi)")
-    parser.add_argument("--reconnect-timeout", type=float, default=DEFAULT_RECONNECT_TIMEOUT_S, metavar="S",
+    parser.add_argument("--reconnect-timeout", type=decimal_number, default=DEFAULT_RECONNECT_TIMEOUT_S, metavar="S",
                         help="give up (exit status 5) when the stream stays lost this long (default 300)")
     add_accept_new(parser)
     parser.set_defaults(handler=run_watch)

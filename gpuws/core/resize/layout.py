@@ -25,7 +25,7 @@ from gpuws.core.resize.catalog import COMPUTE_SLICES, FULL, MEMORY_SLOTS, GpuMod
 
 MIG_EMPTY = "mig"
 _MAX_TARGET_LEN = 200
-_ITEM_RE = re.compile(r"^(?:(\d{1,2})\s*[xX*]\s*)?([0-9a-z.+]+)$")
+_ITEM_RE = re.compile(r"^(?:(\d{1,2})\s*[xX*]\s*)?([0-9a-z.+]+)$", re.ASCII)  # user input: ASCII digits only
 
 
 class LayoutError(GpuwsError):

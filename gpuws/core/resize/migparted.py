@@ -29,6 +29,7 @@ import yaml
 from gpuws.core.errors import ParseError
 from gpuws.core.gpus.models import normalise_pci_id
 from gpuws.core.jsontypes import JsonObject
+from gpuws.core.nesting import NestingTooDeep, check_yaml_nesting
 from gpuws.core.resize.catalog import GpuModel
 from gpuws.core.resize.layout import FULL_LAYOUT, Layout, LayoutError, fit_placements, make_layout
 
@@ -82,7 +83,10 @@ def import_mig_parted(text: str) -> dict[str, list[MigPartedEntry]]:
     if len(text.encode()) > _MAX_YAML_BYTES:
         raise ParseError("mig-parted config is too large")
     try:
+        check_yaml_nesting(text)  # before the recursive composer: a RecursionError is no answer
         doc = yaml.safe_load(text)
+    except NestingTooDeep as exc:
+        raise ParseError(f"mig-parted config, {exc}") from None
     except yaml.YAMLError as exc:
         raise ParseError(f"mig-parted config is not valid YAML: {str(exc).splitlines()[0]}") from None
     if not isinstance(doc, dict) or doc.get("version") != "v1":

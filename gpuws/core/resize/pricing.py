@@ -13,8 +13,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from fractions import Fraction
 
+from gpuws.core.errors import ValidationError
 from gpuws.core.models import HostProfile
-from gpuws.core.resize.catalog import FULL, GpuModel, MigProfile
+from gpuws.core.resize.catalog import FULL, GPU_MODELS, VGPU_FRACTIONS, GpuModel, MigProfile
 from gpuws.core.resize.layout import Layout
 
 
@@ -95,3 +96,21 @@ def profile_after_resize(
         if full_card_price is not None:
             slice_prices.setdefault(FULL, full_card_price)
     return dataclasses.replace(profile, slice_profile=slice_profile, price_per_hour=price, slice_prices=slice_prices)
+
+
+PROVIDER_TYPE_PREFIX = "type:"
+
+
+def check_slice_price_key(key: str, field: str = "slice-price") -> str:
+    """A `--slice-price` name a price book can use: `full`, a MIG profile of the catalog (e.g.
+    1g.10gb), a vGPU fraction (1/8, 1/4, 1/2) or `type:INSTANCE_TYPE`; a price under any other
+    name would never be read, so it is refused rather than kept silently."""
+    if key.startswith(PROVIDER_TYPE_PREFIX) and len(key) > len(PROVIDER_TYPE_PREFIX):
+        return key
+    names = {FULL, *(f.name for f in VGPU_FRACTIONS), *(p.name for m in GPU_MODELS for p in m.profiles)}
+    if key not in names:
+        from gpuws.core.terminal import printable
+
+        raise ValidationError(field, f"no slice profile {printable(key, 40)} on this host (a MIG profile such "
+                                     f"as 1g.10gb, full, a vGPU share such as 1/4, or type:INSTANCE_TYPE)")
+    return key

@@ -26,6 +26,7 @@ import tomli_w
 from gpuws.cli.output import fail
 from gpuws.core.errors import ValidationError
 from gpuws.core.files import LocalFileRefused, read_regular_file
+from gpuws.core.nesting import NestingTooDeep, load_toml
 from gpuws.core.recordfile import BOM, NamedRecordStore, key_line
 from gpuws.core.terminal import printable
 
@@ -100,7 +101,10 @@ def edit_in_editor(store: NamedRecordStore[Any], name: str) -> int:
             body = edited
             error = None
             try:
-                row = tomllib.loads(edited)
+                row = load_toml(edited)
+            except NestingTooDeep as exc:
+                error = f"line {exc.line + len(header) + 1}: nested more than {exc.limit} levels deep"
+                continue
             except tomllib.TOMLDecodeError as exc:
                 error = f"not valid TOML: {exc}"
                 continue

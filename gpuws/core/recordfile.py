@@ -39,6 +39,7 @@ from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar
 
 from gpuws.core.errors import GpuwsError, RefusedInput, ValidationError
 from gpuws.core.files import LocalFileRefused, read_regular_file
+from gpuws.core.nesting import NestingTooDeep, load_toml
 
 if TYPE_CHECKING:
     from filelock import FileLock
@@ -344,7 +345,9 @@ def _parse_piece(piece: _Piece) -> tuple[Table | None, tuple[int, int | None, st
         return None, (piece.first + data[:exc.start].count(b"\n"), exc.start - line_start + 1,
                       f"is not UTF-8 text (byte 0x{data[exc.start]:02x})")
     try:
-        return tomllib.loads(text), None
+        return load_toml(text), None
+    except NestingTooDeep as exc:
+        return None, (piece.first + exc.line - 1, None, f"is nested more than {exc.limit} levels deep")
     except tomllib.TOMLDecodeError as exc:
         line, column = _toml_error_at(exc, text)
         # "at end of document" is the piece's last line, not the next piece's first
@@ -391,7 +394,11 @@ def parse_records(raw: bytes, path: Path, fmt: RecordFormat[_T]) -> Loaded[_T]:
         state.read_only = problem(line, None, f"is not UTF-8 text (byte {exc.start + 1}); {gone_to}")
         return _recover(body, bom, path, fmt, state)
     try:
-        doc = tomllib.loads(text)
+        doc = load_toml(text)
+    except NestingTooDeep as exc:
+        # Bounded before tomllib recurses (a RecursionError named no line, and could take a worker down).
+        state.read_only = problem(exc.line, None, f"is nested more than {exc.limit} levels deep; {gone_to}")
+        return _recover(body, bom, path, fmt, state)
     except tomllib.TOMLDecodeError as exc:
         line, column = _toml_error_at(exc, text)
         reason = _TOML_AT.sub("", str(exc)).strip()
@@ -772,6 +779,10 @@ class RecordFile(Generic[_T]):
             doc[self.fmt.key] = tomlkit.aot()
             return doc
         doc = tomlkit.parse(loaded.text)
+        if self.fmt.key in doc and not isinstance(doc[self.fmt.key], tomlkit.items.AoT) and not doc[self.fmt.key]:
+            # `hosts = []` (the last record removed by an older gpuws, or typed): tables appended to that
+            # inline array were written inside it, `hosts = [name = "x" ...]`, and the file broke.
+            del doc[self.fmt.key]
         if self.fmt.key not in doc:
             doc[self.fmt.key] = tomlkit.aot()
         return doc
@@ -810,6 +821,8 @@ class RecordFile(Generic[_T]):
             merge_table(tables[index], self.fmt.to_table(old), self.fmt.to_table(rec))
         for index in sorted((i for _, i in gone), reverse=True):
             del tables[index]
+        if not len(tables) and not new:
+            del doc[self.fmt.key]  # no `hosts = []` left behind: the file reads as no records either way
         for rec in new:
             table = tomlkit.item(drop_unset(self.fmt.to_table(rec)))
             table.trivia.indent = "\n"  # a blank line before the new [[table]], as in a file gpuws writes fresh

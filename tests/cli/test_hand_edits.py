@@ -156,3 +156,35 @@ def test_a_broken_host_can_be_removed(capsys: pytest.CaptureFixture[str]) -> Non
     assert code == 0, err
     assert "alpha" not in path.read_text() and path.read_text().startswith(GOOD)
     assert [h["name"] for h in listing(capsys)["hosts"]] == ["good"]  # type: ignore[index]
+
+
+@pytest.mark.parametrize("typed", [False, True])
+def test_removing_the_last_host_then_adding_one_keeps_the_file_valid(
+        capsys: pytest.CaptureFixture[str], typed: bool) -> None:
+    """Add, remove, add wrote `hosts = [name = "x" ...]` (the new table inside the `hosts = []` the
+    removal left): the file was read-only until repaired (issue 36, found while fuzzing)."""
+    if typed:  # a user (or an older gpuws) left the empty inline array
+        profiles_file("schema_version = 1\nhosts = []\n")
+    else:
+        assert run(capsys, "hosts", "add", "x", "--host", "127.0.0.1", "--user", "u")[0] == 0
+        assert run(capsys, "hosts", "remove", "x")[0] == 0
+    assert run(capsys, "hosts", "add", "x", "--host", "127.0.0.1", "--user", "u")[0] == 0
+    assert run(capsys, "hosts", "add", "y", "--host", "127.0.0.2", "--user", "u")[0] == 0
+    doc = listing(capsys)
+    assert [h["name"] for h in doc["hosts"]] == ["x", "y"]  # type: ignore[index]
+    text = (paths.config_dir() / "profiles.toml").read_text()
+    assert "[[hosts]]" in text and "hosts = [" not in text and "schema_version = 1" in text
+    code, _, err = run(capsys, "hosts", "list")
+    assert code == 0 and "warning" not in err
+
+
+def test_a_record_nested_500_deep_is_named_by_its_line_and_hides_no_other(capsys: pytest.CaptureFixture[str]) -> None:
+    """tomllib recursed per level: the RecursionError named no line (issue 36 item 3, for TOML)."""
+    good = '[[hosts]]\nname = "a"\nhost = "127.0.0.1"\nuser = "u"\n\n'
+    deep = '[[hosts]]\nname = "b"\nhost = "127.0.0.1"\nuser = "u"\nnotes = ' + "[" * 500 + "]" * 500 + "\n\n"
+    last = '[[hosts]]\nname = "c"\nhost = "127.0.0.1"\nuser = "u"\n'
+    profiles_file("schema_version = 1\n\n" + good + deep + last)
+    doc = listing(capsys)
+    assert [h["name"] for h in doc["hosts"] if not h.get("error")] == ["a", "c"]  # type: ignore[index, union-attr]
+    code, _, err = run(capsys, "hosts", "list")
+    assert code == 0 and "profiles.toml:12" in err and "nested more than" in err and "Traceback" not in err

@@ -35,10 +35,11 @@ from gpuws.core.jsontypes import JsonObject
 from gpuws.core.models import HostProfile
 from gpuws.core.resize.audit import AuditLog, AuditRecord, now_iso
 from gpuws.core.resize.instance_state import InstanceState, InstanceView, NoAddress, parse_aws_describe
+from gpuws.core.resize.instance_types import InstanceType
 from gpuws.core.resize.journal import JournalEntry, ResizeJournal
 from gpuws.core.resize.outcome import ResizeOutcome
 from gpuws.core.resize.provider import ProviderError, ProviderPlan, plan_provider_resize
-from gpuws.remote.provider_ops import ProviderCli
+from gpuws.remote.provider_ops import PowerResult, ProviderCli
 from gpuws.remote.resize import PROVIDER_ROLLED_BACK, ROLLBACK_FAILED, TARGET_VERIFIED, Progress, ProgressCallback
 
 TYPE_PREFIX = "type:"
@@ -128,23 +129,18 @@ def can_describe(profile: HostProfile) -> bool:
 def type_price(profile: HostProfile, instance_type: str) -> float | None:
     """The hourly price of `instance_type` for this host: its own `--slice-price` first, then the
     catalog's on-demand price in the host's region (None: neither knows one)."""
-    own = profile.slice_prices.get(instance_type, profile.slice_prices.get(f"{TYPE_PREFIX}{instance_type}"))
-    if own is not None:
-        return own
+    from gpuws.core.resize.instance_types import price_for
+
     itype = _catalog_type(profile, instance_type)
-    if itype is None or profile.provider.region is None:
-        return None
-    price: float | None = itype.price(profile.provider.region)
-    return price
+    if itype is None:
+        return profile.slice_prices.get(instance_type, profile.slice_prices.get(f"{TYPE_PREFIX}{instance_type}"))
+    return price_for(itype, profile.provider.region, profile.slice_prices)[0]
 
 
-def _catalog_type(profile: HostProfile, instance_type: str) -> Any:
+def _catalog_type(profile: HostProfile, instance_type: str) -> InstanceType | None:
     from gpuws.core.resize.instance_types import instance_type as lookup
 
-    try:
-        return lookup(profile.provider.kind or "custom", instance_type)
-    except (LookupError, GpuwsError):
-        return None
+    return lookup(profile.provider.kind, instance_type)
 
 
 def verify_gpu(profile: HostProfile, instance_type: str, inventory: Inventory) -> tuple[str, list[str]]:
@@ -259,8 +255,8 @@ async def resize_instance(
     instance_type = instance_type_of(target)
     plan = plan_provider_resize(profile.provider, instance_type)
     if plan.command("describe") is None:
-        raise ProviderError(f"{plan.kind}: no describe command, so the instance's address cannot be read back; "
-                            "gpuws.app.resize.apply_provider runs this provider's templates")
+        return await _templates_only(profile, plan, reach=reach, progress=progress, audit=audit,
+                                     on_changed=on_changed)
     run = _Run(profile, cli or await _cli(profile, plan), reach, progress)
     started_at = now_iso()
     clock = time.perf_counter()
@@ -271,13 +267,36 @@ async def resize_instance(
                                steps=run.steps)
         return done
     journal = ResizeJournal(audit=audit or AuditLog())
-    entry = JournalEntry(host=profile.name, gpu=0, gpu_name=view.instance_id, before=f"{TYPE_PREFIX}{view.instance_type}",
+    entry = JournalEntry(host=profile.name, gpu=0, gpu_name=view.instance_id,
+                         before=f"{TYPE_PREFIX}{view.instance_type}",
                          target=f"{TYPE_PREFIX}{instance_type}", plan=plan.to_dict()["steps"],
                          simulated=profile.simulated, via=via, backend="provider")
     await asyncio.to_thread(journal.begin, entry)
     result = await _converge(run, journal, view, view.instance_type, instance_type, started_at, "", on_changed)
     run.steps.append(TimedStep("total", time.perf_counter() - clock, False))
     return result
+
+
+async def _templates_only(profile: HostProfile, plan: ProviderPlan, *, reach: Reach,
+                          progress: ProgressCallback | None, audit: AuditLog | None,
+                          on_changed: ProfileHook | None) -> InstanceResized:
+    """A provider without a describe command (its templates only, as before): the steps in
+    order, the host reached at the profile's address, the type and price saved when it answers."""
+    from gpuws.app.resize import apply_provider
+
+    async def reconnect() -> str:
+        """Wait for SSH at the profile's address and say what GPUs it has."""
+        inventory = (await reach(profile)).inventory
+        return ", ".join(g.name for g in inventory.gpus) or "no GPU"
+
+    applied = await apply_provider(profile, plan, reconnect=reconnect, progress=progress, audit=audit,
+                                   target_text=f"{TYPE_PREFIX}{plan.instance_type}", on_changed=on_changed)
+    done = applied.result
+    return InstanceResized(done.outcome, done.kind, applied.profile, profile.slice_profile, plan.instance_type,
+                           plan.instance_type if done.ok else None, profile.host, profile.host, error=done.error,
+                           log=done.log, warnings=[*applied.warnings, f"{plan.kind}: the address is not read back "
+                                                   "from the provider (no describe command); the host is reached "
+                                                   "at the profile's address"])
 
 
 async def recover_instance(
@@ -378,38 +397,21 @@ async def _finish(journal: ResizeJournal, result: InstanceResized, note: str, st
     record = AuditRecord(
         host=profile.name, gpu=None, backend="provider", target=f"{TYPE_PREFIX}{result.target}",
         before=result.before, after=result.after, outcome=f"{note}{result.outcome}", ok=result.ok,
-        plan=[], log=[*result.log, *([f"error: {result.error}"] if result.error else [])]
-        + [f"address: {result.address_before} -> {result.address_after}"],
+        plan=[], log=[*result.log, *([f"error: {result.error}"] if result.error else []),
+                      f"address: {result.address_before} -> {result.address_after}"],
         started_at=started_at, simulated=profile.simulated,
     )
     await asyncio.to_thread(journal.finish, profile.name, record, keep=keep)
 
 
-@dataclass
-class InstanceStarted:
-    """A start through the provider: whether it ran, and the address read back after it."""
-
-    ok: bool
-    profile: HostProfile
-    address_before: str
-    address_after: str | None = None
-    error: str | None = None
-    log: list[str] = field(default_factory=list)
-
-    def to_dict(self) -> JsonObject:
-        """The `gpuws start --json` fields."""
-        return {"action": "start", "ok": self.ok, "error": self.error, "log": list(self.log),
-                "address_before": self.address_before, "address_after": self.address_after}
-
-
 async def start_instance(profile: HostProfile, *, progress: Callable[[str], None] | None = None,
-                         on_changed: ProfileHook | None = None, cli: ProviderCli | None = None) -> InstanceStarted:
+                         on_changed: ProfileHook | None = None, cli: ProviderCli | None = None) -> PowerResult:
     """Start the instance, wait until it runs, and read its address back from the provider: a new
     one is saved in the profile (and told through `on_changed`) so the host is reached there."""
     plan = plan_provider_resize(profile.provider, "unchanged")
     run_cli = cli or await _cli(profile, plan)
     say = progress or (lambda _line: None)
-    result = InstanceStarted(False, profile, profile.host, log=run_cli.log)
+    result = PowerResult("start", False, log=run_cli.log, address_before=profile.host)
     try:
         for action in ("start", "wait_running"):
             command = plan.command(action)
@@ -428,10 +430,10 @@ async def start_instance(profile: HostProfile, *, progress: Callable[[str], None
             result.address_after = address
             if address != profile.host:
                 warnings: list[str] = []
-                result.profile = await _save(dataclasses.replace(profile, host=address), profile, warnings)
+                saved = await _save(dataclasses.replace(profile, host=address), profile, warnings)
                 result.log += warnings
                 if on_changed is not None:
-                    on_changed(result.profile)
+                    on_changed(saved)
         result.ok = True
     except GpuwsError as exc:
         result.error = run_cli.redact(str(exc))

@@ -49,13 +49,21 @@ class PowerPlan:
 
 @dataclass
 class PowerResult:
+    """What a start or stop did; after a start where the provider can describe the instance, the
+    address it had and the one read back (the profile follows a new one)."""
+
     action: str
     ok: bool
     error: str | None = None
     log: list[str] = field(default_factory=list)
+    address_before: str | None = None
+    address_after: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        return {"action": self.action, "ok": self.ok, "error": self.error, "log": self.log}
+        doc: dict[str, Any] = {"action": self.action, "ok": self.ok, "error": self.error, "log": self.log}
+        if self.address_after is not None:
+            doc.update(address_before=self.address_before, address_after=self.address_after)
+        return doc
 
 
 def _check_value(name: str, value: str | None) -> str:

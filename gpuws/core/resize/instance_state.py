@@ -84,7 +84,7 @@ def parse_aws_describe(text: str, instance_id: str) -> InstanceView:
             state = instance.get("State")
             name = state.get("Name") if isinstance(state, dict) else None
             try:
-                parsed_state = InstanceState(name)
+                parsed_state = InstanceState(str(name))
             except ValueError:
                 raise ParseError(f"{where}.State.Name: {str(name)[:40]!r} is not an EC2 instance state") from None
             itype = _text(instance, "InstanceType", where)

@@ -2,7 +2,8 @@
 
 A resize is: stop, (wait until stopped), modify the instance type, start, (wait until running);
 then the instance's address is read back from the provider ("describe", where the provider has one),
-gpuws waits for SSH there, probes and checks the GPU against the type (`gpuws.app.cloud`). Each action is an argv template with
+gpuws waits for SSH there, probes and checks the GPU against the type (`gpuws.app.cloud`).
+Each action is an argv template with
 `{instance_id}`, `{region}` and `{instance_type}` substituted inside single arguments (no shell,
 so a value can never become a second command). Presets cover the AWS, Google Cloud, Alibaba
 Cloud and Tencent Cloud CLIs; `ProviderInfo.commands` overrides any action per host.

@@ -3,7 +3,8 @@
 Figures the driver reports come from real `nvidia-smi` output (see tests/fixtures/real and its
 README); what the GPU registry (`gpuws.core.gpus`) knows about a product (its PCI device id, MIG
 profiles, PCIe link and ECC from the datasheet) is read from there by product name, never copied.
-A `--gpus` spec such as "h100,a100,l40s,vgpu" or "2xh100" picks them.
+A `--gpus` spec such as "h100,a100,l40s,vgpu" or "2xh100" picks them; "l4" is a whole NVIDIA L4 and
+"l4/8", "l4/4", "l4/2" the vGPU fractions of one that an AWS G6f guest sees.
 """
 
 from __future__ import annotations
@@ -67,6 +68,9 @@ class GpuModel:
     pcie_width_max: int = 16
     virtualization_mode: str = "None"
     vgpu_profile: str | None = None  # product name of a vGPU guest device, e.g. "GRID A100-10C"
+    # What a licensed vGPU guest's `nvidia-smi -q` names as its licensed product: C-series
+    # (compute) profiles are Virtual Compute Server, Q-series RTX Virtual Workstation.
+    vgpu_license: str = "NVIDIA Virtual Compute Server"
 
     @property
     def mig_capable(self) -> bool:
@@ -135,7 +139,49 @@ GPU_MODELS: dict[str, GpuModel] = {
         slowdown_temp_c=89, shutdown_temp_c=92, max_operating_temp_c=85, idle_pstate="P0",
         virtualization_mode="VGPU", vgpu_profile="GRID A100-10C",
     ),
+    # A whole NVIDIA L4 as AWS G6 gives it (passthrough): the figures of the real capture in
+    # tests/fixtures/real/nvidia-smi-captures/l4__550.90.07__table-and-a.txt (23034 MiB, 556 MiB
+    # reserved, BAR1 32768 MiB, 72 W limit, 40 W minimum, 16 W and 33 C idle in P8, clocks 2040/6251
+    # max, 210/405 idle, video 1770, PCIe at Gen1 when idle, sub-system 16CA, VBIOS 95.04.29.00.06).
+    # Not in that capture (550 prints thermal limits relative to the current temperature): the
+    # absolute slowdown/shutdown/operating limits and the full-load temperature, set to the
+    # same-generation L40S's so the simulation has thresholds; the simulation never claims them.
+    "l4": _registered(GpuModel(
+        key="l4", name="NVIDIA L4", brand="NVIDIA", architecture="Ada Lovelace",
+        memory_total_mib=23034, memory_reserved_mib=556, bar1_total_mib=32768,
+        power_limit_w=72.0, power_min_w=40.0, power_idle_w=16.0,
+        max_sm_clock_mhz=2040, max_mem_clock_mhz=6251, idle_sm_clock_mhz=210, idle_mem_clock_mhz=405,
+        max_video_clock_mhz=1770, pcie_gen_idle=1,
+        compute_cap="8.9", pci_sub_system_id="16CA10DE",
+        vbios_version="95.04.29.00.06", idle_temp_c=33.0, full_load_temp_c=75.0,
+        slowdown_temp_c=88, shutdown_temp_c=93, max_operating_temp_c=87, idle_pstate="P8",
+    )),
 }
+
+
+def _l4_fraction(share: int, profile: str, framebuffer_mib: int, sub_system: str) -> GpuModel:
+    """An AWS G6f guest's view of 1/`share` of an L4: an NVIDIA vGPU (Q-series profile, the
+    product name its driver reports, e.g. "NVIDIA L4-3Q") with the profile's framebuffer, seen
+    on the L4's PCI device id with the profile's sub-system id. Sources: core/resize/instance_types
+    (profiles and framebuffers: Karpenter's DRA table and an L4-12Q guest's 12288 MiB) and an
+    EKS AMI note listing the g6f sub-systems 1733/1735/1737 (g6f.large, 2xlarge, 4xlarge)."""
+    whole = GPU_MODELS["l4"]
+    return dataclasses.replace(
+        whole, key=f"l4/{share}", name=profile, brand="NVIDIA RTX Virtual Workstation",
+        memory_total_mib=framebuffer_mib, memory_reserved_mib=0, bar1_total_mib=256,
+        pci_sub_system_id=sub_system, vbios_version="00.00.00.00.00",
+        # A vGPU guest sees its clocks at their maximum and no power readings (as the A100 guest).
+        idle_sm_clock_mhz=whole.max_sm_clock_mhz, idle_mem_clock_mhz=whole.max_mem_clock_mhz,
+        idle_pstate="P0", pcie_gen_idle=whole.pcie_gen_max, mig_profiles=(),
+        virtualization_mode="VGPU", vgpu_profile=profile, vgpu_license="NVIDIA RTX Virtual Workstation",
+    )
+
+
+GPU_MODELS.update({
+    "l4/8": _l4_fraction(8, "NVIDIA L4-3Q", 3072, "173310DE"),
+    "l4/4": _l4_fraction(4, "NVIDIA L4-6Q", 6144, "173510DE"),
+    "l4/2": _l4_fraction(2, "NVIDIA L4-12Q", 12288, "173710DE"),
+})
 
 
 def parse_gpu_spec(spec: str) -> list[GpuModel]:

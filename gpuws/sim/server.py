@@ -24,6 +24,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import fcntl
+import ipaddress
 import json
 import os
 import pty
@@ -39,6 +40,7 @@ from typing import Any
 
 import asyncssh
 
+from gpuws.core.errors import RefusedInput
 from gpuws.core.models import AlertThresholds, AuthMethod, HostProfile
 from gpuws.core.simulation import SIM_ENV_VAR, SIM_STATE_ENV_VAR
 from gpuws.sim.faults import FAULTS_ENV, FaultKind, SimFault, faults_from_env, format_faults, has_host_fault
@@ -54,6 +56,23 @@ HOST_KEY_FILE = "ssh_host_ed25519_key"
 # in the connection JSON line, as before.
 PASSWORD_FILE = "demo_password"  # noqa: S105 (a file name, not a password)
 LOOPBACK_NAMES = frozenset({"127.0.0.1", "localhost", "::1"})
+LOOPBACK_NET = ipaddress.ip_network("127.0.0.0/8")
+
+
+class BindRefused(RefusedInput):
+    """`--bind` named an address outside 127.0.0.0/8: the demo host listens on loopback only."""
+
+
+def loopback_bind(address: str) -> str:
+    """`address` when it is an IPv4 address in 127.0.0.0/8 (the simulated host is reachable from
+    this machine only, e.g. as a cloud instance's address in a test bed); else BindRefused."""
+    try:
+        ip = ipaddress.ip_address(address.strip())
+    except ValueError:
+        raise BindRefused(f"--bind: {address[:60]!r} is not an IP address; give one in 127.0.0.0/8") from None
+    if ip not in LOOPBACK_NET:
+        raise BindRefused(f"--bind: {ip} is outside 127.0.0.0/8; the simulated host listens on loopback only")
+    return str(ip)
 FAKE_NVML_DIR = Path(__file__).resolve().parent / "fake_nvml"
 PACKAGE_PARENT = Path(__file__).resolve().parents[2]  # the directory holding `gpuws/`
 
@@ -168,9 +187,10 @@ def _kill_group(pid: int, sig: int = signal.SIGKILL) -> None:
 class _DemoServer(asyncssh.SSHServer):
     """Password (and optional client key) auth; direct-tcpip only to loopback."""
 
-    def __init__(self, password: str, client_keys: list[asyncssh.SSHKey]) -> None:
+    def __init__(self, password: str, client_keys: list[asyncssh.SSHKey], own: str = HOST) -> None:
         self._password = password
         self._client_keys = {k.public_data for k in client_keys}
+        self._own = LOOPBACK_NAMES | {own}  # its own address as well, when bound elsewhere in 127/8
 
     def begin_auth(self, username: str) -> bool:
         return True
@@ -189,24 +209,32 @@ class _DemoServer(asyncssh.SSHServer):
 
     def connection_requested(self, dest_host: str, dest_port: int, orig_host: str, orig_port: int) -> bool:
         # Only the host's own services: the demo must never become an open proxy.
-        return dest_host in LOOPBACK_NAMES
+        return dest_host in self._own
 
     def server_requested(self, listen_host: str, listen_port: int) -> bool:
         return False
 
 
 class DemoHost:
-    """A simulated GPU host reachable over SSH on 127.0.0.1."""
+    """A simulated GPU host reachable over SSH on 127.0.0.1 (or another address in 127.0.0.0/8).
+
+    `gpus` None keeps the GPUs of a state directory used before (the default spec on a new one);
+    a spec naming other GPUs than the saved state's replaces them, as a hypervisor gives a
+    restarted instance the GPU of its new type, while the host key and password stay.
+    """
 
     def __init__(
         self,
-        gpus: str = DEFAULT_GPU_SPEC,
+        gpus: str | None = DEFAULT_GPU_SPEC,
         port: int = 0,
         state_dir: Path | None = None,
         client_keys: list[asyncssh.SSHKey] | None = None,
         faults: list[SimFault] | None = None,
+        bind: str = HOST,
     ) -> None:
-        parse_gpu_spec(gpus)  # refuse a bad spec before anything starts
+        if gpus is not None:
+            parse_gpu_spec(gpus)  # refuse a bad spec before anything starts
+        self.bind = loopback_bind(bind)
         # Benchmark faults it plays (gpuws.sim.faults); by default those of GPUWS_SIM_FAULTS.
         self.faults = list(faults) if faults is not None else faults_from_env()
         self.gpus = gpus
@@ -275,13 +303,15 @@ class DemoHost:
         (self.state_dir / "tmux").mkdir(mode=0o700, exist_ok=True)
         if has_host_fault(self.faults, FaultKind.NO_VNC):
             path_without(VNC_PROGRAMS, self.state_dir / "path-no-vnc")
-        store = SimStateStore(self.sim_dir, self.gpus)
-        store.load()  # creates it for this spec on first use
+        store = SimStateStore(self.sim_dir, self.gpus or DEFAULT_GPU_SPEC)
+        state = store.load()  # creates it for this spec on first use
+        if self.gpus is not None and [g.model_key for g in state.gpus] != [m.key for m in parse_gpu_spec(self.gpus)]:
+            store.reset(self.gpus)  # the instance came back with another type's GPUs
         key = self._host_key()
         self.password = self._password()
         self._server = await asyncssh.create_server(
-            lambda: _DemoServer(self.password, self.client_keys),
-            HOST,
+            lambda: _DemoServer(self.password, self.client_keys, self.bind),
+            self.bind,
             self.port,
             server_host_keys=[key],
             process_factory=self._handle_process,
@@ -293,12 +323,12 @@ class DemoHost:
         port = self._server.sockets[0].getsockname()[1]
         public = key.export_public_key("openssh").decode().split()
         self.info = DemoHostInfo(
-            host=HOST,
+            host=self.bind,
             port=port,
             user=DEMO_USER,
             password=self.password,
             host_key_fingerprint=key.get_fingerprint("sha256"),
-            known_hosts_line=f"[{HOST}]:{port} {public[0]} {public[1]}",
+            known_hosts_line=f"[{self.bind}]:{port} {public[0]} {public[1]}",
             state_dir=str(self.state_dir),
         )
         return self.info
@@ -507,9 +537,10 @@ async def _pump_out(source: asyncio.StreamReader | None, sink: Any) -> None:
         await sink.drain()
 
 
-async def serve_forever(gpus: str, port: int, state_dir: Path | None, faults: list[SimFault] | None = None) -> int:
+async def serve_forever(gpus: str | None, port: int, state_dir: Path | None, faults: list[SimFault] | None = None,
+                        bind: str = HOST) -> int:
     """Run a demo host until SIGINT/SIGTERM, printing its connection JSON line first."""
-    host = DemoHost(gpus=gpus, port=port, state_dir=state_dir, faults=faults)
+    host = DemoHost(gpus=gpus, port=port, state_dir=state_dir, faults=faults, bind=bind)
     info = await host.start()
     print(info.to_json(), flush=True)
     print(f"SIMULATED GPU host (gpuws demo) listening on {info.host}:{info.port} as user "

@@ -148,7 +148,7 @@ def _gpu(d: _Doc, state: SimState, gpu: GpuState, now: float) -> None:
     if vgpu:
         # What a licensed vGPU guest reports about its license.
         d.group("vgpu_software_licensed_product", [
-            ("licensed_product_name", "NVIDIA Virtual Compute Server"),
+            ("licensed_product_name", model.vgpu_license),
             ("license_status", "Licensed (Expiry: N/A)"),
         ])
     d.leaf("gpu_recovery_action", health.recovery_action(gpu))

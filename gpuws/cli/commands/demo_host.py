@@ -1,4 +1,5 @@
-"""`gpuws demo-host`: run the simulated GPU host (an SSH server on 127.0.0.1) until stopped."""
+"""`gpuws demo-host`: run the simulated GPU host (an SSH server on 127.0.0.1, or another address
+in 127.0.0.0/8 with `--bind`) until stopped."""
 
 from __future__ import annotations
 
@@ -15,9 +16,14 @@ def register(sub: Subcommands) -> None:
         help="run the SIMULATED GPU host (SSH on 127.0.0.1) and print how to connect as one JSON line",
     )
     parser.add_argument("--port", type=int, default=0, help="TCP port (default: pick a free one)")
+    parser.add_argument("--bind", default="127.0.0.1", metavar="ADDR",
+                        help="listen on this address in 127.0.0.0/8 (default 127.0.0.1); anything else "
+                             "is refused (exit 2): the simulated host is for this machine only")
     parser.add_argument(
         "--gpus", default=None, metavar="SPEC",
-        help='simulated GPUs, e.g. "h100,a100,l40s,vgpu" (the default) or "2xh100"',
+        help='simulated GPUs, e.g. "h100,a100,l40s,vgpu" (the default) or "2xh100"; "l4" is a whole '
+             'NVIDIA L4, "l4/8", "l4/4", "l4/2" the vGPU fractions an AWS G6f guest sees. On a '
+             "--state-dir used before: other GPUs than it had replace them (default: keep them)",
     )
     parser.add_argument("--state-dir", type=Path, default=None, metavar="DIR",
                         help="where the simulated host keeps its state (default: a new temp dir)")
@@ -34,15 +40,21 @@ def run_demo_host(args: argparse.Namespace) -> int:
     """`gpuws demo-host`: serve the simulated GPU host on loopback until interrupted."""
     import asyncio
 
-    from gpuws.sim.models import DEFAULT_GPU_SPEC
     from gpuws.sim.server import serve_forever
 
     if not 0 <= args.port <= 65535:
         return fail("--port: must be between 0 and 65535", 2)
     from gpuws.sim.faults import parse_faults
+    from gpuws.sim.models import parse_gpu_spec
+    from gpuws.sim.server import loopback_bind
 
+    # BindRefused and SimSpecError are RefusedInput: exit 2 through the error table, before
+    # anything listens.
+    bind = loopback_bind(args.bind)
+    if args.gpus is not None:
+        parse_gpu_spec(args.gpus)
     try:
         faults = parse_faults(args.fault) if args.fault else None
-        return asyncio.run(serve_forever(args.gpus or DEFAULT_GPU_SPEC, args.port, args.state_dir, faults))
+        return asyncio.run(serve_forever(args.gpus, args.port, args.state_dir, faults, bind))
     except OSError as exc:
         return fail(f"cannot start the demo host: {exc.strerror or exc}")

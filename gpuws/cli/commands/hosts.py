@@ -148,6 +148,9 @@ def _profile_options(parser: argparse.ArgumentParser, *, editing: bool) -> None:
     parser.add_argument("--slice-price", action="append", default=[], metavar="PROFILE=PRICE",
                         help="price per hour of one slice, e.g. 1g.10gb=0.50 or full=3.20 (repeatable; "
                              "an empty PRICE removes it)")
+    parser.add_argument("--instance-type", metavar="TYPE",
+                        help="the cloud instance type it runs as now, e.g. g6f.large (kept as its slice; "
+                             "`gpuws slices NAME` then lists the type's family with prices)")
 
 
 def _slice_prices(given: list[str], current: dict[str, float]) -> dict[str, float]:
@@ -188,6 +191,7 @@ def cmd_add(args: argparse.Namespace) -> int:
         price_per_hour=validate_price(args.price_per_hour),
         slice_prices=_slice_prices(args.slice_price, {}),
         tags=list(args.tag),
+        slice_profile=_cleared(args.instance_type),
         notes=args.notes,
         budget=validate_price(args.budget_monthly, "budget_monthly"),
         budget_daily=validate_price(args.budget_daily, "budget_daily"),
@@ -212,8 +216,8 @@ _SETTINGS = ("host", "port", "user", "key", "jump", "price_per_hour", "auth", "t
 
 def cmd_edit(args: argparse.Namespace) -> int:
     """`gpuws hosts edit NAME`: change the settings given and keep the rest (or edit in $EDITOR)."""
-    given = [name for name in _SETTINGS if getattr(args, name) is not None] + (["slice_price"] if args.slice_price
-                                                                                else [])
+    given = [name for name in (*_SETTINGS, "instance_type") if getattr(args, name) is not None] + (
+        ["slice_price"] if args.slice_price else [])
     if args.editor:
         if given:
             return fail("--editor edits the whole profile; give no other settings with it", 2)
@@ -257,6 +261,8 @@ def _edited(old: HostProfile, args: argparse.Namespace) -> HostProfile:
         changes["tags"] = [t for t in args.tag if t]
     if args.notes is not None:
         changes["notes"] = args.notes
+    if args.instance_type is not None:
+        changes["slice_profile"] = _cleared(args.instance_type)
     if args.currency is not None:
         changes["currency"] = validate_currency(args.currency)
     if args.budget_daily is not None:

@@ -97,9 +97,16 @@ def slice_rows(state: GpuMigState, prices: PriceBook) -> list[dict[str, Any]]:
 
 
 async def _slices_async(args: argparse.Namespace) -> int:
+    from gpuws.app.cloud_slices import cloud_family_of
     from gpuws.app.resize import read_gpus
     from gpuws.app.targets import open_target
 
+    cloud = cloud_family_of(args.name)  # a cloud host: its instance-type family, no connection
+    if cloud is not None:
+        from gpuws.cli.commands.cloud_slices import print_cloud_slices
+
+        print_cloud_slices(*cloud, as_json=args.json)
+        return EXIT_OK
     async with open_target(args.name, accept_new=args.accept_new, **tty_prompts()) as conn:
         gpus = await read_gpus(conn.runner)
         profile = conn.profile

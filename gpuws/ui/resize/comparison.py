@@ -137,4 +137,6 @@ _SOURCES = {
     "profile": "prices: this host's price per hour, by compute share",
     "reference": "prices: illustrative reference price (set this host's price in its profile)",
     "none": "no price set for this host",
+    "catalog": "prices: the instance-type catalog's on-demand price for the host's region "
+               "(gpuws slices NAME lists its sources)",
 }

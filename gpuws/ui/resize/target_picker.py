@@ -18,6 +18,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from gpuws.app.cloud_slices import CloudFamily
 from gpuws.core.resize.layout import LayoutError, parse_target
 from gpuws.core.resize.pricing import PriceBook
 from gpuws.core.resize.state import GpuMigState
@@ -40,6 +41,8 @@ COLUMNS = ("Target", "Memory", "Compute", "$ / h", "vs now")  # short: the picke
 # tooltip still gives every figure.
 OPTIONAL_COLUMNS = (2, 4)
 CURRENT_MARK = "\u25cf "  # a dot before the current layout
+CLOUD_COLUMNS = ("Instance type", "Share", "Memory", "$ / h", "vs now")
+CLOUD_OPTIONAL_COLUMNS = (2, 1)  # left out in this order when the picker is narrow
 
 
 def gpu_title(state: GpuMigState) -> str:
@@ -106,6 +109,16 @@ class TargetPicker(QWidget):
         self.instance_button.clicked.connect(self._on_instance_type)
         self.provider_row = QWidget(self)
         self.provider_caption = muted_label("Cloud instance type", self)
+        # A cloud host whose type the catalog knows: its family (every fraction and the whole card)
+        # with price and change against now, as `gpuws slices NAME` lists it.
+        self.cloud: CloudFamily | None = None
+        self.cloud_table = _table(CLOUD_COLUMNS, self)
+        self.cloud_table.itemSelectionChanged.connect(self._on_cloud_selection)
+        self.cloud_table.viewport().installEventFilter(self)
+        self.cloud_table.hide()
+        self.cloud_note = muted_label("", self)
+        self.cloud_note.setWordWrap(True)
+        self.cloud_note.hide()
 
         layout = QVBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)
@@ -124,11 +137,13 @@ class TargetPicker(QWidget):
         provider_layout = QVBoxLayout(self.provider_row)
         provider_layout.setContentsMargins(0, 6, 0, 0)
         provider_layout.addWidget(self.provider_caption)
+        provider_layout.addWidget(self.cloud_table, 1)
+        provider_layout.addWidget(self.cloud_note)
         row = QHBoxLayout()
         row.addWidget(self.instance_edit, 1)
         row.addWidget(self.instance_button)
         provider_layout.addLayout(row)
-        layout.addWidget(self.provider_row)
+        layout.addWidget(self.provider_row, 1)
         self.provider_row.hide()
 
     # -- filling --------------------------------------------------------------------------------
@@ -203,10 +218,75 @@ class TargetPicker(QWidget):
         self.provider_row.setVisible(bool(kind))
         self.provider_caption.setText(f"Cloud instance type ({kind})" if kind else "Cloud instance type")
 
+    def set_cloud_family(self, family: CloudFamily | None) -> None:
+        """List the host's instance-type family (None: the host names no type the catalog knows)."""
+        self.cloud = family
+        self.cloud_table.blockSignals(True)
+        self.cloud_table.clearSelection()
+        options = family.options if family is not None else ()
+        self.cloud_table.setRowCount(len(options))
+        pal = self.palette()
+        now = family.now_price_per_hour if family is not None else None
+        for row, option in enumerate(options):
+            t = option.itype
+            delta = "" if option.current else price_difference(now, option.price_per_hour, per_hour=False)
+            price = money(option.price_per_hour, per_hour=False)
+            if option.price_source == "override":
+                price += "*"
+            texts = ((CURRENT_MARK if option.current else "") + t.name, t.fraction_text,
+                     f"{t.framebuffer_mib / 1024:.0f} GiB" if t.framebuffer_mib >= 1024 else f"{t.framebuffer_mib} MiB",
+                     price, delta)
+            tip = (f"{t.name}: {t.fraction_text} of an {t.card}"
+                   + (f" (vGPU {t.vgpu_profile})" if t.vgpu_profile else "")
+                   + f", {t.framebuffer_mib} MiB, {t.vcpus} vCPUs, {t.memory_gib:g} GiB memory; "
+                   + (f"{money(option.price_per_hour)}" if option.price_per_hour is not None else "no price known")
+                   + (" (this host's own price)" if option.price_source == "override" else ""))
+            for col, text in enumerate(texts):
+                item = QTableWidgetItem(text)
+                item.setToolTip(tip)
+                if col:
+                    item.setTextAlignment(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
+                if option.current:
+                    font = QFont(item.font())
+                    font.setBold(True)
+                    item.setFont(font)
+                    item.setFlags(Qt.ItemFlag.ItemIsEnabled)  # not a target: the host runs as it
+                if col == 4 and delta:
+                    if delta.startswith("\u2212"):
+                        item.setForeground(success_colour(pal))
+                    elif delta.startswith("+"):
+                        item.setForeground(theme.warning_colour(pal))
+                item.setData(Qt.ItemDataRole.UserRole, t.name)
+                self.cloud_table.setItem(row, col, item)
+        self.cloud_table.blockSignals(False)
+        self.cloud_table.setVisible(family is not None)
+        if family is not None:
+            current = family.current
+            card = current.itype.card if current else "card"
+            self.provider_caption.setText(f"Instance types of one {card} ({family.provider}, "
+                                          f"{family.region or 'no region set'})")
+            self.instance_edit.setPlaceholderText("Another instance type")
+            self.cloud_note.setText(_cloud_note(family))
+            self.cloud_note.setVisible(bool(self.cloud_note.text()))
+            self._fit_cloud_columns()
+        else:
+            self.cloud_note.hide()
+            self.instance_edit.setPlaceholderText("Instance type, e.g. p4d.24xlarge")
+
+    def select_instance_type(self, name: str) -> bool:
+        """Select the family's row for `name` (emits instance_type_chosen); False when not listed."""
+        for row in range(self.cloud_table.rowCount()):
+            item = self.cloud_table.item(row, 0)
+            if item is not None and item.data(Qt.ItemDataRole.UserRole) == name and \
+                    item.flags() & Qt.ItemFlag.ItemIsSelectable:
+                self.cloud_table.selectRow(row)
+                return True
+        return False
+
     def set_busy(self, busy: bool) -> None:
         """Lock the picker while a resize runs."""
         for widget in (self.gpu_combo, self.table, self.custom_edit, self.custom_button,
-                       self.instance_edit, self.instance_button):
+                       self.instance_edit, self.instance_button, self.cloud_table):
             widget.setEnabled(not busy)
         if not busy and self._state is not None:
             for widget in (self.custom_edit, self.custom_button):
@@ -239,10 +319,26 @@ class TargetPicker(QWidget):
         for col in OPTIONAL_COLUMNS:
             self.table.setColumnHidden(col, col not in shown)
 
+    def _fit_cloud_columns(self) -> None:
+        header = self.cloud_table.horizontalHeader()
+        for col in CLOUD_OPTIONAL_COLUMNS:
+            self.cloud_table.setColumnHidden(col, False)
+        need = {col: max(header.sectionSizeHint(col), self.cloud_table.sizeHintForColumn(col))
+                for col in range(len(CLOUD_COLUMNS))}
+        shown = set(need)
+        for col in CLOUD_OPTIONAL_COLUMNS:
+            if sum(need[c] for c in shown) <= self.cloud_table.viewport().width():
+                break
+            shown.discard(col)
+        for col in CLOUD_OPTIONAL_COLUMNS:
+            self.cloud_table.setColumnHidden(col, col not in shown)
+
     def eventFilter(self, watched: QObject, event: QEvent) -> bool:
         """Refit the columns when the table's width changes."""
         if watched is self.table.viewport() and event.type() == QEvent.Type.Resize:
             self._fit_columns()
+        elif watched is self.cloud_table.viewport() and event.type() == QEvent.Type.Resize:
+            self._fit_cloud_columns()
         return super().eventFilter(watched, event)
 
     # -- events ---------------------------------------------------------------------------------
@@ -274,11 +370,49 @@ class TargetPicker(QWidget):
         self.table.clearSelection()
         self.target_chosen.emit(layout.describe())
 
+    def _on_cloud_selection(self) -> None:
+        rows = {i.row() for i in self.cloud_table.selectedItems()}
+        if len(rows) == 1:
+            item = self.cloud_table.item(rows.pop(), 0)
+            if item is not None:
+                self.table.clearSelection()
+                self.instance_type_chosen.emit(str(item.data(Qt.ItemDataRole.UserRole)))
+
     def _on_instance_type(self) -> None:
         text = self.instance_edit.text().strip()
         if text:
             self.table.clearSelection()
             self.instance_type_chosen.emit(text)
+
+
+def _table(columns: tuple[str, ...], parent: QWidget) -> QTableWidget:
+    """A read-only, single-row-selection table with these column titles (first column stretches)."""
+    table = QTableWidget(0, len(columns), parent)
+    table.setHorizontalHeaderLabels(columns)
+    table.verticalHeader().hide()
+    table.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
+    table.setSelectionMode(QAbstractItemView.SelectionMode.SingleSelection)
+    table.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
+    table.setShowGrid(False)
+    table.setAlternatingRowColors(True)
+    table.setWordWrap(False)
+    header = table.horizontalHeader()
+    header.setSectionResizeMode(0, QHeaderView.ResizeMode.Stretch)
+    for col in range(1, len(columns)):
+        header.setSectionResizeMode(col, QHeaderView.ResizeMode.ResizeToContents)
+    return table
+
+
+def _cloud_note(family: CloudFamily) -> str:
+    """What the family's prices rest on, in words (empty when every row is priced from the catalog)."""
+    notes = []
+    if any(o.price_source == "override" for o in family.options):
+        notes.append("* this host's own price (--slice-price)")
+    if not family.catalog_prices_used:
+        notes.append(f"catalog prices are in USD; this host is priced in {family.currency}")
+    elif any(o.price_per_hour is None for o in family.options):
+        notes.append("\u2014: no published price read for this region; set one with --slice-price TYPE=PRICE")
+    return "; ".join(notes)
 
 
 def _error_palette(label: QLabel) -> QPalette:

@@ -39,6 +39,7 @@ from gpuws.core.resize.state import GpuMigState
 from gpuws.core.simulation import SIM_LABEL
 from gpuws.ui.resize import operations
 from gpuws.ui.resize.audit_view import AuditView
+from gpuws.ui.resize.cloud_view import cloud_family, cloud_figures, cloud_hint, cloud_price_source
 from gpuws.ui.resize.comparison import ComparisonCard
 from gpuws.ui.resize.confirm import TypedConfirmation
 from gpuws.ui.resize.operations import LayoutRun, MigApplied, MigPreview, PlanChanged
@@ -225,6 +226,8 @@ class ResizeTab(QWidget):
         """Read every GPU's layout again (and the history); keeps the chosen GPU."""
         if self.context is None or self.applying:
             return
+        # A cloud host: its instance-type family from the catalog and its profile (no host read).
+        self.picker.set_cloud_family(cloud_family(self.context.profile))
         runner = self._runner()
         if runner is None:
             self._show_message(self._not_connected_text())
@@ -427,7 +430,18 @@ class ResizeTab(QWidget):
             return
         self.provider_plan = plan
         before = profile.slice_profile or "current instance type"
-        self.comparison.show_change((before, None), (plan.instance_type, None))
+        family = self.picker.cloud
+        target = family.option(plan.instance_type) if family is not None else None
+        if family is not None and target is not None:
+            # The price change is shown here, above the typed confirmation.
+            now = family.current
+            self.comparison.show_change(
+                (family.current_type, cloud_figures(now, family.now_price_per_hour) if now else None),
+                (plan.instance_type, cloud_figures(target, target.price_per_hour)),
+                after_hint=cloud_hint(target), price_source=cloud_price_source(family, target),
+            )
+        else:
+            self.comparison.show_change((before, None), (plan.instance_type, None))
         self.plan_view.show_provider_plan(plan)
         self.processes_view.show_processes(None, [], [])
         self.processes_view.message.setText("The whole instance stops and starts again: every process on it ends.")

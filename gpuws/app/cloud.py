@@ -127,14 +127,12 @@ def can_describe(profile: HostProfile) -> bool:
 
 
 def type_price(profile: HostProfile, instance_type: str) -> float | None:
-    """The hourly price of `instance_type` for this host: its own `--slice-price` first, then the
-    catalog's on-demand price in the host's region (None: neither knows one)."""
-    from gpuws.core.resize.instance_types import price_for
+    """The hourly price saved after a verified change to `instance_type`: the one rule the listing
+    uses too (`gpuws.core.resize.cloud.type_price`: the host's own slice price, else the catalog's
+    in its region for a host priced in USD); None when neither knows one."""
+    from gpuws.core.resize.cloud import type_price as priced
 
-    itype = _catalog_type(profile, instance_type)
-    if itype is None:
-        return profile.slice_prices.get(instance_type, profile.slice_prices.get(f"{TYPE_PREFIX}{instance_type}"))
-    return price_for(itype, profile.provider.region, profile.slice_prices)[0]
+    return priced(profile, instance_type)[0]
 
 
 def _catalog_type(profile: HostProfile, instance_type: str) -> InstanceType | None:

@@ -92,7 +92,7 @@ def _cloud(bed: Hypervisor, tmp_path: Path, itype: str, *, listen: str = "privat
         name=name, host=address, port=bed.ssh_port, user="demo", auth=AuthMethod.PASSWORD,
         provider=ProviderInfo(kind="aws", instance_id=instance_id, region=REGION,
                               address_from=AddressFrom.PRIVATE if listen == "private" else None),
-        slice_profile=itype, price_per_hour=1.0))
+        slice_profile=itype, price_per_hour=1.0, currency="USD"))  # the catalog's prices are USD
     token_id, token_secret = f"AKIA{uuid.uuid4().hex[:16].upper()}", f"sEcReT{uuid.uuid4().hex}"
     secrets = SecretStore()
     secrets.set(name, SecretKind.PASSWORD, PASSWORD)

@@ -53,7 +53,8 @@ class Reached:
     """The host answered: its inventory, and how long gpuws waited before it did (the boot)."""
 
     inventory: Inventory
-    waited_s: float
+    waited_s: float  # the failed tries before it answered (the instance booting)
+    probe_s: float = 0.0  # the probe command on the host (its nvidia-smi), after the SSH connect
 
 
 Reach = Callable[[HostProfile], Awaitable[Reached]]
@@ -230,7 +231,9 @@ class _Run:
         reached = await self.reach(at)
         took = time.perf_counter() - started
         self.steps.append(TimedStep("wait for SSH", reached.waited_s, True))
-        self.steps.append(TimedStep("connect and probe", max(took - reached.waited_s, 0.0), False))
+        self.steps.append(TimedStep("SSH connect", max(took - reached.waited_s - reached.probe_s, 0.0), False))
+        # The probe is one command the host runs (nvidia-smi there): gpuws waits for the host.
+        self.steps.append(TimedStep("probe (the host's nvidia-smi)", reached.probe_s, True))
         started = time.perf_counter()
         seen, warnings = verify_gpu(self.profile, instance_type, reached.inventory)
         self.steps.append(TimedStep("verify the GPU", time.perf_counter() - started, False))
@@ -453,7 +456,9 @@ async def wait_for_ssh(profile: HostProfile, *, timeout: float = SSH_WAIT_S,
         connection = HostConnection(profile, **(connection_options or {}))
         try:
             await connection.connect()
-            return Reached(await probe(connection.runner), attempt - began)
+            probing = time.monotonic()
+            inventory = await probe(connection.runner)
+            return Reached(inventory, attempt - began, time.monotonic() - probing)
         except (GpuwsError, OSError) as exc:
             if not classify(exc).kind.retry or time.monotonic() >= deadline:
                 raise

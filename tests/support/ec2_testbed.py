@@ -45,7 +45,7 @@ from tests.support.sshd import free_port
 REGION = "us-east-2"  # the catalog has on-demand prices for every g6f/g6 type here
 BIN = Path(sys.executable).parent
 REPO = Path(__file__).resolve().parents[2]
-PASSWORD = "cloud-testbed-password-0123"  # noqa: S105 (the emulated instances' login, a test value)
+PASSWORD = "cloud-testbed-password-0123"
 BOOT_DELAY_S = 0.3  # a started instance takes a moment before its sshd listens
 
 CAPACITY_ERROR = (
@@ -132,7 +132,7 @@ class Hypervisor:
 
         # The test's own console to moto (straight to it, not through the hypervisor).
         self.ec2: Any = boto3.client("ec2", endpoint_url=self.moto_url, region_name=REGION,
-                                     aws_access_key_id="console", aws_secret_access_key="console")  # noqa: S106
+                                     aws_access_key_id="console", aws_secret_access_key="console")
 
     # -- the cloud console --------------------------------------------------------------------------
 
@@ -161,7 +161,8 @@ class Hypervisor:
 
     def describe(self, instance_id: str) -> dict[str, Any]:
         """moto's view of the instance."""
-        found: dict[str, Any] = self.ec2.describe_instances(InstanceIds=[instance_id])["Reservations"][0]["Instances"][0]
+        reservations = self.ec2.describe_instances(InstanceIds=[instance_id])["Reservations"]
+        found: dict[str, Any] = reservations[0]["Instances"][0]
         return found
 
     # -- the machines -------------------------------------------------------------------------------
@@ -255,7 +256,8 @@ class Hypervisor:
                         request.add_header(name, value)
                 try:
                     with urllib.request.urlopen(request, timeout=60) as response:
-                        status, answer, kind = response.status, response.read(), response.headers.get("Content-Type", "")
+                        status, answer = response.status, response.read()
+                        kind = response.headers.get("Content-Type", "")
                 except urllib.error.HTTPError as exc:
                     status, answer, kind = exc.code, exc.read(), exc.headers.get("Content-Type", "")
                 if status == 200:

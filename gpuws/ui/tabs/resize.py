@@ -267,7 +267,9 @@ class ResizeTab(QWidget):
     def recover(self) -> None:
         """Finish the interrupted resize (the Recover button of the banner)."""
         entry, runner = self.interrupted, self._runner()
-        if entry is None or runner is None or self.context is None or self.applying:
+        # An instance type change is recovered through the provider: the host may be stopped.
+        if (entry is None or self.context is None or self.applying
+                or (runner is None and entry.backend != "provider")):
             return
         self._applying_on = self.context.profile.name
         self._set_applying(True)

@@ -134,3 +134,15 @@ def test_instance_type_is_frozen() -> None:
     assert isinstance(t, InstanceType)
     with pytest.raises(AttributeError):
         t.name = "x"  # type: ignore[misc]
+
+
+@pytest.mark.parametrize(("name", "vgpu"), [
+    ("NVIDIA L4-3Q", True), ("NVIDIA L4-12Q", True), ("NVIDIA A10-4Q", True), ("GRID A100-10C", True),
+    ("NVIDIA L4", False), ("NVIDIA A10", False), ("NVIDIA H100 80GB HBM3", False),
+])
+def test_a_cloud_vgpu_guest_is_a_vgpu_slice_not_a_full_card(name: str, vgpu: bool) -> None:
+    # A G6f or NVadsA10 v5 guest's GPU is named "NVIDIA L4-3Q", without "GRID": the Resize tab and
+    # the advice called it the whole card.
+    from gpuws.core.resize.targets import is_vgpu
+
+    assert is_vgpu(name) is vgpu

@@ -14,8 +14,8 @@ dollars and so used only for a host priced in USD (money is never mixed across c
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
+from gpuws.core.jsontypes import JsonObject, JsonValue
 from gpuws.core.models import HostProfile
 from gpuws.core.money import currency_of
 from gpuws.core.resize.instance_types import InstanceType, family_of, instance_type, price_for
@@ -47,7 +47,7 @@ class CloudOption:
         """What `gpuws resize NAME TARGET` takes for this type."""
         return f"{TYPE_PREFIX}{self.itype.name}"
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> JsonObject:
         """The JSON row of `gpuws slices NAME --json` (field names are a contract)."""
         t = self.itype
         return {
@@ -92,9 +92,10 @@ class CloudFamily:
         name = name.strip().removeprefix(TYPE_PREFIX)
         return next((o for o in self.options if o.itype.name == name), None)
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> JsonObject:
         """The "cloud" object of `gpuws slices NAME --json`."""
         current = self.current
+        types: list[JsonValue] = [o.to_dict() for o in self.options]
         return {
             "provider": self.provider,
             "region": self.region,
@@ -104,7 +105,7 @@ class CloudFamily:
             "price_per_hour_now": self.now_price_per_hour,
             "price_now_source": self.now_price_source,
             "catalog_prices_used": self.catalog_prices_used,
-            "types": [o.to_dict() for o in self.options],
+            "types": types,
         }
 
 
@@ -138,6 +139,7 @@ def cloud_family(profile: HostProfile) -> CloudFamily | None:
     region = profile.provider.region
 
     def priced(itype: InstanceType) -> tuple[float | None, str]:
+        """The type's price for this host and its source."""
         return type_price(profile, itype.name)
 
     now, now_source = priced(current)

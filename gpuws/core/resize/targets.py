@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from fractions import Fraction
 
+from gpuws.core.gpus.models import is_vgpu_name
 from gpuws.core.resize.catalog import COMPUTE_SLICES, VGPU_FRACTIONS, GpuModel
 from gpuws.core.resize.layout import Layout, valid_layouts
 from gpuws.core.resize.pricing import PriceBook
@@ -82,5 +83,6 @@ def target_options(state: GpuMigState, prices: PriceBook) -> list[TargetOption]:
 
 
 def is_vgpu(name: str) -> bool:
-    """A vGPU guest reports a GRID/vGPU product name."""
-    return "GRID" in name or "vGPU" in name
+    """A vGPU guest reports a vGPU product name: "GRID A100-10C", or as cloud guests (AWS G6f,
+    Azure NVadsA10 v5) show it, "NVIDIA L4-3Q" (the registry's one rule, `is_vgpu_name`)."""
+    return "vGPU" in name or is_vgpu_name(name)

@@ -16,10 +16,11 @@ def cloud_figures(option: CloudOption, price: float | None) -> LayoutFigures:
 
 
 def cloud_hint(option: CloudOption) -> str:
-    """'1/2 of an L4 (vGPU NVIDIA L4-12Q), 16 vCPUs, 64 GiB'."""
+    """'1/2 of an L4 (NVIDIA L4-12Q) · 16 vCPUs'; 'the whole L4 · 4 vCPUs'."""
     t = option.itype
-    vgpu = f" (vGPU {t.vgpu_profile})" if t.vgpu_profile else ""
-    return f"{t.fraction_text} of an {t.card}{vgpu}, {t.vcpus} vCPUs, {t.memory_gib:g} GiB"
+    share = f"the whole {t.card}" if t.whole_card else f"{t.fraction_text} of an {t.card}"
+    vgpu = f" ({t.vgpu_profile})" if t.vgpu_profile else ""
+    return f"{share}{vgpu} \u00b7 {t.vcpus} vCPUs"
 
 
 def cloud_price_source(family: CloudFamily, target: CloudOption) -> str:

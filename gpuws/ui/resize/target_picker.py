@@ -22,6 +22,7 @@ from gpuws.app.cloud_slices import CloudFamily
 from gpuws.core.resize.layout import LayoutError, parse_target
 from gpuws.core.resize.pricing import PriceBook
 from gpuws.core.resize.state import GpuMigState
+from gpuws.core.resize.targets import is_vgpu
 from gpuws.ui import theme
 from gpuws.ui.formatting import short_gpu_name
 from gpuws.ui.resize.common import success_colour
@@ -47,7 +48,7 @@ CLOUD_OPTIONAL_COLUMNS = (2, 1)  # left out in this order when the picker is nar
 
 def gpu_title(state: GpuMigState) -> str:
     """'GPU 1 · A100-SXM4-80GB — now full'."""
-    now = state.layout.describe() if state.mig_capable else ("vGPU slice" if "GRID" in state.name else "full card")
+    now = state.layout.describe() if state.mig_capable else ("vGPU slice" if is_vgpu(state.name) else "full card")
     return f"GPU {state.index} \u00b7 {short_gpu_name(state.name)} \u2014 now {now}"
 
 
@@ -126,14 +127,20 @@ class TargetPicker(QWidget):
         layout.addWidget(muted_label("GPU", self))
         layout.addWidget(self.gpu_combo)
         layout.addSpacing(4)
-        layout.addWidget(muted_label("Target layout", self))
-        layout.addWidget(self.table, 1)
-        layout.addWidget(self.note)
+        # The MIG layouts; left out for a cloud vGPU guest, whose targets are instance types.
+        self.mig_section = QWidget(self)
+        mig_layout = QVBoxLayout(self.mig_section)
+        mig_layout.setContentsMargins(0, 0, 0, 0)
+        mig_layout.setSpacing(8)
+        mig_layout.addWidget(muted_label("Target layout", self.mig_section))
+        mig_layout.addWidget(self.table, 1)
+        mig_layout.addWidget(self.note)
         custom_row = QHBoxLayout()
         custom_row.addWidget(self.custom_edit, 1)
         custom_row.addWidget(self.custom_button)
-        layout.addLayout(custom_row)
-        layout.addWidget(self.custom_error)
+        mig_layout.addLayout(custom_row)
+        mig_layout.addWidget(self.custom_error)
+        layout.addWidget(self.mig_section, 1)
         provider_layout = QVBoxLayout(self.provider_row)
         provider_layout.setContentsMargins(0, 6, 0, 0)
         provider_layout.addWidget(self.provider_caption)
@@ -212,6 +219,7 @@ class TargetPicker(QWidget):
         for widget in (self.custom_edit, self.custom_button):
             widget.setEnabled(can_mig)
         self.custom_error.hide()
+        self._show_sections()
 
     def set_provider(self, kind: str | None) -> None:
         """Offer an instance-type change when the host has a cloud provider configured."""
@@ -234,7 +242,7 @@ class TargetPicker(QWidget):
             if option.price_source == "override":
                 price += "*"
             texts = ((CURRENT_MARK if option.current else "") + t.name, t.fraction_text,
-                     f"{t.framebuffer_mib / 1024:.0f} GiB" if t.framebuffer_mib >= 1024 else f"{t.framebuffer_mib} MiB",
+                     _gib(t.framebuffer_mib),
                      price, delta)
             tip = (f"{t.name}: {t.fraction_text} of an {t.card}"
                    + (f" (vGPU {t.vgpu_profile})" if t.vgpu_profile else "")
@@ -272,6 +280,13 @@ class TargetPicker(QWidget):
         else:
             self.cloud_note.hide()
             self.instance_edit.setPlaceholderText("Instance type, e.g. p4d.24xlarge")
+        self._show_sections()
+
+    def _show_sections(self) -> None:
+        """A cloud host whose GPU is not MIG-capable changes only by instance type: its list takes
+        the room of the (then empty) MIG layouts."""
+        cloud_only = self.cloud is not None and not (self._state is not None and self._state.mig_capable)
+        self.mig_section.setVisible(not cloud_only)
 
     def select_instance_type(self, name: str) -> bool:
         """Select the family's row for `name` (emits instance_type_chosen); False when not listed."""
@@ -401,6 +416,12 @@ def _table(columns: tuple[str, ...], parent: QWidget) -> QTableWidget:
     for col in range(1, len(columns)):
         header.setSectionResizeMode(col, QHeaderView.ResizeMode.ResizeToContents)
     return table
+
+
+def _gib(mib: int) -> str:
+    """3072 -> '3 GiB', 23034 -> '22.5 GiB'."""
+    gib = mib / 1024
+    return f"{gib:.0f} GiB" if abs(gib - round(gib)) < 0.05 else f"{gib:.1f} GiB"
 
 
 def _cloud_note(family: CloudFamily) -> str:

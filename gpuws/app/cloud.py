@@ -24,9 +24,8 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
 
 from gpuws.app.providers import provider_token_async
 from gpuws.core.errors import GpuwsError
@@ -176,9 +175,11 @@ class _Run:
         self.total = 9
 
     def say(self, message: str, phase: str = "apply") -> None:
+        """One progress line."""
         self.report(Progress(min(self.done, self.total), self.total, message, phase))
 
     async def call(self, plan: ProviderPlan, action: str, phase: str = "apply") -> str | None:
+        """Run the plan's `action` (timed); its stdout, None when the provider has no such command."""
         command = plan.command(action)
         if command is None:
             return None
@@ -191,6 +192,7 @@ class _Run:
             self.done += 1
 
     async def describe(self, plan: ProviderPlan, phase: str = "apply") -> InstanceView:
+        """The instance as the provider describes it now."""
         text = await self.call(plan, "describe", phase)
         assert text is not None  # only called where the provider has a describe command
         started = time.perf_counter()
@@ -442,18 +444,19 @@ async def start_instance(profile: HostProfile, *, progress: Callable[[str], None
 
 
 async def wait_for_ssh(profile: HostProfile, *, timeout: float = SSH_WAIT_S,
-                       connection_options: dict[str, Any] | None = None) -> Reached:
+                       connection_options: Mapping[str, object] | None = None) -> Reached:
     """Connect to `profile`'s address until it answers (a started instance boots first), probe it,
     close; the error of the last try when it has not answered within `timeout` seconds."""
     from gpuws.app.errors import classify
     from gpuws.remote.connection import HostConnection
     from gpuws.remote.probe import probe
 
+    connect: Callable[..., HostConnection] = HostConnection  # the options are the caller's (host keys, prompts)
     began = time.monotonic()
     deadline = began + timeout
     while True:
         attempt = time.monotonic()
-        connection = HostConnection(profile, **(connection_options or {}))
+        connection = connect(profile, **dict(connection_options or {}))
         try:
             await connection.connect()
             probing = time.monotonic()

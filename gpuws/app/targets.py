@@ -138,6 +138,7 @@ async def host_workspace(name: str, *, profiles: ProfileStore | None = None) -> 
     loop = asyncio.get_running_loop()
 
     def post(func: Callable[[], None]) -> None:
+        """Back to the command's loop (the Workspace's owner)."""
         loop.call_soon(func)
 
     workspace = Workspace(lambda coro: asyncio.run_coroutine_threadsafe(coro, loop), post=post, stream=False)

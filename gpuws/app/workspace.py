@@ -51,7 +51,7 @@ from gpuws.core.states import ConnectionState
 from gpuws.core.tunnels import TunnelState
 
 if TYPE_CHECKING:
-    from gpuws.app.cloud import InstanceResized, Reach
+    from gpuws.app.cloud import InstanceResized, Reach, Reached
     from gpuws.app.hosts import HostLink, RetryPace
     from gpuws.app.resize import LayoutRun, MigApplied
     from gpuws.app.tunnels import TunnelRequest
@@ -531,7 +531,7 @@ class Workspace:
 
     def resize_instance(self, name: str, target: str, *, progress: ProgressCallback | None = None,
                         audit: AuditLog | None = None, via: str = "resize", reach: Reach | None = None,
-                        connection_options: dict[str, Any] | None = None,
+                        connection_options: Mapping[str, object] | None = None,
                         ) -> Coroutine[object, object, InstanceResized]:
         """Change host `name`'s instance type to `target` through its provider (`gpuws.app.cloud`:
         stop, modify, start, the address read back, SSH, probe, the GPU verified, or the old type
@@ -546,7 +546,7 @@ class Workspace:
 
     def recover_instance(self, name: str, entry: JournalEntry, *, audit: AuditLog | None = None,
                          progress: ProgressCallback | None = None, reach: Reach | None = None,
-                         connection_options: dict[str, Any] | None = None,
+                         connection_options: Mapping[str, object] | None = None,
                          ) -> Coroutine[object, object, InstanceResized]:
         """Finish the interrupted instance type change `entry` on host `name` (`gpuws.app.cloud.
         recover_instance`: complete the target, or the previous type back), as `resize_instance`."""
@@ -558,10 +558,10 @@ class Workspace:
             on_changed=self._layout_hook(name)))
 
     @staticmethod
-    def _reach(connection_options: dict[str, Any] | None) -> Reach:
+    def _reach(connection_options: Mapping[str, object] | None) -> Reach:
         from gpuws.app.cloud import wait_for_ssh
 
-        def reach(profile: HostProfile) -> Any:
+        def reach(profile: HostProfile) -> Coroutine[object, object, Reached]:
             """Wait for SSH at the address read back, then probe."""
             return wait_for_ssh(profile, connection_options=connection_options)
 

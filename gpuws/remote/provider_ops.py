@@ -60,7 +60,7 @@ class PowerResult:
     address_after: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        doc: dict[str, Any] = {"action": self.action, "ok": self.ok, "error": self.error, "log": self.log}
+        doc: dict[str, object] = {"action": self.action, "ok": self.ok, "error": self.error, "log": self.log}
         if self.address_after is not None:
             doc.update(address_before=self.address_before, address_after=self.address_after)
         return doc

@@ -314,6 +314,7 @@ async def _recover_instance(args: argparse.Namespace, entry: JournalEntry) -> Re
     async with host_workspace(args.name) as workspace:
         record = workspace.host(args.name)
         assert record is not None
+        price_before = record.profile.price_per_hour
         if not args.json:
             print(f"{args.name}: interrupted instance type change {entry.before} -> {entry.target} "
                   f"(started {entry.started_at})")
@@ -325,9 +326,8 @@ async def _recover_instance(args: argparse.Namespace, entry: JournalEntry) -> Re
         done = await workspace.recover_instance(
             args.name, entry, progress=progress_printer(args.json),
             connection_options={"accept_new": args.accept_new, **tty_prompts()})
-    doc: dict[str, Any] = {"host": args.name, "backend": "provider", "recovered": interrupted_resize_json(entry),
-                           "price_per_hour": {"before": record.profile.price_per_hour}}
-    _provider_outcome(args, doc, done)
+    doc: dict[str, object] = {"host": args.name, "backend": "provider", "recovered": interrupted_resize_json(entry)}
+    _provider_outcome(args, doc, done, price_before)
     return done.kind
 
 
@@ -355,9 +355,9 @@ async def _provider_resize(args: argparse.Namespace) -> int:
         assert record is not None
         profile = record.profile
         plan = plan_provider_resize(profile.provider, args.target[len(PROVIDER_PREFIX):])
-        doc: dict[str, Any] = {"host": args.name, "backend": "provider", "plan": plan.to_dict(),
-                               "before": profile.slice_profile, "after": plan.instance_type,
-                               "price_per_hour": {"before": profile.price_per_hour, "after": None}}
+        doc: dict[str, object] = {"host": args.name, "backend": "provider", "plan": plan.to_dict(),
+                                  "before": profile.slice_profile, "after": plan.instance_type,
+                                  "price_per_hour": {"before": profile.price_per_hour, "after": None}}
 
         def show() -> None:
             """Print the provider plan, step by step."""
@@ -381,14 +381,14 @@ async def _provider_resize(args: argparse.Namespace) -> int:
         done = await workspace.resize_instance(
             args.name, args.target, progress=progress_printer(args.json),
             connection_options={"accept_new": args.accept_new, **tty_prompts()})
-    return _provider_outcome(args, doc, done)
+    return _provider_outcome(args, doc, done, profile.price_per_hour)
 
 
-def _provider_outcome(args: argparse.Namespace, doc: dict[str, Any], done: InstanceResized) -> int:
+def _provider_outcome(args: argparse.Namespace, doc: dict[str, object], done: InstanceResized,
+                      price_before: float | None) -> int:
     """Print a type change's (or its recovery's) outcome; its exit status."""
     doc.update(done.to_dict())
-    doc["price_per_hour"] = {"before": doc.get("price_per_hour", {}).get("before"),
-                             "after": done.profile.price_per_hour if done.ok else None}
+    doc["price_per_hour"] = {"before": price_before, "after": done.profile.price_per_hour if done.ok else None}
 
     def human() -> None:
         """The type change's outcome in lines of text."""

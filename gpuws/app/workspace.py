@@ -773,6 +773,8 @@ class Workspace:
             try:
                 result = await work
                 status = f"{name}: {action} done" if result.ok else (result.error or f"{name}: {action} failed")
+                if result.ok and result.address_after and result.address_after != result.address_before:
+                    status += f"; its address is now {result.address_after}"
             except GpuwsError as exc:
                 status = str(exc)
             self._post(lambda: self._set_power_status(name, status))

@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 from PySide6.QtCore import Qt
+from PySide6.QtWidgets import QTableWidgetItem
 
 from gpuws.core.models import HostProfile, ProviderInfo
 from gpuws.core.runner import LocalRunner
@@ -59,12 +60,18 @@ def cloud_tab(qtbot: Any, bridge: AsyncBridge, tmp_path: Path) -> Iterator[Resiz
     session.deleteLater()
 
 
+def _item(tab: ResizeTab, row: int, col: int) -> QTableWidgetItem:
+    item = tab.picker.cloud_table.item(row, col)
+    assert item is not None
+    return item
+
+
 def _cells(tab: ResizeTab) -> dict[str, list[str]]:
     table = tab.picker.cloud_table
     rows = {}
     for row in range(table.rowCount()):
-        name = table.item(row, 0).data(Qt.ItemDataRole.UserRole)
-        rows[name] = [table.item(row, col).text() for col in range(table.columnCount())]
+        name = str(_item(tab, row, 0).data(Qt.ItemDataRole.UserRole))
+        rows[name] = [_item(tab, row, col).text() for col in range(table.columnCount())]
     return rows
 
 
@@ -74,7 +81,7 @@ def test_the_tab_offers_every_fraction_and_the_whole_card_with_prices(cloud_tab:
                           "g6.xlarge", "g6.2xlarge", "g6.4xlarge"]
     assert [r[1] for r in rows.values()] == ["1/8", "1/8", "1/4", "1/2", "full", "full", "full"]
     assert rows["g6f.2xlarge"][0].startswith("\u25cf ")  # the current type is marked...
-    current = cloud_tab.picker.cloud_table.item(2, 0)
+    current = _item(cloud_tab, 2, 0)
     assert not current.flags() & Qt.ItemFlag.ItemIsSelectable  # ...and not offered as a target
     assert rows["g6f.4xlarge"][3] == "$0.95" and rows["g6f.4xlarge"][4] == "+$0.47"
     assert rows["g6f.large"][3] == "—" and rows["g6f.large"][4] == ""
@@ -118,3 +125,45 @@ def test_a_host_priced_in_euros_shows_no_dollar_figures(qtbot: Any, bridge: Asyn
         widget.set_host(None)
         widget.close()
         session.close()
+
+
+def test_a_cloud_host_not_connected_still_offers_its_types(qtbot: Any, bridge: AsyncBridge, tmp_path: Path) -> None:
+    # A stopped instance: no connection, no GPUs read; its type can change all the same.
+    profile = HostProfile(name="l4-off", host="203.0.113.9", user="me", currency="USD", slice_profile="g6f.large",
+                          provider=ProviderInfo(kind="aws", instance_id="i-0abc123", region="us-east-2"))
+    session = HostSession(profile, bridge)  # never connected: nothing is dialled
+    widget = ResizeTab()
+    widget.resize(1100, 820)
+    try:
+        widget.set_host(HostContext(profile, session, bridge))
+        assert widget.stack.currentIndex() == 1 and not widget.gpus
+        assert list(_cells(widget))[:2] == ["g6f.large", "g6f.xlarge"]
+        assert widget.picker.mig_section.isHidden()
+        assert widget.picker.select_instance_type("g6f.4xlarge")
+        assert widget.provider_plan is not None and widget.provider_plan.instance_type == "g6f.4xlarge"
+        assert widget.comparison.difference.text() == "—"  # no price known for g6f.large: no made-up change
+    finally:
+        qtbot.waitUntil(lambda: bridge.pending_count == 0, timeout=15000)
+        widget.set_host(None)
+        widget.close()
+        session.close()
+
+
+def test_at_the_pickers_minimum_width_the_price_and_change_stay_in_view(qtbot: Any) -> None:
+    from gpuws.core.resize.cloud import cloud_family
+    from gpuws.ui.resize.target_picker import CLOUD_COLUMNS, TargetPicker
+
+    profile = HostProfile(name="l4", host="203.0.113.9", currency="USD", slice_profile="g6f.2xlarge",
+                          provider=ProviderInfo(kind="aws", region="us-east-2"))
+    picker = TargetPicker()
+    qtbot.addWidget(picker)
+    picker.set_provider("aws")
+    picker.set_cloud_family(cloud_family(profile))
+    picker.resize(234, 600)  # what a 900 px window gives it
+    picker.show()
+    qtbot.waitExposed(picker)
+    table = picker.cloud_table
+    qtbot.waitUntil(lambda: table.horizontalHeader().length() <= table.viewport().width())
+    for title in ("Instance type", "$ / h", "vs now"):
+        assert not table.isColumnHidden(CLOUD_COLUMNS.index(title)), title
+    assert not table.horizontalScrollBar().isVisible()

@@ -70,6 +70,7 @@ class TargetPicker(QWidget):
         self._prices: PriceBook | None = None
 
         self.gpu_combo = QComboBox(self)
+        self.gpu_combo.setPlaceholderText("not connected")
         self.gpu_combo.setSizeAdjustPolicy(QComboBox.SizeAdjustPolicy.AdjustToContents)
         self.gpu_combo.currentIndexChanged.connect(self._on_gpu_index)
 
@@ -164,7 +165,10 @@ class TargetPicker(QWidget):
             self.gpu_combo.addItem(gpu_title(state), state.index)
         self.gpu_combo.blockSignals(False)
         indices = [s.index for s in self.gpus]
-        if not indices:
+        if not indices:  # not connected: no GPU to show (a cloud host still lists its types)
+            self._state, self.options = None, []
+            self.table.setRowCount(0)
+            self._show_sections()
             return
         if select not in indices:
             select = next((s.index for s in self.gpus if s.mig_capable), indices[0])

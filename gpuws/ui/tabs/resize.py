@@ -227,8 +227,18 @@ class ResizeTab(QWidget):
         if self.context is None or self.applying:
             return
         # A cloud host: its instance-type family from the catalog and its profile (no host read).
-        self.picker.set_cloud_family(cloud_family(self.context.profile))
+        family = cloud_family(self.context.profile)
+        self.picker.set_cloud_family(family)
         runner = self._runner()
+        if runner is None and family is not None:
+            # Not connected (a stopped instance, say): its instance type can change all the same.
+            self.gpus = []
+            self.picker.set_gpus([])
+            self.stack.setCurrentIndex(1)
+            self._run(operations.interrupted_resize(self.audit_log, self.context.profile.name),
+                      self._on_interrupted, lambda exc: None)
+            self.reload_audit()
+            return
         if runner is None:
             self._show_message(self._not_connected_text())
             return

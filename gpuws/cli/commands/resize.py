@@ -42,7 +42,8 @@ PROVIDER_PREFIX = "type:"
 
 def register(sub: Subcommands) -> None:
     """Register `gpuws slices` and `gpuws resize`."""
-    slices = sub.add_parser("slices", help="list the layouts each GPU of a host can be resized to")
+    slices = sub.add_parser("slices", help="list the layouts each GPU of a host can be resized to (a cloud host "
+                            "with --instance-type: its instance types, priced)")
     slices.add_argument("name", help="host profile name ('demo' for the built-in simulated host)")
     slices.add_argument("--json", action="store_true", help="print JSON")
     slices.add_argument("--accept-new", action="store_true", help="trust an unknown host key on first connect")

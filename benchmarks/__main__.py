@@ -16,6 +16,7 @@ BENCHMARKS = (
     "bench_cli", "bench_telemetry", "bench_ssh_client", "bench_latency", "bench_dashboard", "bench_connect",
     "bench_gui_responsiveness", "bench_fleet", "bench_advice", "bench_checksum", "bench_transfer",
     "bench_sshconfig",
+    "bench_cloud_resize",
 )
 
 

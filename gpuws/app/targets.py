@@ -22,7 +22,7 @@ if TYPE_CHECKING:
     from gpuws.core.profiles import ProfileStore
     from gpuws.core.secrets import SecretStore
 
-__all__ = ["DEMO_NAME", "open_host", "open_target", "reconnect_and_probe"]
+__all__ = ["DEMO_NAME", "host_workspace", "open_host", "open_target", "reconnect_and_probe"]
 
 # A script retries a dropped host at once, then every few seconds (its own timeout ends it).
 SCRIPT_PACE = RetryPace(fast=3, fast_delay_s=1.0, slow_s=5.0)
@@ -119,6 +119,34 @@ async def open_host(
         workspace.close(timeout=5.0)
         if demo is not None:
             await demo.stop()
+
+
+@contextlib.asynccontextmanager
+async def host_workspace(name: str, *, profiles: ProfileStore | None = None) -> AsyncIterator[Workspace]:
+    """Saved profile NAME on a Workspace owned by the running loop, not connected: the way in for
+    work on the host's instance through its provider (`gpuws resize NAME type:T`, `start`, `stop`),
+    which reaches the host itself when it runs. ProfileNotFound for an unknown name."""
+    if profiles is None:
+        from gpuws.core.profiles import ProfileStore
+
+        profiles = ProfileStore()
+    profile = _find_profile(name, profiles)
+    if profile is None:
+        from gpuws.core.profiles import ProfileNotFound
+
+        raise ProfileNotFound(name)
+    loop = asyncio.get_running_loop()
+
+    def post(func: Callable[[], None]) -> None:
+        """Back to the command's loop (the Workspace's owner)."""
+        loop.call_soon(func)
+
+    workspace = Workspace(lambda coro: asyncio.run_coroutine_threadsafe(coro, loop), post=post, stream=False)
+    workspace.add_host(profile)
+    try:
+        yield workspace
+    finally:
+        workspace.close(timeout=5.0)
 
 
 async def reconnect_and_probe(profile_name: str, **connection_options: Any) -> str:

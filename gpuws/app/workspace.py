@@ -51,6 +51,7 @@ from gpuws.core.states import ConnectionState
 from gpuws.core.tunnels import TunnelState
 
 if TYPE_CHECKING:
+    from gpuws.app.cloud import InstanceResized, Reach, Reached
     from gpuws.app.hosts import HostLink, RetryPace
     from gpuws.app.resize import LayoutRun, MigApplied
     from gpuws.app.tunnels import TunnelRequest
@@ -59,6 +60,7 @@ if TYPE_CHECKING:
     from gpuws.core.resize.migparted import GpuTarget
     from gpuws.core.resize.plan import Plan
     from gpuws.remote.bench import EventCallback
+    from gpuws.remote.provider_ops import PowerResult
     from gpuws.remote.resize import ProgressCallback
     from gpuws.remote.tunnels import Tunnel
 
@@ -536,12 +538,69 @@ class Workspace:
         return recover_mig(self.runner(name, runner), self._record(name).profile, entry, progress=progress,
                            audit=audit, stop_processes=stop_processes, on_changed=self._layout_hook(name))
 
+    def resize_instance(self, name: str, target: str, *, progress: ProgressCallback | None = None,
+                        audit: AuditLog | None = None, via: str = "resize", reach: Reach | None = None,
+                        connection_options: Mapping[str, object] | None = None,
+                        ) -> Coroutine[object, object, InstanceResized]:
+        """Change host `name`'s instance type to `target` through its provider (`gpuws.app.cloud`:
+        stop, modify, start, the address read back, SSH, probe, the GPU verified, or the old type
+        back); the new type, price and address reach every view in one `layout_changed`.
+        `reach` (default: `wait_for_ssh` with `connection_options`) waits for the started host."""
+        from gpuws.app.cloud import resize_instance
+
+        profile = self._record(name).profile
+        return self._then_reach(name, resize_instance(
+            profile, target, reach=reach or self._reach(connection_options), progress=progress, audit=audit,
+            via=via, on_changed=self._layout_hook(name)))
+
+    def recover_instance(self, name: str, entry: JournalEntry, *, audit: AuditLog | None = None,
+                         progress: ProgressCallback | None = None, reach: Reach | None = None,
+                         connection_options: Mapping[str, object] | None = None,
+                         ) -> Coroutine[object, object, InstanceResized]:
+        """Finish the interrupted instance type change `entry` on host `name` (`gpuws.app.cloud.
+        recover_instance`: complete the target, or the previous type back), as `resize_instance`."""
+        from gpuws.app.cloud import recover_instance
+
+        profile = self._record(name).profile
+        return self._then_reach(name, recover_instance(
+            profile, entry, reach=reach or self._reach(connection_options), progress=progress, audit=audit,
+            on_changed=self._layout_hook(name)))
+
+    @staticmethod
+    def _reach(connection_options: Mapping[str, object] | None) -> Reach:
+        from gpuws.app.cloud import wait_for_ssh
+
+        def reach(profile: HostProfile) -> Coroutine[object, object, Reached]:
+            """Wait for SSH at the address read back, then probe."""
+            return wait_for_ssh(profile, connection_options=connection_options)
+
+        return reach
+
+    async def _then_reach(self, name: str, work: Coroutine[object, object, InstanceResized]) -> InstanceResized:
+        """Run an instance change, then let an open host that the stop dropped try again at once."""
+        try:
+            return await work
+        finally:
+            self._post(lambda: self._retry_if_down(name))
+
+    def _retry_if_down(self, name: str) -> None:
+        record = self._hosts.get(name)
+        if record is not None and record.link is not None and record.link.open and not record.live:
+            record.link.retry_now()
+
     def layout_changed(self, profile: HostProfile) -> None:
-        """A verified layout change saved `profile` (slice and price): every view hears the new
-        price in this one event, and a re-probe of a linked host refreshes the inventory, which
-        clears the alerts of devices that are gone and restarts the stream on the new ones."""
-        self.price_changed(profile)
+        """A verified layout change saved `profile` (slice and price; a cloud host's type and the
+        address it has now): every view hears the new price in this one event, and a re-probe of a
+        linked host refreshes the inventory, which clears the alerts of devices that are gone and
+        restarts the stream on the new ones. A new address makes an open host connect there."""
         record = self._hosts.get(profile.name)
+        moved = record is not None and (record.profile.host, record.profile.port) != (profile.host, profile.port)
+        self.price_changed(profile)
+        if record is not None and record.link is not None and moved:
+            record.link.profile = profile
+            if record.link.open:
+                record.link.connect()  # the old address is gone: a new connection, tunnels rebound
+            return
         # A command's Workspace (no telemetry of its own) has nothing to refresh: it prints and exits.
         if self._stream and record is not None and record.link is not None:
             self.probe(profile.name)
@@ -695,26 +754,44 @@ class Workspace:
                 self._notify(Change.IDLE, name)
         return events
 
+    def run_power(self, name: str, action: str, *, pre_stop: Sequence[str] | None = None,
+                  host_runner: CommandRunner | None = None,
+                  progress: Callable[[str], None] | None = None) -> Coroutine[object, object, PowerResult]:
+        """Start or stop host `name`'s instance through its provider, as a coroutine for the caller's
+        loop (`gpuws start`/`stop`; `power` runs it for the window). A start where the provider can
+        describe the instance reads its address back, and a new one is saved and reaches every view
+        (`layout_changed`, which connects an open host there). GpuwsError at once for what has no
+        provider command."""
+        from gpuws.app.cloud import can_describe, start_instance
+        from gpuws.app.power import power, power_plan
+
+        profile = self._record(name).profile
+        power_plan(profile, action)
+        if action == "start" and can_describe(profile):
+            return start_instance(profile, progress=progress, on_changed=self._layout_hook(name))
+        return power(profile, action, pre_stop=pre_stop, host_runner=host_runner, progress=progress)
+
     def power(self, name: str, action: str, *, pre_stop: str | None = None) -> concurrent.futures.Future[None]:
-        """Start or stop the host's instance through its provider (`app/power.py`); for a stop,
+        """Start or stop the host's instance through its provider (`run_power`); for a stop,
         `pre_stop` (default: the host's idle setting) runs on the host first. Refuses at once
         (GpuwsError) what has no provider command or a pre-stop line that cannot be split;
         progress and the result land in `power_status` (Change.POWER)."""
-        from gpuws.app.power import parse_pre_stop, power, power_plan
+        from gpuws.app.power import parse_pre_stop
 
         record = self._record(name)
-        profile = record.profile
-        power_plan(profile, action)
         text = self.idle.settings(name).pre_stop if pre_stop is None else pre_stop
         argv = parse_pre_stop(text.strip()) if action == "stop" else None
         connection = record.connection
         host_runner = connection.runner if connection is not None else None
+        work = self.run_power(name, action, pre_stop=argv, host_runner=host_runner)
         self._set_power_status(name, f"{_POWER_VERB.get(action, action)} {name}…")
 
         async def go() -> None:
             try:
-                result = await power(profile, action, pre_stop=argv, host_runner=host_runner)
+                result = await work
                 status = f"{name}: {action} done" if result.ok else (result.error or f"{name}: {action} failed")
+                if result.ok and result.address_after and result.address_after != result.address_before:
+                    status += f"; its address is now {result.address_after}"
             except GpuwsError as exc:
                 status = str(exc)
             self._post(lambda: self._set_power_status(name, status))

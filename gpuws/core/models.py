@@ -26,6 +26,14 @@ class SecretKind(StrEnum):
     VNC_PASSWORD = "vnc-password"  # noqa: S105 (the per-host remote desktop password, gpuws desktop)
 
 
+class AddressFrom(StrEnum):
+    """Which of the instance's addresses the provider is asked for after a start (`--address-from`)."""
+
+    PUBLIC = "public"  # the public IPv4 address (the default: what a rented host is reached at)
+    PRIVATE = "private"  # the private IPv4 address (a VPN or a jump host inside the VPC)
+    DNS = "dns"  # the public DNS name
+
+
 @dataclass
 class ProviderInfo:
     """Where the host is rented, for start/stop/resize through the provider's CLI."""
@@ -36,6 +44,14 @@ class ProviderInfo:
     # Per-action command templates ("stop", "modify", "start", "wait") overriding the preset for
     # `kind`: argv lists with {instance_id}, {region}, {instance_type} (see gpuws.core.resize.provider).
     commands: dict[str, list[str]] = field(default_factory=dict)
+    # Which address to read back from the provider after a start (None: public); a stop and start
+    # gives most instances a new public address, so the profile's `host` follows it.
+    address_from: AddressFrom | None = None
+
+    @property
+    def address_source(self) -> AddressFrom:
+        """The address to read back after a start (public unless the profile says otherwise)."""
+        return self.address_from or AddressFrom.PUBLIC
 
 
 @dataclass

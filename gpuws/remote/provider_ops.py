@@ -49,13 +49,21 @@ class PowerPlan:
 
 @dataclass
 class PowerResult:
+    """What a start or stop did; after a start where the provider can describe the instance, the
+    address it had and the one read back (the profile follows a new one)."""
+
     action: str
     ok: bool
     error: str | None = None
     log: list[str] = field(default_factory=list)
+    address_before: str | None = None
+    address_after: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        return {"action": self.action, "ok": self.ok, "error": self.error, "log": self.log}
+        doc: dict[str, object] = {"action": self.action, "ok": self.ok, "error": self.error, "log": self.log}
+        if self.address_after is not None:
+            doc.update(address_before=self.address_before, address_after=self.address_after)
+        return doc
 
 
 def _check_value(name: str, value: str | None) -> str:
@@ -149,3 +157,50 @@ async def run_power(
         result.ok = False
         result.error = redact(str(exc), secrets)
     return result
+
+
+@dataclass(frozen=True)
+class CliCall:
+    """One provider CLI call and how long it took (the benchmark splits a resize by these)."""
+
+    action: str
+    seconds: float
+    exit_status: int
+
+
+class ProviderCli:
+    """Runs a provider's rendered commands here, one at a time: the token only in the child's
+    environment (never argv), every line it returns or logs redacted, each call timed."""
+
+    def __init__(self, kind: str, env_names: Sequence[str], token: str | None, *,
+                 runner: CommandRunner | None = None, timeout: float = 900.0) -> None:
+        self.env_names = tuple(env_names)
+        self.env = token_environment(kind, token)
+        self._secrets = [token or "", *self.env.values()]
+        self._runner = runner or LocalRunner()
+        self.timeout = timeout
+        self.log: list[str] = []
+        self.calls: list[CliCall] = []
+
+    def redact(self, text: str) -> str:
+        """`text` without the token or any part of it."""
+        return redact(text, self._secrets)
+
+    async def run(self, command: ProviderCommand) -> str:
+        """Run `command`; its stdout, or ProviderError with the CLI's first line (redacted)."""
+        import time
+
+        shown = command.display(self.env_names)
+        started = time.perf_counter()
+        try:
+            out = await self._runner.run(list(command.argv), timeout=self.timeout, env=self.env)
+        except (CommandTimeout, OSError) as exc:
+            self.calls.append(CliCall(command.action, time.perf_counter() - started, -1))
+            raise ProviderError(self.redact(f"{command.action} failed: {exc}")) from None
+        self.calls.append(CliCall(command.action, time.perf_counter() - started, out.exit_status))
+        self.log.append(self.redact(f"$ {shown} -> exit {out.exit_status}"))
+        if not out.ok:
+            lines = [line for line in (out.stderr.strip() or out.stdout.strip()).splitlines() if line.strip()]
+            why = lines[0][:300] if lines else f"exit {out.exit_status}"
+            raise ProviderError(self.redact(f"{command.action} failed: {why}"))
+        return out.stdout

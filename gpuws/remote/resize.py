@@ -462,7 +462,8 @@ async def run_provider_resize(
     env = token_environment(plan.kind, token)
     secrets = [token or "", *env.values()]
     result = ProviderResult(TARGET_VERIFIED, True)
-    total = len(plan.commands)
+    steps = [c for c in plan.commands if c.action != "describe"]  # gpuws.app.cloud reads it where there is one
+    total = len(steps)
     stopped = False
 
     async def run(action: str, argv: Sequence[str]) -> None:
@@ -476,7 +477,7 @@ async def run_provider_resize(
             raise StepFailed(redact(f"{action} failed: {_first_line(out)}", secrets))
 
     try:
-        for done, command in enumerate(plan.commands, start=1):
+        for done, command in enumerate(steps, start=1):
             report(Progress(done - 1, total, command.display(plan.env_names), "apply"))
             await run(command.action, command.argv)
             stopped = stopped or command.action == "stop"
@@ -494,7 +495,7 @@ async def run_provider_resize(
         result.kind = ResizeOutcome.ROLLBACK_FAILED
         return result
     try:  # the instance is stopped with its old type: start it again
-        for command in plan.commands:
+        for command in steps:
             if command.action in ("start", "wait_running"):
                 await run(command.action, command.argv)
         found = await reconnect()

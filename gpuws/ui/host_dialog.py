@@ -29,7 +29,7 @@ from PySide6.QtWidgets import (
 
 from gpuws.core import validation as checks
 from gpuws.core.errors import ValidationError
-from gpuws.core.models import AuthMethod, HostProfile, ProviderInfo, SecretKind
+from gpuws.core.models import AuthMethod, HostProfile, SecretKind
 from gpuws.ui import theme
 from gpuws.ui.widgets import TintedLabel
 
@@ -330,7 +330,9 @@ class HostDialog(QDialog):
             auth=method,
             key_path=self.key_edit.text().strip() or None,
             jump=self.jump_combo.currentData(),
-            provider=ProviderInfo(
+            # What the dialog does not show (command templates, --address-from) is kept.
+            provider=replace(
+                base.provider,
                 kind=self.provider_combo.currentData(),
                 instance_id=self.instance_edit.text().strip() or None,
                 region=self.region_edit.text().strip() or None,

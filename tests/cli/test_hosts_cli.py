@@ -51,7 +51,8 @@ def test_add_list_show_remove(capsys: pytest.CaptureFixture[str], tmp_path: Path
     assert isinstance(added, dict)
     assert added["host"] == "2001:db8::5"
     assert (added["port"], added["auth"], added["key_path"], added["jump"]) == (2222, "key", str(key), "bastion")
-    assert added["provider"] == {"kind": "aws", "instance_id": "i-0abc", "region": "us-east-1", "commands": {}}
+    assert added["provider"] == {"kind": "aws", "instance_id": "i-0abc", "region": "us-east-1", "commands": {},
+                                 "address_from": None}
     assert (added["price_per_hour"], added["tags"], added["user"]) == (2.5, ["a100", "spot"], None)
 
     listing = run_json(capsys, "hosts", "list")
@@ -203,3 +204,23 @@ def test_python_dash_m_gpuws_round_trip(tmp_path: Path) -> None:
     assert refused.returncode == 2
     assert refused.stderr.startswith("gpuws: error: host: ")
     assert "Traceback" not in refused.stderr
+
+
+def test_address_from_is_stored_edited_and_cleared(capsys: pytest.CaptureFixture[str]) -> None:
+    """`--address-from`: which address a start or resize reads back from the provider (public by
+    default), kept in the profile file."""
+    added = run_json(capsys, "hosts", "add", "g6f", "--host", "203.0.113.9", "--provider", "aws",
+                     "--instance-id", "i-0abc", "--region", "us-east-2", "--address-from", "private")
+    assert isinstance(added, dict) and added["provider"]["address_from"] == "private"
+    code, _, _ = run(capsys, "hosts", "edit", "g6f", "--address-from", "dns")
+    assert code == 0
+    shown = run_json(capsys, "hosts", "show", "g6f")
+    assert isinstance(shown, dict) and shown["provider"]["address_from"] == "dns"
+    assert shown["provider"]["instance_id"] == "i-0abc"  # the rest of the provider table kept
+    code, _, _ = run(capsys, "hosts", "edit", "g6f", "--address-from", "")
+    assert code == 0
+    cleared = run_json(capsys, "hosts", "show", "g6f")
+    assert isinstance(cleared, dict) and cleared["provider"]["address_from"] is None  # public, the default
+    with pytest.raises(SystemExit) as refused:
+        run(capsys, "hosts", "edit", "g6f", "--address-from", "elastic")
+    assert refused.value.code == 2 and "invalid choice: 'elastic'" in capsys.readouterr().err

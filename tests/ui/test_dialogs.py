@@ -93,6 +93,21 @@ def test_duplicate_name_refused_but_editing_keeps_own_name(qtbot: Any) -> None:
     assert edit.result() == 1 and edit.result_profile().notes == "keep me"
 
 
+def test_editing_a_cloud_host_keeps_what_the_dialog_does_not_show(qtbot: Any) -> None:
+    """The provider's command templates and `--address-from` survive an edit in the window (the
+    dialog built a fresh provider table and dropped them)."""
+    from gpuws.core.models import AddressFrom, ProviderInfo
+
+    provider = ProviderInfo(kind="aws", instance_id="i-0abc", region="us-east-2", address_from=AddressFrom.PRIVATE,
+                            commands={"stop": ["aws", "ec2", "stop-instances", "--instance-ids", "{instance_id}"]})
+    existing = HostProfile(name="g6f", host="10.0.0.9", provider=provider)
+    edit = _dialog(qtbot, profile=existing, existing_names=["g6f"])
+    edit.region_edit.setText("us-west-2")
+    edit.accept()
+    kept = edit.result_profile().provider
+    assert (kept.region, kept.address_from, kept.commands) == ("us-west-2", AddressFrom.PRIVATE, provider.commands)
+
+
 def test_import_dialog_previews_and_reports_skipped(qtbot: Any, tmp_path: Path) -> None:
     config = tmp_path / "ssh_config"
     config.write_text(

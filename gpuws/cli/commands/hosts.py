@@ -15,7 +15,7 @@ from typing import Any
 
 from gpuws.cli.output import OneLineParser, Subcommands, fail, print_json
 from gpuws.core.errors import ValidationError
-from gpuws.core.models import AuthMethod, HostProfile, ProviderInfo, SecretKind
+from gpuws.core.models import AddressFrom, AuthMethod, HostProfile, ProviderInfo, SecretKind
 from gpuws.core.profiles import ProfileStore, profile_to_dict
 from gpuws.core.recordfile import NamedRecordStore
 from gpuws.core.terminal import printable
@@ -138,6 +138,10 @@ def _profile_options(parser: argparse.ArgumentParser, *, editing: bool) -> None:
     parser.add_argument("--provider", metavar="KIND", help="aws, gcp, alibaba, tencent or custom")
     parser.add_argument("--instance-id", metavar="ID", help="the provider's instance id")
     parser.add_argument("--region", metavar="R", help="the provider's region or zone")
+    parser.add_argument("--address-from", choices=[a.value for a in AddressFrom] + ([""] if editing else []),
+                        help="which address of the instance to read back from the provider after a start or "
+                             "resize (a new public address each start without an elastic IP): public (the "
+                             "default), private or dns")
     parser.add_argument("--notes", default=None if editing else "", help="free text")
     parser.add_argument("--currency", metavar="CODE", help="ISO 4217 code of its prices, e.g. EUR "
                         "(default: the locale's)")
@@ -190,7 +194,8 @@ def cmd_add(args: argparse.Namespace) -> int:
         auth=auth,
         key_path=key_path,
         jump=args.jump,
-        provider=ProviderInfo(kind=args.provider, instance_id=args.instance_id, region=args.region),
+        provider=ProviderInfo(kind=args.provider, instance_id=args.instance_id, region=args.region,
+                              address_from=AddressFrom(args.address_from) if args.address_from else None),
         price_per_hour=validate_price(args.price_per_hour),
         slice_prices=_slice_prices(args.slice_price, {}),
         tags=list(args.tag),
@@ -214,7 +219,7 @@ def cmd_add(args: argparse.Namespace) -> int:
 
 # Options of `hosts edit` that change the profile (all but the name, --json and --editor).
 _SETTINGS = ("host", "port", "user", "key", "jump", "price_per_hour", "auth", "tag", "provider", "instance_id",
-             "region", "notes", "currency", "budget_daily", "budget_monthly", "budget_stop")
+             "region", "address_from", "notes", "currency", "budget_daily", "budget_monthly", "budget_stop")
 
 
 def cmd_edit(args: argparse.Namespace) -> int:
@@ -276,12 +281,15 @@ def _edited(old: HostProfile, args: argparse.Namespace) -> HostProfile:
         changes["budget_stop"] = args.budget_stop
     if args.slice_price:
         changes["slice_prices"] = _slice_prices(args.slice_price, old.slice_prices)
-    if args.provider is not None or args.instance_id is not None or args.region is not None:
+    if any(v is not None for v in (args.provider, args.instance_id, args.region, args.address_from)):
+        address = args.address_from
         changes["provider"] = dataclasses.replace(
             old.provider,
             kind=old.provider.kind if args.provider is None else _cleared(args.provider),
             instance_id=old.provider.instance_id if args.instance_id is None else _cleared(args.instance_id),
             region=old.provider.region if args.region is None else _cleared(args.region),
+            address_from=old.provider.address_from if address is None else (AddressFrom(address) if address
+                                                                             else None),
         )
     return dataclasses.replace(old, **changes)
 
@@ -358,6 +366,8 @@ def cmd_show(args: argparse.Namespace) -> int:
         ("key", profile.key_path or "-"),
         ("jump host", profile.jump or "-"),
         ("provider", " ".join(x for x in (provider.kind, provider.instance_id, provider.region) if x) or "-"),
+        ("reads", f"the provider's {provider.address_source} address after a start"
+         if provider.kind else "-"),
         ("slice", profile.slice_profile or "-"),
         ("price", _price(profile.price_per_hour)),
         ("slices", ", ".join(f"{k}={_price(v)}" for k, v in sorted(profile.slice_prices.items())) or "-"),

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 from gpuws.cli.connecting import ExitStatus, resize_exit_status, tty_prompts
 from gpuws.cli.output import Subcommands, fail, print_json, sim_banner, whole_number
 from gpuws.core.resize.audit import AuditLog
-from gpuws.core.resize.journal import ResizeJournal, interrupted_resize_json
+from gpuws.core.resize.journal import JournalEntry, ResizeJournal, interrupted_resize_json
 from gpuws.core.resize.outcome import ResizeOutcome
 from gpuws.core.resize.plan import Plan
 from gpuws.core.resize.pricing import PriceBook, price_book
@@ -32,6 +32,7 @@ from gpuws.core.stdin import read_answer
 from gpuws.core.terminal import printable
 
 if TYPE_CHECKING:
+    from gpuws.app.cloud import InstanceResized
     from gpuws.app.resize import Progress
 
 EXIT_OK, EXIT_REFUSED = ExitStatus.OK, ExitStatus.USAGE
@@ -265,6 +266,8 @@ async def _recover_async(args: argparse.Namespace) -> ResizeOutcome:
         return ResizeOutcome.ALREADY_AT_TARGET
     if journal.interrupted(args.name) is None:
         raise ResizeRefused(f"a resize of {args.name} is still running (pid {entry.pid}); wait for it to finish")
+    if entry.backend == "provider":
+        return await _recover_instance(args, entry)
     if entry.gpu < 0:
         raise ResizeRefused(f"the resize journal {journal.path_for(args.name)} cannot be read; check the layout "
                             f"with `gpuws slices {args.name}` and remove that file")
@@ -306,6 +309,30 @@ async def _recover_async(args: argparse.Namespace) -> ResizeOutcome:
     return run.kind
 
 
+async def _recover_instance(args: argparse.Namespace, entry: JournalEntry) -> ResizeOutcome:
+    """`--recover` of an interrupted instance type change: complete it, or the previous type back."""
+    from gpuws.app.targets import host_workspace
+
+    async with host_workspace(args.name) as workspace:
+        record = workspace.host(args.name)
+        assert record is not None
+        price_before = record.profile.price_per_hour
+        if not args.json:
+            print(f"{args.name}: interrupted instance type change {entry.before} -> {entry.target} "
+                  f"(started {entry.started_at})")
+            print(f"recover: complete {entry.target}, or restore {entry.before} if that fails")
+        if not _confirm(args, f"recovering the instance type change of {args.name} (it may be stopped)"):
+            from gpuws.app.resize import ResizeRefused
+
+            raise ResizeRefused("recovery not confirmed; nothing changed")
+        done = await workspace.recover_instance(
+            args.name, entry, progress=progress_printer(args.json),
+            connection_options={"accept_new": args.accept_new, **tty_prompts()})
+    doc: dict[str, object] = {"host": args.name, "backend": "provider", "recovered": interrupted_resize_json(entry)}
+    _provider_outcome(args, doc, done, price_before)
+    return done.kind
+
+
 def progress_printer(quiet: bool) -> Callable[[Progress], None]:
     """The progress lines of a resize on stderr (none with --json)."""
 
@@ -323,50 +350,58 @@ def progress_printer(quiet: bool) -> Callable[[Progress], None]:
 
 async def _provider_resize(args: argparse.Namespace) -> int:
     from gpuws.app.providers import provider_token
-    from gpuws.app.resize import apply_provider
-    from gpuws.app.targets import reconnect_and_probe
-    from gpuws.core.profiles import ProfileStore
+    from gpuws.app.targets import host_workspace
 
-    profile = ProfileStore().get(args.name)
-    plan = plan_provider_resize(profile.provider, args.target[len(PROVIDER_PREFIX):])
-    doc: dict[str, Any] = {"host": args.name, "backend": "provider", "plan": plan.to_dict(),
-                           "before": profile.slice_profile, "after": plan.instance_type,
-                           "price_per_hour": {"before": profile.price_per_hour, "after": None}}
+    async with host_workspace(args.name) as workspace:
+        record = workspace.host(args.name)
+        assert record is not None
+        profile = record.profile
+        plan = plan_provider_resize(profile.provider, args.target[len(PROVIDER_PREFIX):])
+        doc: dict[str, object] = {"host": args.name, "backend": "provider", "plan": plan.to_dict(),
+                                  "before": profile.slice_profile, "after": plan.instance_type,
+                                  "price_per_hour": {"before": profile.price_per_hour, "after": None}}
 
-    def show() -> None:
-        """Print the provider plan, step by step."""
-        print(f"{args.name}: change the instance type to {plan.instance_type} via {plan.kind}")
-        for number, step in enumerate(plan.to_dict()["steps"], start=1):
-            print(f"  {number}. {step['action']}\n     $ {step['command']}")
+        def show() -> None:
+            """Print the provider plan, step by step."""
+            print(f"{args.name}: change the instance type to {plan.instance_type} via {plan.kind}")
+            for number, step in enumerate(plan.to_dict()["steps"], start=1):
+                print(f"  {number}. {step['action']}\n     $ {step['command']}")
 
-    if args.dry_run:
-        doc["outcome"] = "dry run: nothing changed"
-        _emit(args, doc, show)
-        return EXIT_OK
-    if not args.json:
-        show()
-    if not _confirm(args, f"changing the instance type of {args.name} (it will be stopped)"):
-        return EXIT_REFUSED
-    if provider_token(args.name) is None:
-        print("note: no provider token in the keyring; the provider CLI uses its own configuration",
-              file=sys.stderr)
+        if args.dry_run:
+            doc["outcome"] = "dry run: nothing changed"
+            _emit(args, doc, show)
+            return EXIT_OK
+        if not args.json:
+            show()
+        if not _confirm(args, f"changing the instance type of {args.name} (it will be stopped)"):
+            return EXIT_REFUSED
+        if provider_token(args.name) is None:
+            print("note: no provider token in the keyring; the provider CLI uses its own configuration",
+                  file=sys.stderr)
+        # Stop, modify, start, the address read back, SSH, probe, the GPU checked against the type,
+        # or the previous type back: the one implementation the window's Resize tab runs too.
+        done = await workspace.resize_instance(
+            args.name, args.target, progress=progress_printer(args.json),
+            connection_options={"accept_new": args.accept_new, **tty_prompts()})
+    return _provider_outcome(args, doc, done, profile.price_per_hour)
 
-    async def reconnect() -> str:
-        """Wait for the restarted instance's SSH and probe it again."""
-        return await reconnect_and_probe(args.name, accept_new=args.accept_new, **tty_prompts())
 
-    applied = await apply_provider(profile, plan, reconnect=reconnect, target_text=args.target)
-    result = applied.result
-    doc.update(result.to_dict())
-    doc["price_per_hour"]["after"] = applied.profile.price_per_hour if result.ok else None
-    if applied.warnings:
-        doc["warnings"] = applied.warnings
+def _provider_outcome(args: argparse.Namespace, doc: dict[str, object], done: InstanceResized,
+                      price_before: float | None) -> int:
+    """Print a type change's (or its recovery's) outcome; its exit status."""
+    doc.update(done.to_dict())
+    doc["price_per_hour"] = {"before": price_before, "after": done.profile.price_per_hour if done.ok else None}
 
     def human() -> None:
-        """The provider resize's outcome in lines of text."""
-        for warning in applied.warnings:
+        """The type change's outcome in lines of text."""
+        for warning in done.warnings:
             print(f"warning: {warning}")
-        print(f"outcome: {result.outcome}" + (f"\nerror: {result.error}" if result.error else ""))
+        if done.error:
+            print(f"error: {done.error}")
+        moved = (f"; address {done.address_before} -> {done.address_after}"
+                 if done.address_after and done.address_after != done.address_before else "")
+        seen = f"; GPU: {done.gpu_seen}" if done.gpu_seen else ""
+        print(f"outcome: {done.outcome}; the instance is now {done.after or 'unknown'}{moved}{seen}")
 
     _emit(args, doc, human)
-    return resize_exit_status(result.kind)
+    return resize_exit_status(done.kind)

@@ -335,7 +335,7 @@ class CopyProgressLine:
 
 def run_power_cli(args: argparse.Namespace) -> int:
     """`gpuws start` / `gpuws stop`: start or stop the host's instance through its provider."""
-    from gpuws.app.power import parse_pre_stop, power, power_plan
+    from gpuws.app.power import parse_pre_stop, power_plan
     from gpuws.core.profiles import ProfileStore
 
     profile = ProfileStore().get(args.name)
@@ -354,18 +354,26 @@ def run_power_cli(args: argparse.Namespace) -> int:
             print(f"$ {line}" if not line.startswith("running") else line, file=sys.stderr, flush=True)
 
     async def go() -> Any:
+        # Through the Workspace verb, as the window's Start/Stop: a start reads the instance's
+        # address back from the provider and the profile follows a new one.
         if pre_stop:
-            from gpuws.app.targets import open_target
+            from gpuws.app.targets import open_host
 
-            async with open_target(args.name, accept_new=getattr(args, "accept_new", False),
-                                   **tty_prompts()) as conn:
-                return await power(profile, args.action, pre_stop=pre_stop, host_runner=conn.runner,
-                                   progress=report)
-        return await power(profile, args.action, progress=report)
+            async with open_host(args.name, accept_new=getattr(args, "accept_new", False), probe=False,
+                                 **tty_prompts()) as (workspace, record):
+                assert record.connection is not None
+                return await workspace.run_power(args.name, args.action, pre_stop=pre_stop,
+                                                 host_runner=record.connection.runner, progress=report)
+        from gpuws.app.targets import host_workspace
+
+        async with host_workspace(args.name) as workspace:
+            return await workspace.run_power(args.name, args.action, progress=report)
 
     result = asyncio.run(go())
     if args.json:
         print_json(result.to_dict())
     elif result.ok:
-        print(f"{args.name}: {'started' if args.action == 'start' else 'stopped'}")
+        moved = (f" (its address is now {result.address_after}, was {result.address_before})"
+                 if result.address_after and result.address_after != result.address_before else "")
+        print(f"{args.name}: {'started' if args.action == 'start' else 'stopped'}{moved}")
     return 0 if result.ok else fail(result.error or f"{args.action} failed")

@@ -50,12 +50,18 @@ class JournalEntry:
     via: str = "resize"  # "resize", "mig-parted", "recover", "window"
     # The GPUs this run still changes after this one, in order: {"gpu", "gpu_name", "target"}.
     pending: list[dict[str, Any]] = field(default_factory=list)
+    # "mig", or "provider": an instance type change (`before`/`target` are "type:T"; `gpu_name`
+    # is the instance id), finished or undone by `--recover` through the provider (gpuws.app.cloud).
+    backend: str = "mig"
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
 
     def summary(self) -> str:
         """One line for `slices`/`probe` output and the window banner."""
+        if self.backend == "provider":
+            return (f"an interrupted instance type change of {self.gpu_name} ({self.before} -> {self.target}, "
+                    f"started {self.started_at}) did not finish; the instance may be stopped or on either type")
         rest = [str(p.get("gpu")) for p in self.pending if isinstance(p, dict)]
         then = f" (and GPU {', '.join(rest)} after it)" if rest else ""
         return (f"an interrupted resize of GPU {self.gpu} ({self.before} -> {self.target}, started "
@@ -95,7 +101,7 @@ class ResizeJournal:
         self.root.mkdir(parents=True, exist_ok=True)
         path = self.path_for(entry.host)
         self.audit.append(AuditRecord(
-            host=entry.host, gpu=entry.gpu, backend="mig", target=entry.target, before=entry.before,
+            host=entry.host, gpu=entry.gpu, backend=entry.backend, target=entry.target, before=entry.before,
             after=None, outcome=STARTED, ok=False, plan=entry.plan, log=[f"journal: {path.name} ({entry.via})"],
             started_at=entry.started_at, simulated=entry.simulated, phase=STARTED,
         ))
@@ -161,7 +167,7 @@ def interrupted_resize_json(entry: JournalEntry | None) -> dict[str, Any] | None
         return None
     return {
         "gpu": entry.gpu, "gpu_name": entry.gpu_name, "before": entry.before, "target": entry.target,
-        "started_at": entry.started_at, "via": entry.via, "message": entry.summary(),
+        "started_at": entry.started_at, "via": entry.via, "message": entry.summary(), "backend": entry.backend,
         "recover": f"gpuws resize {entry.host} --recover",
         "pending": [{"gpu": p.get("gpu"), "target": p.get("target")} for p in entry.pending if isinstance(p, dict)],
     }

@@ -1,7 +1,9 @@
 """Cloud-provider resize: change the instance type through the provider's own CLI.
 
 A resize is: stop, (wait until stopped), modify the instance type, start, (wait until running);
-the remote layer then waits for SSH and probes again. Each action is an argv template with
+then the instance's address is read back from the provider ("describe", where the provider has one),
+gpuws waits for SSH there, probes and checks the GPU against the type (`gpuws.app.cloud`).
+Each action is an argv template with
 `{instance_id}`, `{region}` and `{instance_type}` substituted inside single arguments (no shell,
 so a value can never become a second command). Presets cover the AWS, Google Cloud, Alibaba
 Cloud and Tencent Cloud CLIs; `ProviderInfo.commands` overrides any action per host.
@@ -22,7 +24,10 @@ from gpuws.core.errors import GpuwsError, ValidationError
 from gpuws.core.models import ProviderInfo
 
 MASK = "***"
-ACTIONS = ("stop", "wait_stopped", "modify", "start", "wait_running")
+ACTIONS = ("stop", "wait_stopped", "modify", "start", "wait_running", "describe")
+# Run in this order by a resize; "describe" (read the instance's state, type and addresses) is
+# asked before and after, where the provider has one (AWS today).
+RESIZE_ACTIONS = ACTIONS[:5]
 REQUIRED_ACTIONS = ("stop", "modify", "start")
 PLACEHOLDERS = ("instance_id", "region", "instance_type")
 _VALUE_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:/-]{0,127}$")
@@ -46,6 +51,8 @@ PRESETS: dict[str, dict[str, Template]] = {
                    "--instance-type", "Value={instance_type}", *_AWS_REGION),
         "start": ("aws", "ec2", "start-instances", "--instance-ids", "{instance_id}", *_AWS_REGION),
         "wait_running": ("aws", "ec2", "wait", "instance-running", "--instance-ids", "{instance_id}", *_AWS_REGION),
+        "describe": ("aws", "ec2", "describe-instances", "--instance-ids", "{instance_id}", *_AWS_REGION,
+                     "--output", "json"),
     },
     "gcp": {  # gcloud waits for stop/start to finish by itself
         "stop": ("gcloud", "compute", "instances", "stop", "{instance_id}", "--zone", "{region}", "--quiet"),
@@ -109,6 +116,10 @@ class ProviderPlan:
     instance_type: str
     commands: tuple[ProviderCommand, ...]
     env_names: tuple[str, ...]  # credential variables the commands get (values never shown)
+
+    def command(self, action: str) -> ProviderCommand | None:
+        """The rendered command of `action`, or None when the provider has none for it."""
+        return next((c for c in self.commands if c.action == action), None)
 
     def to_dict(self) -> dict[str, Any]:
         return {

@@ -26,7 +26,8 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from gpuws.app.resize import ProviderResult, ResizeOutcome, ResizeRefused, ResizeResult
+from gpuws.app.cloud import InstanceResized
+from gpuws.app.resize import ResizeOutcome, ResizeRefused, ResizeResult
 from gpuws.core.errors import GpuwsError
 from gpuws.core.models import HostProfile
 from gpuws.core.resize.audit import AuditLog
@@ -41,7 +42,7 @@ from gpuws.ui.resize.audit_view import AuditView
 from gpuws.ui.resize.cloud_view import cloud_family, cloud_figures, cloud_hint, cloud_price_source
 from gpuws.ui.resize.comparison import ComparisonCard
 from gpuws.ui.resize.confirm import TypedConfirmation
-from gpuws.ui.resize.operations import LayoutRun, MigApplied, MigPreview, PlanChanged, ProviderApplied
+from gpuws.ui.resize.operations import LayoutRun, MigApplied, MigPreview, PlanChanged
 from gpuws.ui.resize.options import layout_figures
 from gpuws.ui.resize.plan_view import PlanView
 from gpuws.ui.resize.processes_view import ProcessesView
@@ -51,6 +52,7 @@ from gpuws.ui.tabs import HostContext
 from gpuws.ui.widgets import Badge, Banner, BannerKind, heading, muted_label
 
 if TYPE_CHECKING:
+    from gpuws.app.workspace import Workspace
     from gpuws.core.runner import CommandRunner
 
 T = TypeVar("T")
@@ -85,6 +87,7 @@ class ResizeTab(QWidget):
     def __init__(self, parent: QWidget | None = None, *, audit_log: AuditLog | None = None) -> None:
         super().__init__(parent)
         self.context: HostContext | None = None
+        self._own_workspace: Workspace | None = None  # only for a tab shown without the window's hub
         self._audit_log = audit_log
         self.gpus: list[GpuMigState] = []
         self.prices: PriceBook | None = None
@@ -274,15 +277,26 @@ class ResizeTab(QWidget):
     def recover(self) -> None:
         """Finish the interrupted resize (the Recover button of the banner)."""
         entry, runner = self.interrupted, self._runner()
-        if entry is None or runner is None or self.context is None or self.applying:
+        # An instance type change is recovered through the provider: the host may be stopped.
+        if (entry is None or self.context is None or self.applying
+                or (runner is None and entry.backend != "provider")):
             return
         self._applying_on = self.context.profile.name
         self._set_applying(True)
         self.interrupted_banner.hide()
         self.progress_view.show()
+        name = self.context.profile.name
+        # Through the Workspace verbs, as `gpuws resize --recover` (one door: the window and the
+        # CLI cannot drift); the verbs end in `Workspace.layout_changed`.
+        if entry.backend == "provider":
+            self.progress_view.start(0, f"recovering the instance type change {entry.before} -> {entry.target}")
+            self._run(self._workspace().recover_instance(name, entry, audit=self.audit_log,
+                                                         progress=self.relay.report),
+                      self._on_applied, self._on_apply_failed, keep_generation=True)
+            return
         self.progress_view.start(0, f"recovering GPU {entry.gpu}: {entry.before} -> {entry.target}")
-        self._run(operations.recover_mig(runner, self.context.profile, entry, progress=self.relay.report,
-                                         audit=self.audit_log, on_changed=self._layout_hook()),
+        self._run(self._workspace().recover(name, entry, audit=self.audit_log, progress=self.relay.report,
+                                            runner=runner),
                   self._on_applied, self._on_apply_failed, keep_generation=True)
 
     def open_mig_parted_file(self) -> None:
@@ -465,23 +479,22 @@ class ResizeTab(QWidget):
         if self.applying or self.context is None or not self.confirmation.confirmed:
             return
         profile = self.context.profile
+        workspace = self._workspace()
         if self.preview is not None and not self.preview.plan.empty:
             runner = self._runner()
             if runner is None:
                 self._show_error(GpuwsError("not connected to the host"))
                 return
             plan = self.preview.plan
-            coro: Coroutine[object, None, MigApplied | ProviderApplied] = operations.apply_mig(
-                runner, profile, plan, stop_processes=self.processes_view.stop_requested,
-                progress=self.relay.report, audit=self.audit_log, on_changed=self._layout_hook(),
+            coro: Coroutine[object, None, MigApplied | InstanceResized] = workspace.resize(
+                profile.name, plan, stop_processes=self.processes_view.stop_requested,
+                progress=self.relay.report, audit=self.audit_log, via="window", runner=runner,
             )
             total, first = len(plan.steps), f"resizing GPU {plan.gpu_index}: {plan.summary()}"
         elif self.provider_plan is not None:
             provider_plan = self.provider_plan
-            coro = operations.apply_provider(
-                profile, provider_plan, reconnect=lambda: operations.reconnect_and_probe(profile.name),
-                progress=self.relay.report, audit=self.audit_log, on_changed=self._layout_hook(),
-            )
+            coro = workspace.resize_instance(profile.name, f"type:{provider_plan.instance_type}",
+                                             progress=self.relay.report, audit=self.audit_log, via="window")
             total, first = len(provider_plan.commands), f"changing the instance type to {provider_plan.instance_type}"
         else:
             return
@@ -509,8 +522,29 @@ class ResizeTab(QWidget):
         self.reload()
         return True
 
-    def _on_applied(self, done: MigApplied | LayoutRun | ProviderApplied) -> None:
-        # The profile, the price and the inventory already followed, through `_layout_hook`.
+    def _workspace(self) -> Workspace:
+        """The window's Workspace (the one door to a layout or instance change); a tab shown on its
+        own (no hub) keeps one of its own for its host."""
+        assert self.context is not None
+        if self.context.hub is not None:
+            return self.context.hub.workspace
+        from gpuws.app.workspace import Workspace
+
+        bridge = self.context.bridge
+        if self._own_workspace is None:
+            self._own_workspace = Workspace(lambda coro: bridge.run_async(coro), post=lambda f: bridge.post(f),
+                                            stream=False)
+        self._own_workspace.add_host(self.context.profile)
+        return self._own_workspace
+
+    def _on_applied(self, done: MigApplied | LayoutRun | InstanceResized) -> None:
+        # The Workspace verb ended in `layout_changed` (price to every view, a re-probe); the tab's
+        # own profile, the sidebar and this tab's reading follow here.
+        context = self.context
+        if context is not None and done.profile.name == context.profile.name:
+            self._follow_new_price(done.profile)
+            if context.hub is None:
+                context.session.reprobe()
         if self._finished_elsewhere():
             return
         self._set_applying(False)
@@ -522,9 +556,7 @@ class ResizeTab(QWidget):
             title, detail = recover_outcome_text(done)
         else:
             kind = outcome_kind(done.kind)
-            title, detail = provider_outcome_text(done.result)
-            if self.context is not None and kind is not OutcomeKind.ERROR:
-                self.context.session.connect_host()  # the instance restarted: connect afresh
+            title, detail = provider_outcome_text(done)
         self.progress_view.finish(kind, title, detail)
         self._after_apply()
 
@@ -641,12 +673,17 @@ def recover_outcome_text(run: LayoutRun) -> tuple[str, str]:
     return title, f"{detail}\n{extra}".strip() if extra else detail
 
 
-def provider_outcome_text(result: ProviderResult) -> tuple[str, str]:
+def provider_outcome_text(result: InstanceResized) -> tuple[str, str]:
     """(title, detail) for the outcome banner after an instance-type change."""
-    error = f"Error: {result.error}" if result.error else ""
-    if result.ok:
-        return "Instance type changed; the host answered over SSH again", "\n".join(result.log[-1:])
+    notes = [*result.warnings, *([f"Error: {result.error}"] if result.error else [])]
+    if result.address_after and result.address_after != result.address_before:
+        notes.insert(0, f"The address changed: {result.address_before} -> {result.address_after} (saved).")
+    if result.gpu_seen:
+        notes.insert(0, f"GPU seen: {result.gpu_seen}")
+    if result.kind is ResizeOutcome.VERIFIED:
+        return f"Instance type changed to {result.target}; the GPU matches it", "\n".join(notes)
+    if result.kind is ResizeOutcome.ALREADY_AT_TARGET:
+        return f"The instance already runs as {result.target}", "\n".join(notes)
     if result.kind is ResizeOutcome.ROLLED_BACK:
-        return "Instance type change failed \u2014 restarted with the previous type", error
-    return f"Provider change failed: {result.outcome}", error
-
+        return f"Instance type change failed \u2014 restarted with the previous type {result.before}", "\n".join(notes)
+    return f"Provider change failed: {result.outcome}", "\n".join(notes)

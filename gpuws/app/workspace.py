@@ -34,7 +34,7 @@ import time
 from collections.abc import Callable, Coroutine, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar, cast
 
 from gpuws.app.costs import CostBook, IdlePolicy
 from gpuws.app.hosts import Post, Spawn
@@ -122,6 +122,16 @@ class ShownTunnel(Protocol):
     def last_error(self) -> str:
         """Why it is waiting or failed ("" when nothing is wrong)."""
         ...
+
+
+_TunnelT = TypeVar("_TunnelT", bound=Rebindable)
+
+
+def _service(tunnel: object) -> tuple[str, int] | None:
+    """The host-side address a tunnel forwards to (None for one that does not say)."""
+    spec = getattr(tunnel, "spec", None)
+    host, port = getattr(spec, "remote_host", None), getattr(spec, "remote_port", None)
+    return (host, port) if isinstance(host, str) and isinstance(port, int) else None
 
 
 TUNNEL_HOST_STALE = "no answer (host stale)"
@@ -341,13 +351,30 @@ class Workspace:
         self._follow(record)
         self._notify(Change.INVENTORY, name)
 
-    def add_tunnel(self, name: str, tunnel: Rebindable) -> None:
-        """Keep `tunnel` with its host: it is rebound whenever the host's connection is replaced."""
+    def add_tunnel(self, name: str, tunnel: _TunnelT) -> _TunnelT:
+        """Keep `tunnel` with its host: it is rebound whenever the host's connection is replaced.
+
+        One tunnel per service on the host: when one to the same host-side address is kept and
+        alive, `tunnel` is closed and the kept one returned (a desktop started again, or reused,
+        has one tunnel, however often Start is clicked); a dead one (failed, closed) is replaced."""
         record = self._record(name)
+        service = _service(tunnel)
+        for kept in list(record.tunnels):
+            if kept is tunnel:
+                return tunnel
+            if service is None or _service(kept) != service:
+                continue
+            if str(getattr(kept, "state", "")) in (TunnelState.FAILED, TunnelState.CLOSED):
+                record.tunnels.remove(kept)
+                self._spawn(kept.close())
+                continue
+            self._spawn(tunnel.close())
+            return cast(_TunnelT, kept)  # a tunnel to the same service, kept through here: the same kind
         record.tunnels.append(tunnel)
         if record.connection is not None and tunnel.connection is not record.connection:
             tunnel.rebind(record.connection)
         self._notify(Change.TUNNELS, name)
+        return tunnel
 
     def remove_tunnel(self, name: str, tunnel: Rebindable) -> None:
         """Forget one of the host's tunnels (it is not closed here)."""
@@ -431,9 +458,7 @@ class Workspace:
                 return
 
             def keep() -> None:
-                if name in self._hosts:
-                    self.add_tunnel(name, tunnel)
-                result.set_result(tunnel)
+                result.set_result(self.add_tunnel(name, tunnel) if name in self._hosts else tunnel)
 
             self._post(keep)
 

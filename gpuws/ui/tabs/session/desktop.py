@@ -177,7 +177,8 @@ class DesktopPart(SessionBase):
         if self.workspace is not None:
             # Kept (rebound after a reconnect) by the Workspace; a connected viewer counts as activity.
             # A desktop reused has its one tunnel: the Workspace hands back the one it keeps.
-            session.tunnel = self.workspace.add_tunnel(host, session.tunnel)
+            session.tunnel = self.workspace.add_tunnel(host, session.tunnel,
+                                                       reopen=desktop.reopener(self.geometry_combo.currentText()))
             self._desktop_tunnels.append((host, session.tunnel))
         again = " (already running: reused)" if session.desktop.reused else ""
         self.desktop_status.setText(f"Desktop :{session.desktop.display}{again} at {session.url}")
@@ -211,11 +212,11 @@ class DesktopPart(SessionBase):
                                       lambda exc: self.desktop_status.setText(str(exc)))
 
     def _browser_tunnel(self, host: str, tunnel: Tunnel) -> None:
-        from gpuws.app.desktop import novnc_url
+        from gpuws.app.desktop import novnc_url, reopener
         from gpuws.ui.external import open_in_browser
 
         if self.workspace is not None:
-            tunnel = self.workspace.add_tunnel(host, tunnel)
+            tunnel = self.workspace.add_tunnel(host, tunnel, reopen=reopener())
             self._desktop_tunnels.append((host, tunnel))
         url = novnc_url(tunnel)
         if not open_in_browser(url):

@@ -18,6 +18,7 @@ import subprocess
 import time
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, cast
 
 from gpuws.core.desktop import (
     DesktopCheck,
@@ -36,11 +37,14 @@ from gpuws.core.jsontypes import JsonObject
 from gpuws.core.models import SecretKind
 from gpuws.core.runner import CommandResult
 from gpuws.core.secrets import SecretStore
-from gpuws.core.tunnels import Preset, TunnelSpec
+from gpuws.core.tunnels import Preset, RemoteServiceDown, TunnelSpec
 from gpuws.remote import desktop as remote
 from gpuws.remote import shell as shell_remote
 from gpuws.remote.connection import HostConnection
 from gpuws.remote.tunnels import Tunnel, TunnelCallback
+
+if TYPE_CHECKING:
+    from gpuws.app.workspace import Connection, Rebindable, Reopen
 
 __all__ = ["DesktopCheck", "DesktopError", "DesktopSession", "RunningDesktop", "ShellSession", "TmuxWindow",
            "ViewerLaunch", "check", "install", "list_windows", "open_browser_tunnel", "open_desktop", "run_in_shell",
@@ -142,6 +146,30 @@ async def _answering_tunnel(connection: HostConnection, spec: TunnelSpec, on_tun
         await tunnel.close()
         raise
     return tunnel
+
+
+def reopener(geometry: str = "1920x1080", secrets: SecretStore | None = None) -> Reopen:
+    """How the Workspace brings a desktop tunnel back when its host returns (`Workspace.add_tunnel`):
+    the desktop (or the browser's websockify) found or started again, as on first open."""
+    async def reopen(connection: Connection, tunnel: Rebindable) -> str:
+        """Probe; when nothing answers, start the desktop (or websockify) and point the tunnel at it."""
+        conn, shown = cast(HostConnection, connection), cast(Tunnel, tunnel)
+        try:
+            await shown.probe()
+            return ""
+        except RemoteServiceDown:
+            pass
+        if shown.spec.preset is Preset.NOVNC:
+            port, what = await remote.start_web(conn.runner), "the browser desktop"
+        else:
+            password = await asyncio.to_thread(vnc_password, conn.profile.name, secrets)
+            found = await remote.start_desktop(conn.runner, password, geometry=geometry, display=None)
+            port, what = found.port, "the desktop"
+        shown.retarget(port, None)
+        await shown.wait_ready(15)
+        return f"{what} started again after the host came back"
+
+    return reopen
 
 
 def novnc_url(tunnel: Tunnel) -> str:

@@ -31,10 +31,10 @@ from __future__ import annotations
 import concurrent.futures
 import logging
 import time
-from collections.abc import Callable, Coroutine, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Coroutine, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar, cast
 
 from gpuws.app.costs import CostBook, IdlePolicy
 from gpuws.app.hosts import Post, Spawn
@@ -60,6 +60,7 @@ if TYPE_CHECKING:
     from gpuws.core.resize.migparted import GpuTarget
     from gpuws.core.resize.plan import Plan
     from gpuws.remote.bench import EventCallback
+    from gpuws.remote.connection import HostConnection
     from gpuws.remote.provider_ops import PowerResult
     from gpuws.remote.resize import ProgressCallback
     from gpuws.remote.tunnels import Tunnel
@@ -126,6 +127,16 @@ class ShownTunnel(Protocol):
         ...
 
 
+_TunnelT = TypeVar("_TunnelT", bound=Rebindable)
+
+
+def _service(tunnel: object) -> tuple[str, int] | None:
+    """The host-side address a tunnel forwards to (None for one that does not say)."""
+    spec = getattr(tunnel, "spec", None)
+    host, port = getattr(spec, "remote_host", None), getattr(spec, "remote_port", None)
+    return (host, port) if isinstance(host, str) and isinstance(port, int) else None
+
+
 TUNNEL_HOST_STALE = "no answer (host stale)"
 # The Workspace follows a dropped host back in these; a tunnel it was not told about the host of
 # (DISCONNECTED: opened over a connection of the caller's) shows the tunnel's own state.
@@ -149,6 +160,9 @@ class Change(StrEnum):
 
 
 Listener = Callable[[Change, str], None]  # (what changed, host name)
+# How a tunnel's server is found or started again when its host comes back (as on first open):
+# (the host's connection, the tunnel) -> what was done, in words ("" when nothing was needed).
+Reopen = Callable[["Connection", Rebindable], Awaitable[str]]
 
 
 @dataclass
@@ -219,6 +233,7 @@ class Workspace:
         self._unlink: dict[str, Callable[[], None]] = {}
         self._down: set[str] = set()  # streamed, then dropped: its unreachable alert follows the reason
         self._streaming_since: dict[str, float] = {}  # when the current feed began (stale before a sample)
+        self._reopen: dict[int, Reopen] = {}  # id(tunnel) -> how its server is found or started again
         self.pace: RetryPace | None = pace  # how links made here keep trying (None: the default)
 
     @property
@@ -311,14 +326,46 @@ class Workspace:
     def state_changed(self, name: str, state: ConnectionState, detail: str = "") -> None:
         """The connection of `name` is in `state` now (CONNECTED only once probed)."""
         record = self._record(name)
+        back = state is ConnectionState.CONNECTED and record.state in _HOST_DOWN_STATES
         record.state, record.detail = state, detail
         if state is not ConnectionState.CONNECTED:
             record.stale_s = None  # only a connected host is stale; the state itself says the rest
         self._follow(record)
         self._meter(record)
         for tunnel in record.tunnels:
-            tunnel.sync_state()  # "waiting for the SSH connection" while it is down, "open" again after
+            tunnel.sync_state()  # "waiting for the SSH connection" while it is down, "listening" after
+        if back and record.connection is not None:
+            for tunnel in record.tunnels:  # "open" again only once the host side answers
+                self._bring_back(name, record.connection, tunnel)
         self._notify(Change.STATE, name)
+
+    def _bring_back(self, name: str, connection: Connection, tunnel: Rebindable) -> None:
+        """The host came back: check the tunnel's host side answers, and where gpuws started its
+        server (Jupyter, TensorBoard, the desktop) find or start it again, as on first open; the
+        row says what was done (`note`), or why it failed."""
+        reopen = self._reopen.get(id(tunnel))
+
+        async def go() -> None:
+            """Check (or reopen) on the loop; what it did reaches the row on the owner's thread."""
+            note = ""
+            try:
+                if reopen is not None:
+                    note = await reopen(connection, tunnel)
+                else:
+                    probe = getattr(tunnel, "probe", None)
+                    if probe is not None:
+                        await probe()
+            except Exception as exc:  # the tunnel's own state says why (failed: nothing listening)
+                log.info("tunnel to %s not back: %s", name, exc)
+            def done() -> None:
+                """Say what was done with the tunnel's state (its row reads `note`)."""
+                if note and hasattr(tunnel, "note"):
+                    tunnel.note = note
+                self._notify(Change.TUNNELS, name)
+
+            self._post(done)
+
+        self._spawn(go())
 
     def price_changed(self, profile: HostProfile) -> None:
         """The host's hourly price (or slice) changed, e.g. by a verified resize that already saved
@@ -343,17 +390,40 @@ class Workspace:
         self._follow(record)
         self._notify(Change.INVENTORY, name)
 
-    def add_tunnel(self, name: str, tunnel: Rebindable) -> None:
-        """Keep `tunnel` with its host: it is rebound whenever the host's connection is replaced."""
+    def add_tunnel(self, name: str, tunnel: _TunnelT, *, reopen: Reopen | None = None) -> _TunnelT:
+        """Keep `tunnel` with its host: it is rebound whenever the host's connection is replaced.
+
+        One tunnel per service on the host: when one to the same host-side address is kept and
+        alive, `tunnel` is closed and the kept one returned (a desktop started again, or reused,
+        has one tunnel, however often Start is clicked); a dead one (failed, closed) is replaced.
+        `reopen` finds or starts its server again when the host comes back (`bring_back`)."""
         record = self._record(name)
+        service = _service(tunnel)
+        for kept in list(record.tunnels):
+            if kept is tunnel:
+                return tunnel
+            if service is None or _service(kept) != service:
+                continue
+            if str(getattr(kept, "state", "")) in (TunnelState.FAILED, TunnelState.CLOSED):
+                record.tunnels.remove(kept)
+                self._spawn(kept.close())
+                continue
+            self._spawn(tunnel.close())
+            if reopen is not None:
+                self._reopen[id(kept)] = reopen
+            return cast(_TunnelT, kept)  # a tunnel to the same service, kept through here: the same kind
         record.tunnels.append(tunnel)
+        if reopen is not None:
+            self._reopen[id(tunnel)] = reopen
         if record.connection is not None and tunnel.connection is not record.connection:
             tunnel.rebind(record.connection)
         self._notify(Change.TUNNELS, name)
+        return tunnel
 
     def remove_tunnel(self, name: str, tunnel: Rebindable) -> None:
         """Forget one of the host's tunnels (it is not closed here)."""
         record = self._record(name)
+        self._reopen.pop(id(tunnel), None)
         if tunnel in record.tunnels:
             record.tunnels.remove(tunnel)
             self._notify(Change.TUNNELS, name)
@@ -432,10 +502,14 @@ class Workspace:
                 self._post(lambda error=exc: result.set_exception(error))  # type: ignore[misc]
                 return
 
+            async def reopen(conn: Connection, shown: Rebindable) -> str:
+                """Find or start the tunnel's server again, as `request` did on first open."""
+                from gpuws.app.tunnels import bring_back
+
+                return await bring_back(cast("HostConnection", conn), cast("Tunnel", shown), request)
+
             def keep() -> None:
-                if name in self._hosts:
-                    self.add_tunnel(name, tunnel)
-                result.set_result(tunnel)
+                result.set_result(self.add_tunnel(name, tunnel, reopen=reopen) if name in self._hosts else tunnel)
 
             self._post(keep)
 
@@ -465,7 +539,8 @@ class Workspace:
                 return TUNNEL_HOST_DOWN
             if record.stale_s is not None and state is not TunnelState.WAITING:
                 return TUNNEL_HOST_STALE
-        return str(state) + (f" — {error}" if error else "")
+        note = getattr(tunnel, "note", "") if state is TunnelState.OPEN else ""
+        return str(state) + (f" — {error}" if error else f" — {note}" if note else "")
 
     # -- work on a host: thin verbs over the one implementation of each --------------------------
 

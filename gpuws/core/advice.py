@@ -48,7 +48,13 @@ F64 = npt.NDArray[np.float64]
 
 HOURS_PER_MONTH: Final = 730.0  # 365 x 24 / 12: how cloud price lists quote a month
 DEFAULT_WINDOW_S: Final = 24 * 3600.0
+# The rules' floor: `gpuws advise HOST` watches the host for as long as it is asked to (--observe,
+# 120 s by default), right then, and advises on that window.
 DEFAULT_MIN_DATA_S: Final = 30.0
+# Advice from a history (the window's advice strip, the fleet view, `gpuws advise FLEET`): ten
+# minutes, the span below which confidence is "low". From less, no advice and no money is projected
+# (#35: the fleet view said "Over 24 h: ... saves $4.29/h" from 33 s); every view says how far along.
+HISTORY_MIN_DATA_S: Final = 600.0
 
 
 class Advice(StrEnum):
@@ -262,6 +268,14 @@ class GpuAdvice:
     # For "stop": the smallest layout that would fit, if it must stay up (offered in the window;
     # not part of the JSON, whose target for "stop" is null).
     alternative: str | None = None
+    # For "not enough data": the span the advice needs (the policy's), to say how far along it is.
+    min_data_s: float | None = field(default=None, compare=False)
+
+    @property
+    def waiting_text(self) -> str:
+        """'not enough data yet (33 s of 600 s)' (how much is measured of what the advice needs)."""
+        have = self.stats.span_s if self.stats is not None else 0.0
+        return data_wanted_text(have, self.min_data_s) if self.min_data_s is not None else "not enough data yet"
 
     @property
     def price_delta_per_month(self) -> float | None:
@@ -293,7 +307,7 @@ class GpuAdvice:
             # activity (no GPM: pre-Hopper) never gets utilisation, and the line says so.
             unsupported = next((r for r in self.reasons if r.startswith(UNREPORTED_UTIL)), None)
             return f"GPU {self.gpu}: not enough data: {unsupported}" if unsupported else (
-                f"GPU {self.gpu}: not enough data yet")
+                f"GPU {self.gpu}: {self.waiting_text}")
         if self.advice is Advice.STOP:
             return f"GPU {self.gpu}: stop it (idle){money}"
         if self.advice is Advice.KEEP:
@@ -303,6 +317,11 @@ class GpuAdvice:
 
 
 UNREPORTED_UTIL: Final = "utilisation is not reported for this GPU"
+
+
+def data_wanted_text(have_s: float, need_s: float) -> str:
+    """How every view says advice is still measuring: "not enough data yet (33 s of 600 s)"."""
+    return f"not enough data yet ({min(have_s, need_s):.0f} s of {need_s:.0f} s)"
 
 
 def money_text(delta: float | None) -> str:
@@ -376,7 +395,8 @@ def advise_gpu(
         if advice is not Advice.STOP and advice is not Advice.NOT_ENOUGH_DATA:
             delta = _delta(target, current)
         return GpuAdvice(gpu, current.target, advice, target.target if target else None,
-                         delta, conf, tuple(reasons), stats, alternative.target if alternative else None)
+                         delta, conf, tuple(reasons), stats, alternative.target if alternative else None,
+                         policy.min_data_s if advice is Advice.NOT_ENOUGH_DATA else None)
 
     if stats.samples < policy.min_samples or stats.span_s < policy.min_data_s:
         return result(Advice.NOT_ENOUGH_DATA, None, [

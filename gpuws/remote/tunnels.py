@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import logging
 import socket
 import time
@@ -89,6 +90,7 @@ class Tunnel:
         self.last_error = ""
         self.active_channels = 0
         self.last_activity: float | None = None  # time.time() of the last byte either way
+        self.note = ""  # what gpuws did for it, said with its state ("Jupyter started again after ...")
 
     # -- public ---------------------------------------------------------------------------------
 
@@ -129,12 +131,24 @@ class Tunnel:
         self.sync_state()
 
     def set_token(self, token: str | None) -> None:
+        """Use `token` in the URL from now on (a Jupyter found or started again has its own)."""
         self._token = token
 
+    def retarget(self, remote_port: int, token: str | None) -> None:
+        """Forward to `remote_port` on the host from now on, keeping the local port (open URLs and
+        viewers keep working): a server found or started again after the host came back."""
+        self.spec = dataclasses.replace(self.spec, remote_port=remote_port)
+        self._token = token
+        self._reached = False
+
     def sync_state(self) -> TunnelState:
-        """Follow the connection's state (call it from the connection's state callback)."""
+        """Follow the connection's state (call it from the connection's state callback). Back
+        from waiting, it is "listening" until its host side answers again (a probe, or a client
+        that reaches it): the service may have gone with the host."""
         if self._listener is not None:
             if self._connection_live():
+                if self.state is TunnelState.WAITING:
+                    self._reached = False
                 self._set_state(TunnelState.OPEN if self._reached else TunnelState.LISTENING, "")
             else:
                 self._set_state(TunnelState.WAITING, "waiting for the SSH connection to come back")

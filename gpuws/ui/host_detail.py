@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from PySide6.QtCore import Qt, Signal
-from PySide6.QtWidgets import QHBoxLayout, QPushButton, QTabWidget, QVBoxLayout, QWidget
+from PySide6.QtCore import QEvent, QObject, QSize, Qt, Signal
+from PySide6.QtWidgets import QFrame, QHBoxLayout, QPushButton, QScrollArea, QTabWidget, QVBoxLayout, QWidget
 
 from gpuws.app.workspace import HostRecord
 from gpuws.core.simulation import SIM_LABEL
@@ -22,6 +22,24 @@ _HINTS = {
     "no_driver": "Install the NVIDIA driver on the host; gpuws reads nvidia-smi.",
     "host_key_unknown": "Review the host's key fingerprint before trusting it.",
 }
+
+
+class VerticalScroll(QScrollArea):
+    """Scrolls its widget up and down only: as wide as the widget needs (the window keeps that room,
+    so nothing is cut at the right), as short as the screen allows."""
+
+    def minimumSizeHint(self) -> QSize:
+        """Qt: the widget's minimum width (and the scroll bar's), a scroll area's own small height."""
+        inner = self.widget()
+        width = inner.minimumSizeHint().width() if inner is not None else 0
+        return QSize(width + self.verticalScrollBar().sizeHint().width(), super().minimumSizeHint().height())
+
+    def eventFilter(self, watched: QObject, event: QEvent) -> bool:
+        """Qt: when the widget's layout changes (a tab shows results), so may its minimum width:
+        ask the window's layout again, which a scroll area does not do by itself."""
+        if watched is self.widget() and event.type() == QEvent.Type.LayoutRequest:
+            self.updateGeometry()
+        return super().eventFilter(watched, event)
 
 
 class HostDetail(QWidget):
@@ -103,7 +121,14 @@ class HostDetail(QWidget):
         body = QVBoxLayout()
         body.setSpacing(0)
         body.addWidget(self.advice_strip)
-        body.addWidget(self.tabs, 1)
+        # The tabs scroll (vertically) rather than make the window taller than its screen: with a
+        # banner above them (a profile warning, the advice strip) every view still fits 900x600 (#35).
+        self.tabs_scroll = VerticalScroll(self)
+        self.tabs_scroll.setWidgetResizable(True)
+        self.tabs_scroll.setFrameShape(QFrame.Shape.NoFrame)
+        self.tabs_scroll.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+        self.tabs_scroll.setWidget(self.tabs)
+        body.addWidget(self.tabs_scroll, 1)
         layout.addLayout(body, 1)
 
     def set_host(self, context: HostContext | None) -> None:

@@ -145,6 +145,8 @@ class HostSidebar(QWidget):
         self._list.setSelectionMode(QAbstractItemView.SelectionMode.SingleSelection)
         self._list.setUniformItemSizes(True)
         self._list.setFrameShape(QListWidget.Shape.NoFrame)
+        # Rows elide their text to the width they get: never a sideways scroll bar under the hosts.
+        self._list.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
         self._list.setAccessibleName("Hosts")
         self.add_button = QToolButton(self)
         self.add_button.setText("+")

@@ -256,6 +256,61 @@ def test_stale_after_three_missed_sample_intervals_by_the_workspace_clock() -> N
     assert ws.check_stale(1004.2) == [] and ws.host("lab").status_text == "Connected"  # type: ignore[union-attr]
 
 
+def test_jupyter_is_found_or_started_again_after_the_host_restarts(
+        host: tuple[Workspace, Owner, dict[str, Any]]) -> None:
+    """#35: after a restart the Jupyter tunnel row stayed "failed — nothing is listening on
+    127.0.0.1:PORT": the server died with the host and was neither found again nor started,
+    though opening it the first time does both. Now it is, as on first open, and the row says so;
+    the local URL (same port, the new server's token) answers."""
+    import urllib.request
+
+    ws, owner, state = host
+    opened = ws.open_tunnel("rig", TunnelRequest(Preset.JUPYTER))
+    owner.wait_until(opened.done)
+    tunnel = opened.result()
+    assert ws.tunnel_text("rig", tunnel) == "open" and tunnel.has_token
+    local = tunnel.local_port
+
+    demo_process.stop(state["proc"])  # the host goes, and its Jupyter with it
+    owner.wait_until(lambda: ws.state("rig") is ConnectionState.UNREACHABLE)
+    state["proc"], _ = demo_process.start(state["port"], state["dir"], PASSWORD)
+    owner.wait_until(lambda: ws.tunnel_text("rig", tunnel).startswith("open — "), timeout=90)
+    assert ws.tunnel_text("rig", tunnel) == "open — Jupyter started again after the host came back"
+    assert tunnel.local_port == local  # the same local URL
+    with urllib.request.urlopen(tunnel.url, timeout=20) as answer:  # through the tunnel, with the token
+        assert answer.status == 200
+    assert len(ws.host("rig").tunnels) == 1  # type: ignore[union-attr]
+    owner.wait_until(ws.close_tunnel("rig", tunnel).done)
+
+
+def test_a_tunnel_whose_service_went_with_the_host_does_not_say_open(
+        host: tuple[Workspace, Owner, dict[str, Any]]) -> None:
+    """#35: a tunnel said "open" after its host came back though nothing answered on the host side
+    any more (a connection to it got EOF): "open" only once the host side answers again."""
+    ws, owner, state = host
+
+    async def serve() -> asyncio.Server:
+        return await asyncio.start_server(lambda _r, w: w.close(), "127.0.0.1", 0)
+
+    async def stop(server: asyncio.Server) -> None:
+        server.close()
+        await server.wait_closed()
+
+    server = owner.spawn(serve()).result(10)
+    opened = ws.open_tunnel("rig", TunnelRequest(Preset.CUSTOM, remote=server.sockets[0].getsockname()[1]))
+    owner.wait_until(opened.done)
+    tunnel = opened.result()
+    assert ws.tunnel_text("rig", tunnel) == "open"
+    demo_process.stop(state["proc"])
+    owner.wait_until(lambda: ws.state("rig") is ConnectionState.UNREACHABLE)
+    owner.spawn(stop(server)).result(10)  # the service is gone with the host
+    state["proc"], _ = demo_process.start(state["port"], state["dir"], PASSWORD)
+    owner.wait_until(lambda: ws.state("rig") is ConnectionState.CONNECTED)
+    owner.wait_until(lambda: ws.tunnel_text("rig", tunnel).startswith("failed"), timeout=30)
+    assert "nothing is listening" in ws.tunnel_text("rig", tunnel)
+    owner.wait_until(ws.close_tunnel("rig", tunnel).done)
+
+
 def test_a_host_back_after_an_outage_is_not_stale_before_its_first_new_sample() -> None:
     """#35: just after a reconnect the header said "Stale (no data for 56 s)" beside a new sample:
     the age was counted from the last sample before the drop, not from the new stream's start."""

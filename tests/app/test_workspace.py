@@ -67,21 +67,23 @@ def test_feeds_and_tunnels_follow_the_connection() -> None:
     ws.state_changed("lab", ConnectionState.RECONNECTING)
     assert spawn.futures[0].cancelled() and len(spawn.futures) == 2 and not ws.streaming("lab")
     ws.state_changed("lab", ConnectionState.CONNECTED)
-    assert len(spawn.futures) == 3 and ws.streaming("lab")
+    # A fresh feed, and (#35) a check that the tunnel's host side answers again: "open" only then.
+    assert len(spawn.futures) == 4 and ws.streaming("lab")
 
-    _connected(ws, "lab", second)  # Host > Reconnect: a new connection
-    assert spawn.futures[2].cancelled() and len(spawn.futures) == 4 and ws.streaming("lab")
+    _connected(ws, "lab", second)  # Host > Reconnect: a new connection (its tunnel checked again)
+    assert spawn.futures[2].cancelled() and len(spawn.futures) == 6 and ws.streaming("lab")
     assert tunnel.connection is second
 
     inventory = Inventory(host=HostFacts(), gpus=[])
     ws.inventory_changed("lab", inventory)  # first probe: nothing to restart
-    assert len(spawn.futures) == 4
+    assert len(spawn.futures) == 6
     ws.inventory_changed("lab", Inventory(host=HostFacts(hostname="other"), gpus=[]))  # layout changed
-    assert spawn.futures[3].cancelled() and len(spawn.futures) == 5
+    feed = next(f for f in spawn.futures[4:] if f.cancelled())
+    assert len(spawn.futures) == 7 and feed is not None
 
     ws.connection_changed("lab", None)
     ws.state_changed("lab", ConnectionState.DISCONNECTED)
-    assert spawn.futures[4].cancelled() and not ws.streaming("lab") and len(spawn.futures) == 5
+    assert spawn.futures[6].cancelled() and not ws.streaming("lab") and len(spawn.futures) == 7
     assert (Change.CONNECTION, "lab") in heard and (Change.INVENTORY, "lab") in heard
     unsubscribe()
     ws.remove_host("lab")

@@ -139,6 +139,7 @@ def test_short_window_is_not_enough_data_and_the_minimum_is_an_option() -> None:
     assert (a.advice, a.target, a.price_delta_per_hour, a.confidence) == (
         Advice.NOT_ENOUGH_DATA, None, None, Confidence.LOW)
     assert a.reasons == ("5 samples over 8 s; advice needs at least 30 s of data",)
+    assert a.headline() == "GPU 0: not enough data yet (8 s of 30 s)"  # #35: how far along, in every view
     assert advise_gpu(0, short, now, choices, AdvicePolicy(min_data_s=5)).advice is Advice.STOP
     empty = UsageSeries.of([], [], [])
     assert advise_gpu(0, empty, now, choices).advice is Advice.NOT_ENOUGH_DATA

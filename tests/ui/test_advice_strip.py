@@ -122,3 +122,20 @@ def test_dismissed_advice_comes_back_only_when_it_changes(qtbot: Any) -> None:
     assert strip.rows == {}
     strip.show_advices([_advice(0, Advice.SMALLER, "3g.40gb", -1.50)])  # changed: back
     assert set(strip.rows) == {0} and strip.rows[0].advice.target == "3g.40gb"
+
+
+def test_the_strip_says_how_much_data_it_has_of_what_advice_needs() -> None:
+    """#35: "not enough data yet (N s of M)" wherever advice is not given yet, the strip too; its
+    default minimum is a history's (ten minutes), as the fleet view's."""
+    from gpuws.core.advice import HISTORY_MIN_DATA_S, UsageStats
+    from gpuws.ui.telemetry.advice_strip import summary_text
+
+    stats = UsageStats(samples=33, span_s=33.0, gap_fraction=0.0, peak_mem_mib=None, p95_mem_mib=None,
+                       mem_total_mib=None, p50_util_pct=None, p95_util_pct=None, idle_fraction=None,
+                       throttled_busy_fraction=None)
+    waiting = GpuAdvice(1, "full", Advice.NOT_ENOUGH_DATA, None, None, Confidence.LOW, ("short",), stats,
+                        min_data_s=HISTORY_MIN_DATA_S)
+    assert summary_text([waiting], AdvicePolicy(min_data_s=HISTORY_MIN_DATA_S)) == (
+        "GPU 1: not enough data yet (33 s of 600 s)")
+    assert waiting.headline() == "GPU 1: not enough data yet (33 s of 600 s)"
+    assert AdviceStrip().policy.min_data_s == HISTORY_MIN_DATA_S

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import pytest
@@ -170,6 +171,34 @@ def test_the_advice_column_from_prometheus(qtbot: Any, bridge: Any, sim_promethe
         with qtbot.waitSignal(view.resize_requested) as blocker:
             table.cellClicked.emit(r, 3)
         assert blocker.args == ["sim-gpu-node-000", fleet.hosts[0].gpus[3].uuid, 3, "1g.10gb"]
+    finally:
+        future = view.close_fleet()
+        if future is not None:
+            qtbot.waitUntil(future.done, timeout=10_000)
+
+
+@pytest.mark.slow
+def test_no_money_is_projected_from_seconds_of_data(qtbot: Any, bridge: Any, sim_prometheus: Any) -> None:
+    """#35: the fleet view said "Over 24 h: … saves $4.29/h ($3,128.56/month)" from 33 s of data
+    (marked "low"), beside an empty 24 h chart. With the default minimum every row and the summary
+    say how much data there is of what the advice needs, and no saving is shown."""
+    server, _fleet = sim_prometheus
+    server.wait_samples('Hostname="sim-gpu-node-000",gpu="3"', 35)  # 35 s: more than the old 30 s minimum
+    ProfileStore().add(HostProfile(name="node0", host="sim-gpu-node-000", price_per_hour=12.0))
+    view = FleetView(bridge)  # the default advice policy, as the window has it
+    qtbot.addWidget(view)
+    view.resize(1200, 800)
+    view.show()
+    try:
+        with qtbot.waitSignal(view.advice_applied, timeout=30_000):
+            view.open_profile(FleetProfile("lab", server.url))
+        table = view.advice_table
+        cells = [table.item(r, 3).text() for r in range(table.rowCount())]
+        assert cells and all(re.fullmatch(r"not enough data yet \(\d+ s of 600 s\)", c) for c in cells), cells
+        assert all(table.item(r, c).text() == "-" for r in range(table.rowCount()) for c in (4, 5))
+        summary = view.advice_summary.text()
+        assert re.fullmatch(r"Over 24 h: not enough data yet \(\d+ s of 600 s\)", summary), summary
+        assert "saves" not in summary
     finally:
         future = view.close_fleet()
         if future is not None:

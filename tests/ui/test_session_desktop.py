@@ -38,10 +38,21 @@ class FakeSession(QObject):
         self.connection = connection
 
 
+def _no_viewer_here(monkeypatch: pytest.MonkeyPatch) -> None:
+    """No VNC viewer of this machine pops up during a test (Xvnc's package may bring xtigervncviewer
+    into /usr/bin, which the demo host needs on PATH): the viewer lookup finds none."""
+    import functools
+
+    from gpuws.app import desktop
+
+    monkeypatch.setattr(desktop, "launch_viewer", functools.partial(desktop.launch_viewer, find=lambda *_: None))
+
+
 def test_desktop_panel_checks_starts_and_stops(qtbot: Any, bridge: AsyncBridge, tmp_path: Path,
                                                monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("GPUWS_SIM_FAULTS", "software-gl:0")
-    monkeypatch.setenv("PATH", "/usr/bin:/bin")  # no VNC viewer of this machine pops up during the test
+    monkeypatch.setenv("PATH", "/usr/bin:/bin")
+    _no_viewer_here(monkeypatch)
     demo = bridge.run_async(start_demo()).result(60)
     conn = HostConnection(demo.profile, password=demo.password, known_host_key=demo.known_host_key)
     bridge.run_async(conn.connect()).result(60)
@@ -90,6 +101,52 @@ def test_desktop_panel_checks_starts_and_stops(qtbot: Any, bridge: AsyncBridge, 
         tab.stop_desktop()
         qtbot.waitUntil(lambda: tab.desktop_status.text() == "Desktop stopped.", timeout=60_000)
         assert session.tunnel not in workspace.host("demo").tunnels  # type: ignore[union-attr]
+    finally:
+        bridge.run_async(conn.close()).result(30)
+        bridge.run_async(demo.stop()).result(30)
+        kill_leftovers(data_dir() / "demo-host")
+
+
+def test_start_twice_in_browser_and_stop_leave_no_open_tunnel(qtbot: Any, bridge: AsyncBridge, tmp_path: Path,
+                                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    """#35: Start desktop, Start desktop again, In browser, Stop desktop left two rows saying "open"
+    (the first VNC tunnel and the noVNC one) whose connections got EOF; each reuse click added
+    another VNC tunnel row for the same desktop."""
+    _no_viewer_here(monkeypatch)
+    monkeypatch.setattr("gpuws.ui.external.open_in_browser", lambda _url: True)  # no browser pops up
+    demo = bridge.run_async(start_demo()).result(60)
+    conn = HostConnection(demo.profile, password=demo.password, known_host_key=demo.known_host_key)
+    bridge.run_async(conn.connect()).result(60)
+    workspace = Workspace(lambda coro: bridge.run_async(coro), ledger=SessionLedger(tmp_path / "l.json"),
+                          post=bridge.post)
+    tab = SessionTab(workspace=workspace)
+    qtbot.addWidget(tab)
+
+    def rows() -> list[tuple[str, str]]:
+        table = tab.tunnel_table
+        return [(table.item(r, 0).text(), table.item(r, 3).text()) for r in range(table.rowCount())]
+
+    try:
+        tab.set_host(HostContext(demo.profile, FakeSession(demo.profile, conn), bridge))  # type: ignore[arg-type]
+        tab.start_desktop()
+        qtbot.waitUntil(lambda: tab.desktop_session is not None, timeout=60_000)
+        first = tab.desktop_session
+        assert [label for label, _ in rows()] == ["VNC desktop"]
+        tab.start_desktop()  # again: the running desktop is reused ...
+        qtbot.waitUntil(lambda: tab.desktop_session is not first and tab.desktop_start_button.isEnabled(),
+                        timeout=60_000)
+        assert "reused" in tab.desktop_status.text()
+        assert [label for label, _ in rows()] == ["VNC desktop"]  # ... and so is its one tunnel
+        assert greeting(tab.desktop_session.local_port).startswith(b"RFB 003.00")  # type: ignore[union-attr]
+        tab.open_desktop_in_browser()
+        qtbot.waitUntil(lambda: len(rows()) == 2, timeout=60_000)
+        assert sorted(label for label, _ in rows()) == ["VNC desktop", "noVNC (browser desktop)"]
+
+        tab.stop_desktop()
+        qtbot.waitUntil(lambda: tab.desktop_status.text() == "Desktop stopped.", timeout=60_000)
+        assert not [row for row in rows() if "open" in row[1]], rows()
+        assert rows() == []  # the desktop's tunnels went with it
+        assert workspace.host("demo").tunnels == []  # type: ignore[union-attr]
     finally:
         bridge.run_async(conn.close()).result(30)
         bridge.run_async(demo.stop()).result(30)

@@ -67,9 +67,17 @@ def _assert_within(views: list[dict[str, list[int]]]) -> None:
 @pytest.mark.gui
 @pytest.mark.xdist_group("x-display")  # never beside Xvnc, which takes the first free display
 @pytest.mark.xvfb  # skipped without Xvfb outside the test command; fails in it (tests/conftest.py)
-@pytest.mark.parametrize("saved_on_a_larger_monitor", [False, True])
-def test_every_view_stays_within_a_900x600_screen(saved_on_a_larger_monitor: bool, tmp_path: Path) -> None:
+@pytest.mark.parametrize(("saved_on_a_larger_monitor", "warning"), [(False, False), (True, False), (False, True)])
+def test_every_view_stays_within_a_900x600_screen(saved_on_a_larger_monitor: bool, warning: bool,
+                                                  tmp_path: Path) -> None:
+    """#35: with a profile warning banner (a misspelt key) the window opened 900x623 on a 900x600
+    screen, its bottom cut off."""
     config = tmp_path / "config"
+    if warning:
+        config.mkdir()
+        (config / "profiles.toml").write_text(
+            'schema_version = 1\n[[hosts]]\nname = "alpha"\nhost = "a.example"\ncurency = "EUR"\n'
+            '[[hosts]]\nname = "beta"\nhost = "b.example"\nport = 70000\n')  # two lines of warnings
     if saved_on_a_larger_monitor:
         with xvfb(2560, 1440) as display:
             saved = _run_child(display, config, "--save-at", "1200,700,1300,700")
@@ -81,4 +89,6 @@ def test_every_view_stays_within_a_900x600_screen(saved_on_a_larger_monitor: boo
     names = [view["view"] for view in views]
     assert names[0] == "first" and "fleet lab" in names and len(names) >= 10, names
     assert all(view["available"] == [0, 0, 900, 600] for view in views)
+    if warning:
+        assert all(view["notice"] and "curency" in view["notice"] for view in views), views  # shown throughout
     _assert_within(views)

@@ -57,7 +57,8 @@ def main() -> int:
         area: QRect = screen.availableGeometry()
         frame = window.frameGeometry()
         views.append({"view": name, "frame": [frame.x(), frame.y(), frame.width(), frame.height()],
-                      "available": [area.x(), area.y(), area.width(), area.height()]})
+                      "available": [area.x(), area.y(), area.width(), area.height()],
+                      "notice": window.file_problems.banner.text() if window.file_problems.isVisible() else ""})
 
     try:
         window.show()

@@ -4,7 +4,8 @@ A CLI process holds no telemetry history, so for a host it first watches the hos
 seconds (the same telemetry stream as `gpuws watch`) and advises on that window. For a fleet
 (NAME a fleet profile) the history is in its Prometheus: the advice reads the last `--window`
 of it (`gpuws.app.advice.advise_fleet`, the fleet view's source too). Advice needs at least
-`--min-data` seconds of samples (default 30); with less a GPU gets "not enough data".
+`--min-data` seconds of samples (default: 30 for a host observed now, 600 for history: a fleet);
+with less a GPU gets "not enough data yet (N s of M s)".
 """
 
 from __future__ import annotations
@@ -19,7 +20,13 @@ from typing import TYPE_CHECKING, Any
 
 from gpuws.cli.connecting import tty_prompts
 from gpuws.cli.output import Subcommands, decimal_number, fail, print_json, sim_banner
-from gpuws.core.advice import DEFAULT_MIN_DATA_S, AdvicePolicy, GpuAdvice, parse_duration
+from gpuws.core.advice import (
+    DEFAULT_MIN_DATA_S,
+    HISTORY_MIN_DATA_S,
+    AdvicePolicy,
+    GpuAdvice,
+    parse_duration,
+)
 from gpuws.core.errors import ValidationError
 from gpuws.core.telemetry.sample import GpuSample
 from gpuws.core.terminal import printable
@@ -66,9 +73,10 @@ def register(sub: Subcommands) -> None:
                         "observed, for a fleet at most 30 days of its Prometheus)")
     parser.add_argument("--observe", type=decimal_number, default=None, metavar="SECONDS",
                         help=f"watch the host this long first (default {DEFAULT_OBSERVE_S:g}; hosts only)")
-    parser.add_argument("--min-data", type=decimal_number, default=DEFAULT_MIN_DATA_S, metavar="SECONDS",
+    parser.add_argument("--min-data", type=decimal_number, default=None, metavar="SECONDS",
                         help=f"least span of samples for advice; less is 'not enough data' "
-                        f"(default {DEFAULT_MIN_DATA_S:g})")
+                        f"(default {DEFAULT_MIN_DATA_S:g} for a host observed now, {HISTORY_MIN_DATA_S:g} "
+                        "for a fleet's history)")
     parser.add_argument("--interval", type=decimal_number, default=None, metavar="S",
                         help="seconds between samples while observing (0.1-5, default 1; hosts only)")
     parser.add_argument("--json", action="store_true", help="print the advice as one JSON document")
@@ -96,7 +104,8 @@ def run_advise(args: argparse.Namespace) -> int:
                 raise ValidationError("--observe", f"must be more than 0 and at most {MAX_OBSERVE_S:g} seconds")
             if not 0.1 <= args.interval <= 5.0:
                 raise ValidationError("--interval", "must be between 0.1 and 5 seconds")
-        policy = AdvicePolicy(min_data_s=args.min_data)
+        default_min = HISTORY_MIN_DATA_S if fleet is not None else DEFAULT_MIN_DATA_S
+        policy = AdvicePolicy(min_data_s=default_min if args.min_data is None else args.min_data)
     except ValidationError as exc:
         return fail(str(exc), 2)
     if fleet is not None:

@@ -94,7 +94,9 @@ class DatasheetChart(QWidget):
 
         # pyqtgraph's context menus are parentless: this ties them to the chart (see its docstring).
         self.plot_widget = owned_plot_widget(self)
-        self.plot_widget.setMinimumHeight(150)  # the window fits 600 px in height (issue 16)
+        # The window fits 600 px in height (issue 16) with a banner above the tabs too (#35): the
+        # splitter gives the chart more room when there is more.
+        self.plot_widget.setMinimumHeight(100)
         self.plot: pg.PlotItem = self.plot_widget.getPlotItem()
         self.plot.setMenuEnabled(False)
         self.plot.hideButtons()

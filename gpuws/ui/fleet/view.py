@@ -36,7 +36,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from gpuws.core.advice import HOURS_PER_MONTH, Advice, AdvicePolicy, GpuAdvice
+from gpuws.core.advice import HISTORY_MIN_DATA_S, HOURS_PER_MONTH, Advice, AdvicePolicy, GpuAdvice
 from gpuws.core.fleet.advice import FleetGpuAdvice
 from gpuws.core.fleet.alerts import FleetAlerts
 from gpuws.core.fleet.model import Attention, FleetGpu, SeriesKey, rank, summarize
@@ -89,6 +89,8 @@ def advice_text(entry: FleetGpuAdvice) -> str:
         return "stop (idle)" + (f"; or {a.alternative}" if a.alternative else "")
     if a.target:
         return f"{a.advice.value} → {a.target}"
+    if a.advice is Advice.NOT_ENOUGH_DATA:
+        return a.waiting_text  # "not enough data yet (33 s of 600 s)"
     return a.advice.value
 
 
@@ -124,7 +126,8 @@ class FleetView(QWidget):
         # () -> (host profiles, {profile name: GPU UUIDs seen there}), read on the GUI thread from
         # what the main window already holds; None: advise_fleet reads the saved profiles itself.
         self.host_profiles: Any = None
-        self.advice_policy: AdvicePolicy | None = None  # None: the defaults (as `gpuws advise`)
+        # A history's minimum, as `gpuws advise FLEET` has it: no money from seconds of data (#35).
+        self.advice_policy: AdvicePolicy | None = AdvicePolicy(min_data_s=HISTORY_MIN_DATA_S)
 
         self.title = heading("Fleet", parent=self)
         self.sim_badge = QLabel(f"{SIM_LABEL}", self)
@@ -431,9 +434,16 @@ class FleetView(QWidget):
                     savings[self._currency(e)] = savings.get(self._currency(e), 0.0) + d
             saved = "; ".join(f"{rate(-v, c)} ({money(-v * HOURS_PER_MONTH, c)}/month)"
                               for c, v in sorted(savings.items()))
-            self.advice_summary.setText(f"Over {_window_label(report.window_s)}: {len(act)} of {len(entries)} GPUs "
-                                        "to act on" + (f"; saves {saved}" if saved else "")
-                                        + " (projections from the data in Basis)")
+            waiting = [e.advice for e in entries if e.advice.advice is Advice.NOT_ENOUGH_DATA]
+            over = f"Over {_window_label(report.window_s)}: "
+            if waiting and len(waiting) == len(entries):  # nothing is projected from too little data
+                furthest = max(waiting, key=lambda a: a.stats.span_s if a.stats is not None else 0.0)
+                self.advice_summary.setText(over + furthest.waiting_text)
+            else:
+                self.advice_summary.setText(
+                    over + f"{len(act)} of {len(entries)} GPUs to act on" + (f"; saves {saved}" if saved else "")
+                    + (f"; {len(waiting)} not enough data yet" if waiting else "")
+                    + " (projections from the data in Basis)")
             self.advice_applied.emit()
 
     def _currency(self, entry: FleetGpuAdvice) -> str:

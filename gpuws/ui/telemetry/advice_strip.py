@@ -28,7 +28,15 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from gpuws.core.advice import DEFAULT_WINDOW_S, Advice, AdvicePolicy, GpuAdvice, advise_from_store
+from gpuws.core.advice import (
+    DEFAULT_WINDOW_S,
+    HISTORY_MIN_DATA_S,
+    Advice,
+    AdvicePolicy,
+    GpuAdvice,
+    advise_from_store,
+    data_wanted_text,
+)
 from gpuws.core.resize.state import GpuMigState
 from gpuws.ui.tabs import HostContext
 from gpuws.ui.telemetry.hub import TelemetryHub
@@ -99,7 +107,7 @@ class AdviceStrip(QWidget):
         self.context: HostContext | None = None
         self.hub = hub
         self.window_s = window_s
-        self.policy = policy or AdvicePolicy()
+        self.policy = policy or AdvicePolicy(min_data_s=HISTORY_MIN_DATA_S)  # from the store's history (#35)
         self.advices: list[GpuAdvice] = []
         self.rows: dict[int, AdviceRow] = {}
         # host -> GPU -> the advice dismissed; kept across host switches (for this app run)
@@ -277,11 +285,11 @@ class AdviceStrip(QWidget):
 def summary_text(advices: Sequence[GpuAdvice], policy: AdvicePolicy) -> str:
     """One muted line for the GPUs with nothing to do: kept ones, and those still measuring."""
     keep = [f"GPU {a.gpu} ({a.current})" for a in advices if a.advice is Advice.KEEP]
-    waiting = [str(a.gpu) for a in advices if a.advice is Advice.NOT_ENOUGH_DATA]
+    waiting = [a for a in advices if a.advice is Advice.NOT_ENOUGH_DATA]
     parts = []
     if keep:
         parts.append("Keep: " + ", ".join(keep))
     if waiting:
-        parts.append(f"Not enough data yet for GPU {', '.join(waiting)} "
-                     f"(advice needs {policy.min_data_s:g} s of telemetry)")
+        have = max((a.stats.span_s for a in waiting if a.stats is not None), default=0.0)
+        parts.append(f"GPU {', '.join(str(a.gpu) for a in waiting)}: {data_wanted_text(have, policy.min_data_s)}")
     return "  ·  ".join(parts)

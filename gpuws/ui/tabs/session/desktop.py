@@ -34,6 +34,7 @@ class DesktopPart(SessionBase):
         card, box = self._card(parent, "Desktop")
         self.desktop_session: DesktopSession | None = None  # while the tab holds one
         self._viewer: ViewerLaunch | None = None
+        self._desktop_tunnels: list[tuple[str, Tunnel]] = []  # (host, tunnel) this card opened, closed by Stop
         self.desktop_info = muted_label("A remote desktop on the host (VNC on its 127.0.0.1 only, through the SSH "
                                         "connection). Check the host first: nothing is installed without your yes.",
                                         card)
@@ -175,7 +176,10 @@ class DesktopPart(SessionBase):
         self.desktop_session = session
         if self.workspace is not None:
             # Kept (rebound after a reconnect) by the Workspace; a connected viewer counts as activity.
-            self.workspace.add_tunnel(host, session.tunnel)
+            # A desktop reused has its one tunnel: the Workspace hands back the one it keeps.
+            session.tunnel = self.workspace.add_tunnel(host, session.tunnel,
+                                                       reopen=desktop.reopener(self.geometry_combo.currentText()))
+            self._desktop_tunnels.append((host, session.tunnel))
         again = " (already running: reused)" if session.desktop.reused else ""
         self.desktop_status.setText(f"Desktop :{session.desktop.display}{again} at {session.url}")
         for button in (self.desktop_browser_button, self.desktop_stop_button):
@@ -208,30 +212,35 @@ class DesktopPart(SessionBase):
                                       lambda exc: self.desktop_status.setText(str(exc)))
 
     def _browser_tunnel(self, host: str, tunnel: Tunnel) -> None:
-        from gpuws.app.desktop import novnc_url
+        from gpuws.app.desktop import novnc_url, reopener
         from gpuws.ui.external import open_in_browser
 
         if self.workspace is not None:
-            self.workspace.add_tunnel(host, tunnel)
+            tunnel = self.workspace.add_tunnel(host, tunnel, reopen=reopener())
+            self._desktop_tunnels.append((host, tunnel))
         url = novnc_url(tunnel)
         if not open_in_browser(url):
             self.desktop_status.setText(f"No web browser could be opened here; open {url}")
 
     def stop_desktop(self) -> None:
-        """End the desktop on the host and close its tunnel."""
+        """End the desktop on the host and close its tunnels (the viewer's and the browser's)."""
         connection = self._connection()
         if connection is None or self.context is None:
             return
         from gpuws.app import desktop
 
-        session, self.desktop_session = self.desktop_session, None
-        if session is not None and self.workspace is not None:
-            self.workspace.remove_tunnel(self.context.profile.name, session.tunnel)
+        host = self.context.profile.name
+        self.desktop_session = None
+        tunnels = {id(t): t for h, t in self._desktop_tunnels if h == host}.values()
+        self._desktop_tunnels = [(h, t) for h, t in self._desktop_tunnels if h != host]
+        for tunnel in tunnels:
+            if self.workspace is not None:
+                self.workspace.remove_tunnel(host, tunnel)
         self._forget_password_file()
 
         async def stop() -> bool:
-            if session is not None:
-                await session.tunnel.close()
+            for tunnel in tunnels:  # no row says "open" for a desktop that is gone
+                await tunnel.close()
             return await desktop.stop(connection)
 
         self.context.bridge.run_async(stop(), lambda stopped: self.desktop_status.setText(

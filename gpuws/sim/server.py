@@ -18,7 +18,7 @@ and so do their children (tmux's server, the desktop's Xvnc and session, a `sets
 `leftover_pids` scans /proc for it. Neither process groups nor PR_SET_PDEATHSIG in the children
 would do: these programs leave their group on purpose (setsid, a daemon's double fork), and the
 parent-death signal is cleared in every forked child (tmux's server is one). Its own parent's
-death reaches the demo host as PR_SET_PDEATHSIG (set on itself), which runs the same stop.
+death is seen by polling its parent pid (`watch_parent`), which runs the same stop.
 
 The desktop parts are real (Xvnc, websockify, glxinfo of this machine); only VirtualGL is simulated:
 a `vglrun` wrapper under which the `glxinfo` wrapper names the first simulated GPU as the renderer
@@ -555,26 +555,25 @@ async def _pump_out(source: asyncio.StreamReader | None, sink: Any) -> None:
         await sink.drain()
 
 
-PR_SET_PDEATHSIG = 1  # <linux/prctl.h>
+PARENT_POLL_S = 1.0  # how often a demo host looks whether the process that started it is gone
 
 
-def end_with_parent(sig: int = signal.SIGTERM) -> bool:
-    """Have the kernel send `sig` to this process when its parent ends (PR_SET_PDEATHSIG; Linux,
-    where the simulated host runs). False when the parent ended already (then no signal comes).
-    The signal follows the parent *thread* that started us: a shell or a program's main thread."""
-    parent = os.getppid()
-    if sys.platform.startswith("linux"):
-        import ctypes
+async def watch_parent(parent: int, gone: asyncio.Event) -> None:
+    """Set `gone` once this process's parent (pid `parent`) has ended: it is re-parented then.
 
-        ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, sig, 0, 0, 0)
-    return os.getppid() == parent
+    Polled rather than PR_SET_PDEATHSIG: that signal follows the parent *thread*, so a demo host
+    started from a short-lived thread (a test bed's hypervisor powering on an instance, any tool's
+    worker) was stopped the moment that thread returned, its parent still alive."""
+    while os.getppid() == parent:
+        await asyncio.sleep(PARENT_POLL_S)
+    gone.set()
 
 
 async def serve_forever(gpus: str | None, port: int, state_dir: Path | None, faults: list[SimFault] | None = None,
                         bind: str = HOST) -> int:
     """Run a demo host until SIGINT/SIGTERM/SIGHUP or its parent's death, printing its connection
     JSON line first; then end every process it started, detached ones too."""
-    parent_alive = end_with_parent()
+    parent = os.getppid()
     host = DemoHost(gpus=gpus, port=port, state_dir=state_dir, faults=faults, bind=bind)
     info = await host.start()
     print(info.to_json(), flush=True)
@@ -584,11 +583,11 @@ async def serve_forever(gpus: str | None, port: int, state_dir: Path | None, fau
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):  # SIGHUP: its terminal closed
         loop.add_signal_handler(sig, stop.set)
-    if not parent_alive:
-        stop.set()
+    watcher = asyncio.create_task(watch_parent(parent, stop))
     try:
         await stop.wait()
     finally:
+        watcher.cancel()
         await host.stop(end_detached=True)
     return 0
 

@@ -17,6 +17,7 @@ from collections.abc import Callable
 
 
 def _lean_find_library() -> None:
+    """Put `find_library` without the gcc fallback in place on Linux (see the module's doc)."""
     if not sys.platform.startswith("linux"):
         return
     import ctypes.util
@@ -28,6 +29,7 @@ def _lean_find_library() -> None:
         return  # a Python whose ctypes differs: its own find_library, unchanged
 
     def find_library(name: str) -> str | None:
+        """The soname of library `name` from the ldconfig cache, else from `ld`; None if neither."""
         return ldconfig(name) or soname(ld(name))
 
     find_library._gpuws = True  # type: ignore[attr-defined]

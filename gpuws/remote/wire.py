@@ -84,6 +84,7 @@ class CoalescingTransport:
 
 
 def _packet_logging_on() -> bool:
+    """Whether asyncssh logs every packet (its debug level 3), now."""
     from asyncssh.logging import SSHLogger
 
     return SSHLogger._debug_level >= 3
@@ -98,6 +99,7 @@ def quiet_packet_logging(handler: object) -> None:
             continue
 
         def checked(*args: object, _log: Callable[..., None] = log_packet, **kwargs: object) -> None:
+            """asyncssh's packet log call, made only while packet logging is on."""
             if _packet_logging_on():
                 _log(*args, **kwargs)
 
@@ -116,6 +118,7 @@ def lean_packets(conn: object) -> None:
     from asyncssh.constants import MSG_IGNORE
 
     def lean_send_packet(pkttype: int, *args: bytes, handler: object = None) -> None:
+        """asyncssh's `send_packet`, less its own empty MSG_IGNORE under a non-CBC cipher."""
         # asyncssh's own inserted ignore: an empty string; the cipher is looked up per packet, as
         # a re-key may change it.
         if pkttype == MSG_IGNORE and args == (_EMPTY_STRING,) and not str(

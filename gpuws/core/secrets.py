@@ -12,18 +12,19 @@ from __future__ import annotations
 
 import logging
 import threading
-
-import keyring
-import keyring.backends.chainer
-import keyring.backends.fail
-import keyring.backends.null
-import keyring.errors
-from keyring.backend import KeyringBackend
+from typing import TYPE_CHECKING
 
 from gpuws.core.errors import GpuwsError
 from gpuws.core.models import SecretKind
 from gpuws.core.stdin import check_secret
 from gpuws.core.validation import validate_name
+
+if TYPE_CHECKING:
+    from keyring.backend import KeyringBackend
+
+# `keyring` is imported where a secret is first needed, not with this module: loading it (and its
+# backends' D-Bus and crypto modules) costs ~50 ms of CPU, which a command connecting with a key
+# file (`gpuws cp`, `gpuws tunnel`: every host link builds a SecretStore) never needs to spend.
 
 SERVICE = "gpuws"
 REDACTED = "********"
@@ -100,6 +101,10 @@ def describe_backend(backend: KeyringBackend) -> str:
 
 def unusable_reason(backend: KeyringBackend) -> str | None:
     """Why this backend cannot hold gpuws' secrets, or None when it can."""
+    import keyring.backends.chainer
+    import keyring.backends.fail
+    import keyring.backends.null
+
     if isinstance(backend, keyring.backends.fail.Keyring):
         return "no keyring backend is available"
     if isinstance(backend, keyring.backends.null.Keyring):
@@ -125,6 +130,8 @@ class SecretStore:
     def backend(self) -> KeyringBackend:
         if self._backend is None:
             try:
+                import keyring
+
                 self._backend = keyring.get_keyring()
             except Exception as exc:
                 # A misspelt PYTHON_KEYRING_BACKEND raises ImportError, AttributeError or
@@ -144,6 +151,8 @@ class SecretStore:
     def set(self, profile_name: str, kind: SecretKind, value: str) -> None:
         """Store (or replace) a secret."""
         check_secret(value, "secret")  # the same rule for the window as for stdin: text, 64 KiB, no NUL
+        import keyring.errors
+
         redaction_filter.register(value)
         username = self._username(profile_name, kind)
         self.ensure_usable()
@@ -155,6 +164,8 @@ class SecretStore:
 
     def get(self, profile_name: str, kind: SecretKind) -> str | None:
         """The stored secret, or None when there is none."""
+        import keyring.errors
+
         username = self._username(profile_name, kind)
         self.ensure_usable()
         try:
@@ -167,6 +178,8 @@ class SecretStore:
 
     def clear(self, profile_name: str, kind: SecretKind) -> bool:
         """Delete a secret; False when there was none."""
+        import keyring.errors
+
         username = self._username(profile_name, kind)
         self.ensure_usable()
         if self.get(profile_name, kind) is None:

@@ -46,7 +46,7 @@ from gpuws.remote.hostkeys import (
     key_type_label,
     parse_public_key,
 )
-from gpuws.remote.wire import coalesce_writes
+from gpuws.remote.wire import coalesce_writes, lean_packets
 
 if TYPE_CHECKING:
     from gpuws.core.profiles import ProfileStore
@@ -499,6 +499,7 @@ class HostConnection:
             reason = exc.strerror or str(exc) or type(exc).__name__
             raise HostUnreachable(f"cannot reach {label}: {reason}", port=hop.port) from exc
         coalesce_writes(conn)  # one send per loop turn, not two per packet (gpuws.remote.wire)
+        lean_packets(conn)  # no MSG_IGNORE per packet, no per-packet debug formatting (gpuws.remote.wire)
         return conn
 
     async def _close_conns(self) -> None:

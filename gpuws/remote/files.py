@@ -50,6 +50,7 @@ from gpuws.core.transfer import (
     size_text,
     unsafe_name,
 )
+from gpuws.remote.wire import quiet_packet_logging
 
 if TYPE_CHECKING:
     from gpuws.remote.connection import HostConnection
@@ -133,6 +134,7 @@ async def _sftp(connection: HostConnection) -> asyncssh.SFTPClient:
 
             writer, reader, _ = await ssh.open_session(subsystem="sftp", encoding=None, window=CHANNEL_WINDOW,
                                                        max_pktsize=CHANNEL_MAX_PACKET)
+            quiet_packet_logging(writer.channel)  # gpuws.remote.wire
             return await start_sftp_client(ssh, asyncio.get_running_loop(), "strict", reader, writer, "utf-8",
                                            "surrogateescape", 3)
         except (ImportError, TypeError):  # an asyncssh whose internals differ: its defaults

@@ -41,7 +41,7 @@ from gpuws.core.tunnels import (
     redact_url,
     tunnel_url,
 )
-from gpuws.remote.wire import CoalescingTransport
+from gpuws.remote.wire import CoalescingTransport, quiet_packet_logging
 
 if TYPE_CHECKING:
     from gpuws.remote.connection import HostConnection
@@ -303,9 +303,10 @@ class Tunnel:
         try:
             ssh = await self.connection.ssh(self._reconnect_wait)
             remote = _Pipe(self, done, peer=local)
-            await ssh.create_connection(lambda: remote,  # type: ignore[arg-type, return-value]
+            channel, _ = await ssh.create_connection(lambda: remote,  # type: ignore[arg-type, return-value]
                                         self.spec.remote_host, self.spec.remote_port,
                                         encoding=None, window=CHANNEL_WINDOW, max_pktsize=CHANNEL_MAX_PACKET)
+            quiet_packet_logging(channel)  # gpuws.remote.wire
         except asyncssh.ChannelOpenError as exc:
             self._set_state(TunnelState.FAILED, str(self._channel_error(exc)))
             transport.close()

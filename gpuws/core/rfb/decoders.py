@@ -317,7 +317,7 @@ async def _tight(read: Read, fb: Framebuffer, state: DecoderState, x: int, y: in
         try:
             pixels = state.jpeg(data, width, height)
         except ValueError as exc:
-            raise RfbLimitExceeded("Tight JPEG rectangle", str(exc)) from None
+            raise RfbLimitExceeded("Tight JPEG rectangle", str(exc)[:200]) from None
         with fb.lock:
             fb.put_bgrx(x, y, width, height, pixels)
         return

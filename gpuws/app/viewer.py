@@ -3,7 +3,7 @@
 It runs on a thread of its own with its own event loop, so decoding a frame never delays the app's
 SSH loop (telemetry, tunnels) nor the GUI thread. It rides the host's connection: when the tunnel's
 far side drops, the session says RECONNECTING and tries again until the tunnel answers; a refused
-password or a server that breaks the protocol stops it with that error. Input (keys, pointer,
+password, a server that breaks the protocol, or a first connection that fails stops it with that error. Input (keys, pointer,
 clipboard, size, quality) may be sent from any thread.
 """
 
@@ -129,6 +129,9 @@ class ViewerSession:
                 self.error = exc
                 if self._stop.is_set():
                     break
+                if self.connects == 0:  # never got in: the server is not one (or closes on us)
+                    self._set_state(ViewerState.FAILED, str(exc))
+                    return
                 wait = RETRY_S[min(tries, len(RETRY_S) - 1)]
                 tries += 1
                 self._set_state(ViewerState.RECONNECTING, f"reconnecting… ({exc})")

@@ -154,3 +154,37 @@ class VncWindow(QMainWindow):
         self.view.close_session()
         self.closed.emit()
         super().closeEvent(event)
+
+
+def run_window(host: str, port: int, password: str, *, simulated: bool = False, found: DesktopCheck | None = None,
+               display: int | None = None) -> int:
+    """`gpuws desktop NAME --viewer builtin`: the viewer window as the process's only window, until it is
+    closed (or Ctrl-C). The caller holds the tunnel on another thread."""
+    import signal
+    import sys
+
+    from PySide6.QtCore import QTimer
+    from PySide6.QtWidgets import QApplication
+
+    from gpuws.ui.resources import app_icon
+
+    existing = QApplication.instance()
+    app = existing if isinstance(existing, QApplication) else QApplication([sys.argv[0] if sys.argv else "gpuws"])
+    app.setApplicationName("gpuws")
+    app.setWindowIcon(app_icon())
+    window = VncWindow(host, port, password, simulated=simulated, found=found, display=display)
+    window.closed.connect(app.quit)
+    previous = signal.signal(signal.SIGINT, lambda *_: window.close())
+    ticker = QTimer(interval=200)  # lets Python run its signal handler while Qt's loop runs
+    ticker.timeout.connect(lambda: None)
+    ticker.start()
+    try:
+        window.start()
+        app.exec()
+    finally:
+        ticker.stop()
+        signal.signal(signal.SIGINT, previous)
+        if window.isVisible():
+            window.close()
+        window.deleteLater()
+    return 0

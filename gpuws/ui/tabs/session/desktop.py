@@ -23,8 +23,10 @@ if TYPE_CHECKING:
     from gpuws.app.tunnels import Tunnel
     from gpuws.core.desktop import DesktopCheck
     from gpuws.core.runner import CommandResult
+    from gpuws.ui.vnc.window import VncWindow
 
 GEOMETRIES = ("1280x800", "1600x900", "1920x1080", "2560x1440")
+VIEWERS = (("Built-in viewer", "builtin"), ("External VNC viewer", "external"))
 
 
 class DesktopPart(SessionBase):
@@ -34,6 +36,7 @@ class DesktopPart(SessionBase):
         card, box = self._card(parent, "Desktop")
         self.desktop_session: DesktopSession | None = None  # while the tab holds one
         self._viewer: ViewerLaunch | None = None
+        self.viewer_window: VncWindow | None = None  # the built-in viewer, while open
         self.desktop_info = muted_label("A remote desktop on the host (VNC on its 127.0.0.1 only, through the SSH "
                                         "connection). Check the host first: nothing is installed without your yes.",
                                         card)
@@ -51,8 +54,12 @@ class DesktopPart(SessionBase):
         self.geometry_combo = QComboBox(card)
         self.geometry_combo.addItems(GEOMETRIES)
         self.geometry_combo.setCurrentText("1920x1080")
+        self.viewer_combo = QComboBox(card)
+        for label, kind in VIEWERS:
+            self.viewer_combo.addItem(label, kind)
+        self.viewer_combo.setToolTip("Built-in: the desktop in a gpuws window; external: this computer's VNC viewer")
         self.desktop_start_button = QPushButton("Start desktop", card)
-        self.desktop_start_button.setToolTip("Start the desktop (or reuse the running one) and open a VNC viewer")
+        self.desktop_start_button.setToolTip("Start the desktop (or reuse the running one) and open it in a viewer")
         self.desktop_start_button.clicked.connect(self.start_desktop)
         self.desktop_browser_button = QPushButton("In browser", card)
         self.desktop_browser_button.setToolTip("noVNC through websockify on the host")
@@ -69,6 +76,7 @@ class DesktopPart(SessionBase):
         start_row = QHBoxLayout()
         start_row.addWidget(muted_label("Size", card))
         start_row.addWidget(self.geometry_combo)
+        start_row.addWidget(self.viewer_combo)
         start_row.addWidget(self.desktop_start_button)
         start_row.addWidget(self.desktop_browser_button)
         start_row.addWidget(self.desktop_stop_button)
@@ -180,6 +188,9 @@ class DesktopPart(SessionBase):
         self.desktop_status.setText(f"Desktop :{session.desktop.display}{again} at {session.url}")
         for button in (self.desktop_browser_button, self.desktop_stop_button):
             button.setEnabled(True)
+        if self.viewer_combo.currentData() == "builtin":
+            self.open_viewer_window(host, session)
+            return
         try:
             self._viewer = desktop.launch_viewer(session)
         except OSError as exc:
@@ -190,6 +201,29 @@ class DesktopPart(SessionBase):
                                         "found here (TigerVNC, Remmina…): use In browser, or connect yours.")
         else:
             QTimer.singleShot(int(desktop.VIEWER_READ_S * 1000) + 500, self._forget_password_file)
+
+    def open_viewer_window(self, host: str, session: DesktopSession) -> None:
+        """The desktop in gpuws's own viewer window (closing it leaves the desktop running)."""
+        from gpuws.ui.vnc.window import VncWindow
+
+        self.close_viewer_window()
+        simulated = bool(self.context.profile.simulated) if self.context is not None else False
+        window = VncWindow(host, session.local_port, session.password, simulated=simulated,
+                           found=self.desktop_check, display=session.desktop.display)
+        window.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
+        window.closed.connect(lambda: self._viewer_closed(window))
+        self.viewer_window = window
+        window.start()
+
+    def _viewer_closed(self, window: VncWindow) -> None:
+        if self.viewer_window is window:
+            self.viewer_window = None
+
+    def close_viewer_window(self) -> None:
+        """Close the built-in viewer, if open."""
+        window, self.viewer_window = self.viewer_window, None
+        if window is not None:
+            window.close()
 
     def _forget_password_file(self) -> None:
         if self._viewer is not None:
@@ -225,6 +259,7 @@ class DesktopPart(SessionBase):
         from gpuws.app import desktop
 
         session, self.desktop_session = self.desktop_session, None
+        self.close_viewer_window()  # the desktop it shows is about to end
         if session is not None and self.workspace is not None:
             self.workspace.remove_tunnel(self.context.profile.name, session.tunnel)
         self._forget_password_file()

@@ -146,6 +146,9 @@ class RfbClient:
                     callbacks.on_cursor(result.cursor)
                 self._writer.write(p.update_request(True, 0, 0, fb.width, fb.height))
                 callbacks.on_update(result)
+                # A server that floods keeps the stream's buffer full, and readexactly then never waits:
+                # let the loop run the input, the close and the writes queued meanwhile.
+                await asyncio.sleep(0)
             elif kind == p.ServerMessage.SET_COLOUR_MAP_ENTRIES:
                 count = struct.unpack(">xHH", await self._read(5))[1]
                 await self._read(count * 6)  # true colour was asked for: nothing to map

@@ -19,6 +19,13 @@ from gpuws.core.rfb.protocol import PIXEL_FORMAT, Encoding
 MODES = ("close-in-handshake", "huge-rect", "4gib", "unknown-encoding", "zlib-bomb", "flood")
 
 
+def zlib_bomb(mib: int = 64) -> bytes:
+    """`mib` MiB of zeros, deflated (about 64 KiB), made a MiB at a time."""
+    packer = zlib.compressobj(9)
+    zeros = bytes(1024 * 1024)
+    return b"".join(packer.compress(zeros) for _ in range(mib)) + packer.flush()
+
+
 class HostileServer:
     """Serves one mode on a free port; `sent_updates` counts what `flood` sent."""
 
@@ -66,8 +73,8 @@ class HostileServer:
         elif self.mode == "unknown-encoding":
             writer.write(rect.pack(0, 1, 0, 0, 16, 16, 0x7EADBEEF))
         elif self.mode == "zlib-bomb":
-            bomb = zlib.compress(b"\0" * (64 * 1024 * 1024), 9)
-            writer.write(rect.pack(0, 1, 0, 0, 64, 64, Encoding.ZRLE) + struct.pack(">I", len(bomb)) + bomb)
+            bomb = zlib_bomb()
+            writer.write(rect.pack(0, 1, 0, 0, 512, 512, Encoding.ZRLE) + struct.pack(">I", len(bomb)) + bomb)
         elif self.mode == "flood":
             while True:
                 colour = self.sent_updates % 256

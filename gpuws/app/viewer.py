@@ -3,7 +3,8 @@
 It runs on a thread of its own with its own event loop, so decoding a frame never delays the app's
 SSH loop (telemetry, tunnels) nor the GUI thread. It rides the host's connection: when the tunnel's
 far side drops, the session says RECONNECTING and tries again until the tunnel answers; a refused
-password, a server that breaks the protocol, or a first connection that fails stops it with that error. Input (keys, pointer,
+password, a server that breaks the protocol, or a first connection that fails stops it with that
+error. Input (keys, pointer,
 clipboard, size, quality) may be sent from any thread.
 """
 
@@ -18,12 +19,19 @@ from enum import Enum
 
 from gpuws.core.rfb import protocol
 from gpuws.core.rfb.decoders import CursorShape, JpegDecoder, UpdateResult
-from gpuws.core.rfb.errors import RfbAuthFailed, RfbClosed, RfbError, RfbLimitExceeded, RfbUnsupported
+from gpuws.core.rfb.errors import (
+    RfbAuthFailed,
+    RfbClosed,
+    RfbError,
+    RfbLimitExceeded,
+    RfbTooManyFailures,
+    RfbUnsupported,
+)
 from gpuws.core.rfb.framebuffer import Framebuffer
 from gpuws.remote.rfb import RfbCallbacks, RfbClient
 
 __all__ = ["CursorShape", "JpegDecoder", "RfbAuthFailed", "RfbClosed", "RfbError", "RfbLimitExceeded",
-           "RfbUnsupported", "ViewerEvents", "ViewerSession", "ViewerState"]
+           "RfbTooManyFailures", "RfbUnsupported", "ViewerEvents", "ViewerSession", "ViewerState"]
 
 RETRY_S = (0.5, 1.0, 2.0, 3.0)  # waits between tries after a drop; the last repeats
 
@@ -129,10 +137,13 @@ class ViewerSession:
                 self.error = exc
                 if self._stop.is_set():
                     break
-                if self.connects == 0:  # never got in: the server is not one (or closes on us)
+                # Never got in: the server is not one, or closes on us (its blacklist passes: tried again).
+                if self.connects == 0 and not isinstance(exc, RfbTooManyFailures):
                     self._set_state(ViewerState.FAILED, str(exc))
                     return
                 wait = RETRY_S[min(tries, len(RETRY_S) - 1)]
+                if isinstance(exc, RfbTooManyFailures):
+                    wait = exc.retry_after
                 tries += 1
                 self._set_state(ViewerState.RECONNECTING, f"reconnecting… ({exc})")
                 with contextlib.suppress(TimeoutError):

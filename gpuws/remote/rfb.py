@@ -15,7 +15,14 @@ from dataclasses import dataclass
 
 from gpuws.core.rfb import protocol as p
 from gpuws.core.rfb.decoders import CursorShape, DecoderState, JpegDecoder, UpdateResult, read_update
-from gpuws.core.rfb.errors import RfbAuthFailed, RfbClosed, RfbError, RfbLimitExceeded, RfbUnsupported
+from gpuws.core.rfb.errors import (
+    RfbAuthFailed,
+    RfbClosed,
+    RfbError,
+    RfbLimitExceeded,
+    RfbTooManyFailures,
+    RfbUnsupported,
+)
 from gpuws.core.rfb.framebuffer import Framebuffer, check_size
 
 MAX_CUT_TEXT = 16 * 1024 * 1024  # clipboard text longer than this is skipped (read in chunks, never kept)
@@ -80,6 +87,13 @@ class RfbClient:
         text = await self._read(min(length, p.MAX_REASON))
         return text.decode("utf-8", errors="replace") or "no reason given"
 
+    async def _refused(self) -> RfbError:
+        """The error for a refusal with a reason: TigerVNC's blacklist is temporary, a wrong password is not."""
+        reason = await self._reason()
+        if reason.startswith("Too many security failures"):
+            return RfbTooManyFailures(reason)
+        return RfbAuthFailed(reason)
+
     async def _handshake(self, password: str, encodings: list[int] | None) -> None:
         major, minor = p.parse_version(await self._read(12))
         version = min((major, minor), (3, 8))
@@ -90,11 +104,11 @@ class RfbClient:
         if version == (3, 3):
             chosen = struct.unpack(">I", await self._read(4))[0]
             if chosen == p.Security.INVALID:
-                raise RfbAuthFailed(await self._reason())
+                raise await self._refused()
         else:
             count = (await self._read(1))[0]
             if count == 0:
-                raise RfbAuthFailed(await self._reason())
+                raise await self._refused()
             offered = set(await self._read(count))
             if p.Security.VNC_AUTH in offered:
                 chosen = p.Security.VNC_AUTH
@@ -113,7 +127,7 @@ class RfbClient:
         if chosen == p.Security.VNC_AUTH or version == (3, 8):
             self._stage = "the security result"
             if struct.unpack(">I", await self._read(4))[0] != 0:
-                raise RfbAuthFailed(await self._reason() if version == (3, 8) else "wrong password")
+                raise await self._refused() if version == (3, 8) else RfbAuthFailed("wrong password")
         self._stage = "the initialisation"
         self._writer.write(b"\x01")  # ClientInit: shared, other viewers stay connected
         width, height = struct.unpack(">HH", await self._read(4))

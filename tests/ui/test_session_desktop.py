@@ -42,7 +42,12 @@ class FakeSession(QObject):
 def test_desktop_panel_checks_starts_and_stops(qtbot: Any, bridge: AsyncBridge, tmp_path: Path,
                                                monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("GPUWS_SIM_FAULTS", "software-gl:0")
-    monkeypatch.setenv("PATH", "/usr/bin:/bin")  # no VNC viewer of this machine pops up during the test
+    monkeypatch.setenv("PATH", "/usr/bin:/bin")
+    # No VNC viewer of this machine pops up during the test (this machine has TigerVNC's for the benchmark).
+    from gpuws.app import desktop as app_desktop
+
+    real_launch = app_desktop.launch_viewer
+    monkeypatch.setattr(app_desktop, "launch_viewer", lambda session: real_launch(session, find=lambda _p, _f: None))
     demo = bridge.run_async(start_demo()).result(60)
     conn = HostConnection(demo.profile, password=demo.password, known_host_key=demo.known_host_key)
     bridge.run_async(conn.connect()).result(60)
@@ -61,6 +66,7 @@ def test_desktop_panel_checks_starts_and_stops(qtbot: Any, bridge: AsyncBridge, 
         assert not tab.desktop_install_button.isVisibleTo(tab)  # nothing to install, never on the demo
 
         tab.geometry_combo.setCurrentText("1280x800")
+        tab.viewer_combo.setCurrentIndex(tab.viewer_combo.findData("external"))  # the built-in one is below
         tab.start_desktop()
         qtbot.waitUntil(lambda: tab.desktop_session is not None, timeout=60_000)
         session = tab.desktop_session
@@ -89,7 +95,19 @@ def test_desktop_panel_checks_starts_and_stops(qtbot: Any, bridge: AsyncBridge, 
         SHOTS.mkdir(parents=True, exist_ok=True)
         assert tab.grab().save(str(SHOTS / "session-tab-900.png"))
 
+        # The built-in viewer (the default): the desktop in a gpuws window, which Stop desktop closes.
+        tab.viewer_combo.setCurrentIndex(tab.viewer_combo.findData("builtin"))
+        tab.start_desktop()
+        qtbot.waitUntil(lambda: tab.viewer_window is not None, timeout=60_000)
+        window = tab.viewer_window
+        assert window is not None and window.sim_badge is not None
+        assert "OpenGL: llvmpipe" in window.renderer.text() and "NVIDIA H100" in window.renderer.text()
+        # (TigerVNC turns 127.0.0.1 away for 10 s after the bare connections above: the viewer waits it out.)
+        qtbot.waitUntil(lambda: window.state_label.text() == "Connected", timeout=90_000)
+        session = tab.desktop_session
+        assert session is not None
         tab.stop_desktop()
+        assert tab.viewer_window is None and not window.isVisible()
         qtbot.waitUntil(lambda: tab.desktop_status.text() == "Desktop stopped.", timeout=60_000)
         assert session.tunnel not in workspace.host("demo").tunnels  # type: ignore[union-attr]
     finally:

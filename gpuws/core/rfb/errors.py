@@ -25,6 +25,17 @@ class RfbAuthFailed(RfbError):
         self.reason = reason
 
 
+class RfbTooManyFailures(RfbError):
+    """The server turns this address away for a while after failed logins (TigerVNC's blacklist,
+    "Too many security failures"): worth trying again after `retry_after` seconds."""
+
+    retry_after = 10.0
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(f"the VNC server refuses this address for a while: {reason}")
+        self.reason = reason
+
+
 class RfbUnsupported(RfbError):
     """The server asked for something this client does not speak (a version, security type, encoding)."""
 

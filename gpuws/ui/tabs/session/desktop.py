@@ -71,12 +71,12 @@ class DesktopPart(SessionBase):
         # Check first, then start: two rows, so the card fits the narrow arrangement at 900 px.
         row.addWidget(self.desktop_check_button)
         row.addWidget(self.desktop_install_button)
+        row.addWidget(self.viewer_combo)
         row.addStretch(1)
         box.addLayout(row)
         start_row = QHBoxLayout()
         start_row.addWidget(muted_label("Size", card))
         start_row.addWidget(self.geometry_combo)
-        start_row.addWidget(self.viewer_combo)
         start_row.addWidget(self.desktop_start_button)
         start_row.addWidget(self.desktop_browser_button)
         start_row.addWidget(self.desktop_stop_button)
@@ -180,7 +180,12 @@ class DesktopPart(SessionBase):
         from gpuws.app import desktop
 
         self.desktop_start_button.setEnabled(True)
-        self.desktop_session = session
+        previous, self.desktop_session = self.desktop_session, session
+        if previous is not None and previous.tunnel is not session.tunnel:  # started again: one tunnel held
+            if self.workspace is not None:
+                self.workspace.remove_tunnel(host, previous.tunnel)
+            if self.context is not None:
+                self.context.bridge.run_async(previous.tunnel.close())
         if self.workspace is not None:
             # Kept (rebound after a reconnect) by the Workspace; a connected viewer counts as activity.
             self.workspace.add_tunnel(host, session.tunnel)

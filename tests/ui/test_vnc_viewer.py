@@ -195,3 +195,31 @@ def test_clipboard_both_ways_resize_and_wrong_password(qtbot: Any, desktop: Desk
         assert desktop.password not in refused.state_label.text() + refused.state_label.toolTip()
     finally:
         refused.close()
+
+
+def test_gpuws_desktop_viewer_builtin_holds_the_tunnel_until_the_window_closes(isolated_home: Path) -> None:
+    state = data_dir() / "demo-host"
+    env = {**os.environ, "QT_QPA_PLATFORM": "offscreen"}
+    proc = subprocess.Popen([sys.executable, "-m", "gpuws", "desktop", "demo", "--viewer", "builtin", "--json",
+                             "--geometry", "800x600"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    try:
+        assert proc.stdout is not None
+        line = proc.stdout.readline()
+        assert line, proc.stderr.read() if proc.stderr else ""
+        first = json.loads(line)
+        assert first["reused"] is False and isinstance(first["local_port"], int)
+        assert proc.stderr is not None
+        while "viewer open" not in (said := proc.stderr.readline()):
+            assert said, "gpuws exited before the viewer opened"
+        proc.send_signal(signal.SIGINT)  # closes the viewer window, then the tunnel; the desktop stays
+        out, err = proc.communicate(timeout=60)
+        assert proc.returncode == 0, err
+        assert "Traceback" not in err
+        again = subprocess.run([sys.executable, "-m", "gpuws", "desktop", "demo", "--stop", "--json"],
+                               capture_output=True, text=True, timeout=120)
+        assert json.loads(again.stdout) == {"stopped": True}
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        kill_leftovers(state)

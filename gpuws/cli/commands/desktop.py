@@ -122,7 +122,8 @@ def _builtin(args: argparse.Namespace) -> int:
 
     try:
         return run_window(args.name, session.local_port, session.password, simulated=bool(profile.simulated),
-                          found=found, display=session.desktop.display)
+                          found=found, display=session.desktop.display,
+                          shown=lambda: _say("gpuws: viewer open (closing it, or Ctrl-C, closes the tunnel)"))
     finally:
         loop, stop = done["stop"]
         loop.call_soon_threadsafe(stop.set)

@@ -157,9 +157,9 @@ class VncWindow(QMainWindow):
 
 
 def run_window(host: str, port: int, password: str, *, simulated: bool = False, found: DesktopCheck | None = None,
-               display: int | None = None) -> int:
+               display: int | None = None, shown: Callable[[], None] | None = None) -> int:
     """`gpuws desktop NAME --viewer builtin`: the viewer window as the process's only window, until it is
-    closed (or Ctrl-C). The caller holds the tunnel on another thread."""
+    closed (or Ctrl-C); `shown` is called once it is up. The caller holds the tunnel on another thread."""
     import signal
     import sys
 
@@ -168,23 +168,35 @@ def run_window(host: str, port: int, password: str, *, simulated: bool = False, 
 
     from gpuws.ui.resources import app_icon
 
-    existing = QApplication.instance()
-    app = existing if isinstance(existing, QApplication) else QApplication([sys.argv[0] if sys.argv else "gpuws"])
-    app.setApplicationName("gpuws")
-    app.setWindowIcon(app_icon())
-    window = VncWindow(host, port, password, simulated=simulated, found=found, display=display)
-    window.closed.connect(app.quit)
-    previous = signal.signal(signal.SIGINT, lambda *_: window.close())
-    ticker = QTimer(interval=200)  # lets Python run its signal handler while Qt's loop runs
-    ticker.timeout.connect(lambda: None)
-    ticker.start()
+    windows: list[VncWindow] = []
+    interrupted: list[bool] = []
+
+    def on_sigint(*_: object) -> None:
+        interrupted.append(True)
+        for window in windows:
+            window.close()
+
+    previous = signal.signal(signal.SIGINT, on_sigint)  # first: Ctrl-C from now on closes the window
     try:
-        window.start()
-        app.exec()
-    finally:
+        existing = QApplication.instance()
+        app = existing if isinstance(existing, QApplication) else QApplication([sys.argv[0] if sys.argv else "gpuws"])
+        app.setApplicationName("gpuws")
+        app.setWindowIcon(app_icon())
+        window = VncWindow(host, port, password, simulated=simulated, found=found, display=display)
+        windows.append(window)
+        window.closed.connect(app.quit)
+        ticker = QTimer(interval=200)  # lets Python run its signal handler while Qt's loop runs
+        ticker.timeout.connect(lambda: None)
+        ticker.start()
+        if not interrupted:
+            window.start()
+            if shown is not None:
+                shown()
+            app.exec()
         ticker.stop()
-        signal.signal(signal.SIGINT, previous)
         if window.isVisible():
             window.close()
         window.deleteLater()
+    finally:
+        signal.signal(signal.SIGINT, previous)
     return 0

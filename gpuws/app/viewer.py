@@ -89,6 +89,7 @@ class ViewerSession:
         ready = threading.Event()
 
         def run() -> None:
+            """The session's thread: its own loop, until closed."""
             loop = asyncio.new_event_loop()
             self._loop = loop
             self._stop = asyncio.Event()
@@ -207,6 +208,7 @@ class ViewerSession:
             return
 
         def run() -> None:
+            """On the session's loop: with the client of the moment, if connected."""
             if self._client is not None:
                 action(self._client)
 

@@ -201,7 +201,8 @@ def test_gpuws_desktop_viewer_builtin_holds_the_tunnel_until_the_window_closes(i
     state = data_dir() / "demo-host"
     env = {**os.environ, "QT_QPA_PLATFORM": "offscreen"}
     proc = subprocess.Popen([sys.executable, "-m", "gpuws", "desktop", "demo", "--viewer", "builtin", "--json",
-                             "--geometry", "800x600"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+                             "--geometry", "800x600"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            env=env)
     try:
         assert proc.stdout is not None
         line = proc.stdout.readline()
@@ -212,7 +213,7 @@ def test_gpuws_desktop_viewer_builtin_holds_the_tunnel_until_the_window_closes(i
         while "viewer open" not in (said := proc.stderr.readline()):
             assert said, "gpuws exited before the viewer opened"
         proc.send_signal(signal.SIGINT)  # closes the viewer window, then the tunnel; the desktop stays
-        out, err = proc.communicate(timeout=60)
+        _, err = proc.communicate(timeout=60)
         assert proc.returncode == 0, err
         assert "Traceback" not in err
         again = subprocess.run([sys.executable, "-m", "gpuws", "desktop", "demo", "--stop", "--json"],

@@ -16,7 +16,9 @@ from gpuws.cli.connecting import add_accept_new, tty_prompts
 from gpuws.cli.output import Subcommands, print_json, sim_banner
 
 if TYPE_CHECKING:
+    from gpuws.app.desktop import DesktopSession
     from gpuws.core.desktop import DesktopCheck
+    from gpuws.core.models import HostProfile
 
 _EPILOG = """The desktop listens on the host's 127.0.0.1 only; its VNC password is made at random per host,
 kept in the OS keyring (gpuws / NAME:vnc-password) and sent to the host on stdin (vncpasswd -f).
@@ -81,10 +83,11 @@ def _builtin(args: argparse.Namespace) -> int:
     import queue
     import threading
 
-    handoff: queue.Queue[tuple[Any, ...] | BaseException] = queue.Queue()
-    done: dict[str, Any] = {}
+    handoff: queue.Queue[tuple[HostProfile, DesktopSession, DesktopCheck] | BaseException] = queue.Queue()
+    done: dict[str, tuple[asyncio.AbstractEventLoop, asyncio.Event]] = {}
 
     async def serve() -> None:
+        """Open the host and the desktop, hand them over, hold the tunnel until told to stop."""
         from gpuws.app import desktop
         from gpuws.app.targets import open_target
 

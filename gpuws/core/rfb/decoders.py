@@ -205,6 +205,7 @@ class _Cursor:
         self.pos = 0
 
     def take(self, n: int) -> memoryview:
+        """The next `n` bytes."""
         if self.pos + n > len(self.data):
             raise RfbLimitExceeded("ZRLE data", "it ends inside a tile")
         chunk = self.data[self.pos:self.pos + n]
@@ -212,9 +213,11 @@ class _Cursor:
         return chunk
 
     def byte(self) -> int:
+        """The next byte."""
         return int(self.take(1)[0])
 
     def run(self) -> int:
+        """A run length: 1 + bytes summed up to the first that is not 255."""
         total = 1
         while True:
             b = self.byte()

@@ -172,6 +172,7 @@ def run_window(host: str, port: int, password: str, *, simulated: bool = False, 
     interrupted: list[bool] = []
 
     def on_sigint(*_: object) -> None:
+        """Ctrl-C: close the window (the tunnel follows)."""
         interrupted.append(True)
         for window in windows:
             window.close()

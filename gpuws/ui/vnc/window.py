@@ -19,6 +19,7 @@ from PySide6.QtWidgets import (
     QMainWindow,
     QMenu,
     QScrollArea,
+    QSizePolicy,
     QToolButton,
     QVBoxLayout,
     QWidget,
@@ -44,7 +45,9 @@ def renderer_line(found: DesktopCheck | None) -> str:
     """'GPU 0: NVIDIA H100 · OpenGL: ...' from the desktop's check (what `--check` prints)."""
     if found is None:
         return "GPU and renderer: not checked"
-    gpus = ", ".join(f"GPU {g.index}: {g.name}" for g in found.nvenc) or "no NVIDIA GPU"
+    first = found.nvenc[0] if found.nvenc else None
+    gpus = "no NVIDIA GPU" if first is None else f"GPU {first.index}: {first.name}" + (
+        f" (+{len(found.nvenc) - 1} more)" if len(found.nvenc) > 1 else "")
     return f"{gpus} · OpenGL: {found.opengl_renderer or 'unknown'}" + (" · VirtualGL" if found.virtualgl else "")
 
 
@@ -75,6 +78,9 @@ class VncWindow(QMainWindow):
         if self.sim_badge is not None:
             head.addWidget(self.sim_badge)
         self.renderer = muted_label(renderer_line(found), self.header)
+        self.renderer.setToolTip("\n".join(f"GPU {g.index}: {g.name}" for g in found.nvenc) if found else "")
+        self.renderer.setMinimumWidth(0)  # never wider than the window: a long line is cut, whole in the tooltip
+        self.renderer.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)
         head.addWidget(self.renderer, 1)
         self.state_label = muted_label("Connecting…", self.header)
         self.state_label.setMaximumWidth(480)  # a long reason is in the tooltip

@@ -14,7 +14,7 @@ from pathlib import Path
 
 BENCHMARKS = (
     "bench_cli", "bench_telemetry", "bench_ssh_client", "bench_latency", "bench_dashboard", "bench_connect",
-    "bench_gui_responsiveness", "bench_fleet", "bench_advice",
+    "bench_gui_responsiveness", "bench_fleet", "bench_advice", "bench_vnc_viewer",
 )
 
 

@@ -151,6 +151,8 @@ class RfbClient:
         while True:
             kind = (await self._read(1))[0]
             if kind == p.ServerMessage.FRAMEBUFFER_UPDATE:
+                # Ask for the next update before decoding this one: the server prepares it meanwhile.
+                self._writer.write(p.update_request(True, 0, 0, fb.width, fb.height))
                 result = await read_update(self._read, fb, self.state)
                 if result.extended_size:
                     self.extended_size = True
@@ -158,7 +160,8 @@ class RfbClient:
                         self.screen_id, self.screen_flags = result.screens[0].id, result.screens[0].flags
                 if result.cursor is not None:
                     callbacks.on_cursor(result.cursor)
-                self._writer.write(p.update_request(True, 0, 0, fb.width, fb.height))
+                if result.resized:  # the request above named the old size
+                    self._writer.write(p.update_request(True, 0, 0, fb.width, fb.height))
                 callbacks.on_update(result)
                 # A server that floods keeps the stream's buffer full, and readexactly then never waits:
                 # let the loop run the input, the close and the writes queued meanwhile.

@@ -53,7 +53,8 @@ def _updates(log: Path, before: int) -> int:
 
 
 def main() -> int:
-    missing = [t for t in ("Xvnc", "vncpasswd", "vncviewer", "glxgears", "xterm", "Xvfb", "xdotool") if not shutil.which(t)]
+    tools = ("Xvnc", "vncpasswd", "vncviewer", "glxgears", "xterm", "Xvfb", "xdotool")
+    missing = [t for t in tools if not shutil.which(t)]
     if missing:
         print(f"skipped: missing {missing} (scripts/install-deps.sh test)")
         return 0

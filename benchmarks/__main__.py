@@ -17,6 +17,7 @@ BENCHMARKS = (
     "bench_gui_responsiveness", "bench_fleet", "bench_advice", "bench_checksum", "bench_transfer",
     "bench_sshconfig",
     "bench_cloud_resize",
+    "bench_vnc_viewer",
 )
 
 

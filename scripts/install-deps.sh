@@ -12,6 +12,9 @@ runtime_pkgs=(python3 python3-venv libegl1 libgl1 libxkbcommon0 libxkbcommon-x11
 test_pkgs=(openssh-server gnome-keyring dbus procps xvfb xauth binutils prometheus victoria-metrics)  # binutils: PyInstaller, deb Depends; prometheus, victoria-metrics: fleet tests (two real stores)
 # gpuws desktop / shell tests (#24): a real Xvnc desktop, noVNC and tmux on the demo host.
 test_pkgs+=(tigervnc-standalone-server tigervnc-tools websockify novnc tmux x11-xserver-utils openbox mesa-utils)
+# The built-in VNC viewer's tests (#34): an xterm on the demo desktop reads the keys typed, xclip and
+# xdotool drive the host's clipboard and windows; TigerVNC's own viewer is what the benchmark compares with.
+test_pkgs+=(xterm xclip xdotool tigervnc-viewer)
 pkgs=("${runtime_pkgs[@]}")
 [ "$mode" = test ] && pkgs+=("${test_pkgs[@]}")
 

@@ -92,6 +92,7 @@ async def install_packages(runner: CommandRunner, command: str, timeout: float =
 
 
 async def has_tmux(runner: CommandRunner) -> bool:
+    """Whether the host has tmux on its PATH."""
     result = await runner.run(["sh", "-c", "command -v tmux"], timeout=30)
     return result.ok and bool(result.stdout.strip())
 

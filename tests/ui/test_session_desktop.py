@@ -71,6 +71,7 @@ def test_desktop_panel_checks_starts_and_stops(qtbot: Any, bridge: AsyncBridge, 
         assert not tab.desktop_install_button.isVisibleTo(tab)  # nothing to install, never on the demo
 
         tab.geometry_combo.setCurrentText("1280x800")
+        tab.viewer_combo.setCurrentIndex(tab.viewer_combo.findData("external"))  # the built-in one is below
         tab.start_desktop()
         qtbot.waitUntil(lambda: tab.desktop_session is not None, timeout=60_000)
         session = tab.desktop_session
@@ -98,7 +99,19 @@ def test_desktop_panel_checks_starts_and_stops(qtbot: Any, bridge: AsyncBridge, 
         assert all(card.geometry().right() < body.width() for card in tab._cards)
         assert tab.grab().save(str(tmp_path / "session-tab-900.png"))  # for a person to look at
 
+        # The built-in viewer (the default): the desktop in a gpuws window, which Stop desktop closes.
+        tab.viewer_combo.setCurrentIndex(tab.viewer_combo.findData("builtin"))
+        tab.start_desktop()
+        qtbot.waitUntil(lambda: tab.viewer_window is not None, timeout=60_000)
+        window = tab.viewer_window
+        assert window is not None and window.sim_badge is not None
+        assert "OpenGL: llvmpipe" in window.renderer.text() and "NVIDIA H100" in window.renderer.text()
+        # (TigerVNC turns 127.0.0.1 away for 10 s after the bare connections above: the viewer waits it out.)
+        qtbot.waitUntil(lambda: window.state_label.text() == "Connected", timeout=90_000)
+        session = tab.desktop_session
+        assert session is not None
         tab.stop_desktop()
+        assert tab.viewer_window is None and not window.isVisible()
         qtbot.waitUntil(lambda: tab.desktop_status.text() == "Desktop stopped.", timeout=60_000)
         assert session.tunnel not in workspace.host("demo").tunnels  # type: ignore[union-attr]
     finally:

@@ -16,7 +16,9 @@ from gpuws.cli.connecting import add_accept_new, tty_prompts
 from gpuws.cli.output import Subcommands, print_json, sim_banner, whole_number
 
 if TYPE_CHECKING:
+    from gpuws.app.desktop import DesktopSession
     from gpuws.core.desktop import DesktopCheck
+    from gpuws.core.models import HostProfile
 
 _EPILOG = """The desktop listens on the host's 127.0.0.1 only; its VNC password is made at random per host,
 kept in the OS keyring (gpuws / NAME:vnc-password) and sent to the host on stdin (vncpasswd -f).
@@ -40,9 +42,10 @@ def register(sub: Subcommands) -> None:
                         "VirtualGL, OpenGL renderer, NVENC, desktop session) and what is missing")
     action.add_argument("--install", action="store_true", help="install what is missing, with sudo on the host")
     action.add_argument("--stop", action="store_true", help="end the desktop on the host")
-    p.add_argument("--viewer", choices=("auto", "browser", "none"), default="auto",
-                   help="auto: a VNC viewer of this computer (default); browser: noVNC; none: print the address "
-                   "and hold the tunnel until Ctrl-C")
+    p.add_argument("--viewer", choices=("builtin", "auto", "browser", "none"), default=None,
+                   help="builtin: gpuws's own viewer window (the default where there is a display); auto: a VNC "
+                   "viewer of this computer (the default without a display); browser: noVNC; none: print the "
+                   "address and hold the tunnel until Ctrl-C")
     p.add_argument("--geometry", default="1920x1080", metavar="WxH", help="desktop size (default 1920x1080)")
     p.add_argument("--display", type=whole_number, default=None, metavar="N", help="X display number on the host "
                    "(default: the first free from :1)")
@@ -58,7 +61,76 @@ def run_desktop(args: argparse.Namespace) -> int:
     args.geometry = parse_geometry(args.geometry)
     if args.display is not None:
         check_display(args.display)
+    if args.viewer is None:
+        args.viewer = "builtin" if has_display() else "auto"
+    if args.viewer == "builtin" and not (args.check or args.install or args.stop):
+        return _builtin(args)
     return int(asyncio.run(_desktop(args)))
+
+
+def has_display() -> bool:
+    """Whether a window can be shown here (Windows and macOS always; elsewhere X11 or Wayland)."""
+    import os
+
+    if sys.platform in ("win32", "darwin"):
+        return True
+    return bool(os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY"))
+
+
+def _builtin(args: argparse.Namespace) -> int:
+    """The desktop in gpuws's viewer window: the tunnel is held by an event loop on a thread of its own
+    while Qt runs on this (the main) thread; closing the window closes the tunnel, not the desktop."""
+    import queue
+    import threading
+
+    handoff: queue.Queue[tuple[HostProfile, DesktopSession, DesktopCheck] | BaseException] = queue.Queue()
+    done: dict[str, tuple[asyncio.AbstractEventLoop, asyncio.Event]] = {}
+
+    async def serve() -> None:
+        """Open the host and the desktop, hand them over, hold the tunnel until told to stop."""
+        from gpuws.app import desktop
+        from gpuws.app.targets import open_target
+
+        try:
+            async with open_target(args.name, accept_new=args.accept_new, **tty_prompts()) as conn:
+                session = await desktop.open_desktop(conn, geometry=args.geometry, display=args.display)
+                try:
+                    found = await desktop.check(conn)
+                    stop = asyncio.Event()
+                    done["stop"] = (asyncio.get_running_loop(), stop)
+                    handoff.put((conn.profile, session, found))
+                    await stop.wait()
+                finally:
+                    await session.tunnel.close()
+        except BaseException as exc:
+            handoff.put(exc)
+
+    thread = threading.Thread(target=lambda: asyncio.run(serve()), name="gpuws-desktop-tunnel", daemon=True)
+    thread.start()
+    got = handoff.get()
+    if isinstance(got, BaseException):
+        thread.join(10)
+        raise got
+    profile, session, found = got
+    banner = sim_banner(bool(profile.simulated))
+    if args.json:
+        print_json(session.first_line())
+    else:
+        again = " (already running: reused)" if session.desktop.reused else ""
+        print(f"{banner}desktop :{session.desktop.display}{again} at {session.url}  ->  {args.name}:"
+              f"{session.desktop.port}  (closing the viewer closes the tunnel; --stop ends the desktop)", flush=True)
+    for label in found.labels():
+        _say(f"{banner}gpuws: {label}")
+    from gpuws.ui.vnc.window import run_window
+
+    try:
+        return run_window(args.name, session.local_port, session.password, simulated=bool(profile.simulated),
+                          found=found, display=session.desktop.display,
+                          shown=lambda: _say("gpuws: viewer open (closing it, or Ctrl-C, closes the tunnel)"))
+    finally:
+        loop, stop = done["stop"]
+        loop.call_soon_threadsafe(stop.set)
+        thread.join(30)
 
 
 def _say(text: str) -> None:

@@ -23,8 +23,10 @@ if TYPE_CHECKING:
     from gpuws.app.tunnels import Tunnel
     from gpuws.core.desktop import DesktopCheck
     from gpuws.core.runner import CommandResult
+    from gpuws.ui.vnc.window import VncWindow
 
 GEOMETRIES = ("1280x800", "1600x900", "1920x1080", "2560x1440")
+VIEWERS = (("Built-in viewer", "builtin"), ("External VNC viewer", "external"))
 
 
 class DesktopPart(SessionBase):
@@ -35,6 +37,7 @@ class DesktopPart(SessionBase):
         self.desktop_session: DesktopSession | None = None  # while the tab holds one
         self._viewer: ViewerLaunch | None = None
         self._desktop_tunnels: list[tuple[str, Tunnel]] = []  # (host, tunnel) this card opened, closed by Stop
+        self.viewer_window: VncWindow | None = None  # the built-in viewer, while open
         self.desktop_info = muted_label("A remote desktop on the host (VNC on its 127.0.0.1 only, through the SSH "
                                         "connection). Check the host first: nothing is installed without your yes.",
                                         card)
@@ -52,8 +55,12 @@ class DesktopPart(SessionBase):
         self.geometry_combo = QComboBox(card)
         self.geometry_combo.addItems(GEOMETRIES)
         self.geometry_combo.setCurrentText("1920x1080")
+        self.viewer_combo = QComboBox(card)
+        for label, kind in VIEWERS:
+            self.viewer_combo.addItem(label, kind)
+        self.viewer_combo.setToolTip("Built-in: the desktop in a gpuws window; external: this computer's VNC viewer")
         self.desktop_start_button = QPushButton("Start desktop", card)
-        self.desktop_start_button.setToolTip("Start the desktop (or reuse the running one) and open a VNC viewer")
+        self.desktop_start_button.setToolTip("Start the desktop (or reuse the running one) and open it in a viewer")
         self.desktop_start_button.clicked.connect(self.start_desktop)
         self.desktop_browser_button = QPushButton("In browser", card)
         self.desktop_browser_button.setToolTip("noVNC through websockify on the host")
@@ -65,6 +72,7 @@ class DesktopPart(SessionBase):
         # Check first, then start: two rows, so the card fits the narrow arrangement at 900 px.
         row.addWidget(self.desktop_check_button)
         row.addWidget(self.desktop_install_button)
+        row.addWidget(self.viewer_combo)
         row.addStretch(1)
         box.addLayout(row)
         start_row = QHBoxLayout()
@@ -184,6 +192,9 @@ class DesktopPart(SessionBase):
         self.desktop_status.setText(f"Desktop :{session.desktop.display}{again} at {session.url}")
         for button in (self.desktop_browser_button, self.desktop_stop_button):
             button.setEnabled(True)
+        if self.viewer_combo.currentData() == "builtin":
+            self.open_viewer_window(host, session)
+            return
         try:
             self._viewer = desktop.launch_viewer(session)
         except OSError as exc:
@@ -194,6 +205,29 @@ class DesktopPart(SessionBase):
                                         "found here (TigerVNC, Remmina…): use In browser, or connect yours.")
         else:
             QTimer.singleShot(int(desktop.VIEWER_READ_S * 1000) + 500, self._forget_password_file)
+
+    def open_viewer_window(self, host: str, session: DesktopSession) -> None:
+        """The desktop in gpuws's own viewer window (closing it leaves the desktop running)."""
+        from gpuws.ui.vnc.window import VncWindow
+
+        self.close_viewer_window()
+        simulated = bool(self.context.profile.simulated) if self.context is not None else False
+        window = VncWindow(host, session.local_port, session.password, simulated=simulated,
+                           found=self.desktop_check, display=session.desktop.display)
+        window.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
+        window.closed.connect(lambda: self._viewer_closed(window))
+        self.viewer_window = window
+        window.start()
+
+    def _viewer_closed(self, window: VncWindow) -> None:
+        if self.viewer_window is window:
+            self.viewer_window = None
+
+    def close_viewer_window(self) -> None:
+        """Close the built-in viewer, if open."""
+        window, self.viewer_window = self.viewer_window, None
+        if window is not None:
+            window.close()
 
     def _forget_password_file(self) -> None:
         if self._viewer is not None:
@@ -231,6 +265,7 @@ class DesktopPart(SessionBase):
 
         host = self.context.profile.name
         self.desktop_session = None
+        self.close_viewer_window()  # the desktop it shows is about to end
         tunnels = {id(t): t for h, t in self._desktop_tunnels if h == host}.values()
         self._desktop_tunnels = [(h, t) for h, t in self._desktop_tunnels if h != host]
         for tunnel in tunnels:

@@ -113,7 +113,7 @@ def test_a_deeply_nested_fleet_file_is_read_only_not_a_traceback(tmp_path: Path)
     path.write_bytes(content)
     store = FleetStore(path)
     assert store.load() == []
-    assert store.state.read_only is not None and "nested too deeply" in store.state.read_only.message
+    assert store.state.read_only is not None and "nested more than 64 levels deep" in store.state.read_only.message
     assert path.read_bytes() == content
     notice = store.repair()
     assert notice is not None and notice.backup_path.read_bytes() == content

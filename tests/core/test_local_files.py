@@ -46,7 +46,7 @@ def test_deeply_nested_profiles_file_is_read_only_not_a_traceback() -> None:
     store.path.write_bytes(content)
     assert store.load() == []
     problem = store.state.read_only
-    assert problem is not None and "nested too deeply" in problem.message
+    assert problem is not None and "nested more than 64 levels deep" in problem.message and problem.line == 2
     assert store.path.read_bytes() == content  # left for the user to fix
     with pytest.raises(ReadOnlyFile):
         store.add(HostProfile(name="fresh", host="h.example"))

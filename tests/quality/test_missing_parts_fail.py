@@ -13,7 +13,7 @@ import pytest
 
 REPO = Path(__file__).resolve().parents[2]
 NEEDS_SSH = "tests/core/test_sshconfig_parity.py::test_resolution_equals_ssh_dash_g_field_by_field[0]"
-NEEDS_XVFB = "tests/ui/test_window_fits_screen.py::test_every_view_stays_within_a_900x600_screen[False]"
+NEEDS_XVFB = "tests/ui/test_window_fits_screen.py::test_every_view_stays_within_a_900x600_screen[False-False]"
 
 
 def run_alone(test: str, tmp_path: Path, *, in_test_command: bool) -> str:

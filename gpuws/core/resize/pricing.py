@@ -103,14 +103,22 @@ PROVIDER_TYPE_PREFIX = "type:"
 
 def check_slice_price_key(key: str, field: str = "slice-price") -> str:
     """A `--slice-price` name a price book can use: `full`, a MIG profile of the catalog (e.g.
-    1g.10gb), a vGPU fraction (1/8, 1/4, 1/2) or `type:INSTANCE_TYPE`; a price under any other
+    1g.10gb), a vGPU fraction (1/8, 1/4, 1/2), an instance type of the cloud catalog (g6f.4xlarge)
+    or `type:INSTANCE_TYPE`; a price under any other
     name would never be read, so it is refused rather than kept silently."""
     if key.startswith(PROVIDER_TYPE_PREFIX) and len(key) > len(PROVIDER_TYPE_PREFIX):
         return key
     names = {FULL, *(f.name for f in VGPU_FRACTIONS), *(p.name for m in GPU_MODELS for p in m.profiles)}
-    if key not in names:
+    if key not in names and not _known_instance_type(key):
         from gpuws.core.terminal import printable
 
         raise ValidationError(field, f"no slice profile {printable(key, 40)} on this host (a MIG profile such "
                                      f"as 1g.10gb, full, a vGPU share such as 1/4, or type:INSTANCE_TYPE)")
     return key
+
+
+def _known_instance_type(name: str) -> bool:
+    """An instance type the cloud catalog lists (`gpuws slices` prices it by its bare name too)."""
+    from gpuws.core.resize.instance_types import instance_type
+
+    return instance_type(None, name) is not None

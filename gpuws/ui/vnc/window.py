@@ -193,12 +193,14 @@ def run_window(host: str, port: int, password: str, *, simulated: bool = False, 
         windows.append(window)
         window.closed.connect(app.quit)
         ticker = QTimer(interval=200)  # lets Python run its signal handler while Qt's loop runs
-        ticker.timeout.connect(lambda: None)
+        # ...and ends the loop after a Ctrl-C: one that came before `exec` closed the window while no
+        # loop ran, and the `quit` that closing sends was lost (the process then never ended).
+        ticker.timeout.connect(lambda: app.quit() if interrupted else None)
         ticker.start()
         if not interrupted:
             window.start()
             if shown is not None:
-                shown()
+                QTimer.singleShot(0, shown)  # said from inside the loop: a Ctrl-C after it is handled there
             app.exec()
         ticker.stop()
         if window.isVisible():

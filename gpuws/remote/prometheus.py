@@ -51,7 +51,6 @@ from gpuws.core.fleet.model import (
     range_step,
     series_key,
     series_values,
-    store_clock,
     uuid_of,
 )
 from gpuws.core.fleet.profiles import SECRET_SERVICE, FleetAuth, FleetProfile
@@ -491,11 +490,10 @@ class FleetSource:
                         clock.append(n)
 
         await all_or_none(*(one(name, q) for name, q in queries.items()), seen(), store_now())
-        newest_up = max(clock) if clock else None
-        gpus = assembler.result(t, newest_up=newest_up)
+        gpus = assembler.result(t, newest_up=max(clock) if clock else None)
         missing = await self._missing(gpus, remembered, t)
         snap = Snapshot(self.profile.name, t, gpus, missing, insecure=self.profile.insecure,
-                        store_t=store_clock(newest_up, gpus))
+                        store_t=assembler.store_t)
         if not gpus and not missing:
             snap.empty, snap.empty_message = await self._why_empty(sel, t)
         return snap

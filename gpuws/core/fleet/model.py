@@ -298,6 +298,7 @@ class FleetAssembler:
         self._devices: dict[SeriesKey, FleetGpu] = {}
         self._extra: dict[SeriesKey, dict[str, float]] = {}
         self._present: set[SeriesKey] = set()  # devices with an instant value now
+        self.store_t: float | None = None  # the store's own clock, set by `result`
 
     def _device(self, labels: Mapping[str, str]) -> FleetGpu | None:
         key = series_key(labels)
@@ -366,8 +367,8 @@ class FleetAssembler:
         # A device known only from answers over a window (the idle peak, the sample count) has
         # stopped reporting: it is not part of the snapshot (`FleetSource` lists it as missing).
         self._devices = {k: d for k, d in self._devices.items() if k in self._present}
-        clock = store_clock(newest_up, list(self._devices.values()))
-        now = clock if clock is not None else t
+        self.store_t = store_clock(newest_up, list(self._devices.values()))
+        now = self.store_t if self.store_t is not None else t
         for key, rec in self._devices.items():
             rec.xid_counted = rec.host in counted_hosts
             if rec.values.get("util_gpu_pct") is not None:

@@ -197,23 +197,8 @@ class TargetPicker(QWidget):
             tip = ", ".join(f"{name}: {text.removeprefix(CURRENT_MARK)}"
                             for name, text in zip(COLUMNS, texts, strict=True) if text)
             for col, text in enumerate(texts):
-                item = QTableWidgetItem(text)
-                item.setToolTip(tip)
-                if col:
-                    item.setTextAlignment(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
-                if option.current:
-                    font = QFont(item.font())
-                    font.setBold(True)
-                    item.setFont(font)
-                if not option.selectable:
-                    item.setFlags(Qt.ItemFlag.ItemIsEnabled)
-                if col == 4 and delta and not option.current:
-                    cheaper = delta.startswith("\u2212")
-                    pricier = delta.startswith("+")
-                    if cheaper or pricier:
-                        item.setForeground(success_colour(pal) if cheaper else theme.warning_colour(pal))
-                item.setData(Qt.ItemDataRole.UserRole, option.target)
-                self.table.setItem(row, col, item)
+                self.table.setItem(row, col, _cell(text, tip, col, pal, key=option.target, current=option.current,
+                                                   selectable=option.selectable))
         self.table.blockSignals(False)
         self._fit_columns()
         notes = sorted({o.note for o in self.options if o.note})
@@ -254,22 +239,9 @@ class TargetPicker(QWidget):
                    + (f"{money(option.price_per_hour)}" if option.price_per_hour is not None else "no price known")
                    + (" (this host's own price)" if option.price_source == "override" else ""))
             for col, text in enumerate(texts):
-                item = QTableWidgetItem(text)
-                item.setToolTip(tip)
-                if col:
-                    item.setTextAlignment(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
-                if option.current:
-                    font = QFont(item.font())
-                    font.setBold(True)
-                    item.setFont(font)
-                    item.setFlags(Qt.ItemFlag.ItemIsEnabled)  # not a target: the host runs as it
-                if col == 4 and delta:
-                    if delta.startswith("\u2212"):
-                        item.setForeground(success_colour(pal))
-                    elif delta.startswith("+"):
-                        item.setForeground(theme.warning_colour(pal))
-                item.setData(Qt.ItemDataRole.UserRole, t.name)
-                self.cloud_table.setItem(row, col, item)
+                # The current type is not a target: the host runs as it.
+                self.cloud_table.setItem(row, col, _cell(text, tip, col, pal, key=t.name, current=option.current,
+                                                         selectable=not option.current))
         self.cloud_table.blockSignals(False)
         self.cloud_table.setVisible(family is not None)
         if family is not None:
@@ -444,3 +416,27 @@ def _error_palette(label: QLabel) -> QPalette:
     pal = label.palette()
     pal.setColor(QPalette.ColorRole.WindowText, theme.error_colour(pal))
     return pal
+
+
+def _cell(text: str, tip: str, col: int, pal: QPalette, *, key: str, current: bool,
+          selectable: bool) -> QTableWidgetItem:
+    """One cell of a target table (MIG layouts or instance types): figures right-aligned, the
+    current row bold, a row that is no target only enabled, and the price change (column 4)
+    coloured by its sign (cheaper green, dearer amber)."""
+    item = QTableWidgetItem(text)
+    item.setToolTip(tip)
+    if col:
+        item.setTextAlignment(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
+    if current:
+        font = QFont(item.font())
+        font.setBold(True)
+        item.setFont(font)
+    if not selectable:
+        item.setFlags(Qt.ItemFlag.ItemIsEnabled)
+    if col == 4 and not current:
+        if text.startswith("\u2212"):
+            item.setForeground(success_colour(pal))
+        elif text.startswith("+"):
+            item.setForeground(theme.warning_colour(pal))
+    item.setData(Qt.ItemDataRole.UserRole, key)
+    return item

@@ -38,19 +38,22 @@ from typing import TYPE_CHECKING, Any, Protocol, TypeVar, cast
 
 from gpuws.app.costs import CostBook, IdlePolicy
 from gpuws.app.hosts import Post, Spawn
-from gpuws.app.telemetry import TelemetryService
-from gpuws.core.bench.results import BenchRun
 from gpuws.core.errors import GpuwsError
-from gpuws.core.idle import IdleEvent
-from gpuws.core.inventory import Inventory
 from gpuws.core.models import HostProfile
-from gpuws.core.processes import GpuProcess
-from gpuws.core.runner import CommandRunner
-from gpuws.core.session import HostCost, SessionLedger, gpu_activity
+from gpuws.core.session import gpu_activity
 from gpuws.core.states import ConnectionState
 from gpuws.core.tunnels import TunnelState
 
 if TYPE_CHECKING:
+    # Types only: a command's Workspace (`gpuws cp`) never streams or benches, and importing the
+    # telemetry service (nvidia-smi parsers, the agent's wire format) cost its start-up ~40 ms.
+    from gpuws.app.telemetry import TelemetryService
+    from gpuws.core.bench.results import BenchRun
+    from gpuws.core.idle import IdleEvent
+    from gpuws.core.inventory import Inventory
+    from gpuws.core.processes import GpuProcess
+    from gpuws.core.runner import CommandRunner
+    from gpuws.core.session import HostCost, SessionLedger
     from gpuws.app.cloud import InstanceResized, Reach, Reached
     from gpuws.app.hosts import HostLink, RetryPace
     from gpuws.app.resize import LayoutRun, MigApplied
@@ -223,7 +226,7 @@ class Workspace:
         self._stream = stream  # feed telemetry while connected (a script that only copies a file does not)
         self._post: Post = post if post is not None else (lambda func: func())
         self._clock = clock
-        self.telemetry = telemetry if telemetry is not None else TelemetryService()
+        self._telemetry = telemetry  # see `telemetry`
         self.costs = CostBook(ledger, on_written=self._ledger_written)
         self.idle = IdlePolicy()
         self._hosts: dict[str, HostRecord] = {}
@@ -235,6 +238,24 @@ class Workspace:
         self._streaming_since: dict[str, float] = {}  # when the current feed began (stale before a sample)
         self._reopen: dict[int, Reopen] = {}  # id(tunnel) -> how its server is found or started again
         self.pace: RetryPace | None = pace  # how links made here keep trying (None: the default)
+        if telemetry is None and stream:  # the window's is made now; a command's on first use (a copy: never)
+            self._telemetry = self._new_telemetry()
+
+    @property
+    def telemetry(self) -> TelemetryService:
+        """The telemetry feed of every host (one service; made on first use, with every host's
+        thresholds and price)."""
+        if self._telemetry is None:
+            self._telemetry = self._new_telemetry()
+        return self._telemetry
+
+    def _new_telemetry(self) -> TelemetryService:
+        from gpuws.app.telemetry import TelemetryService
+
+        service = TelemetryService()
+        for record in self._hosts.values():
+            service.configure(record.profile)
+        return service
 
     @property
     def spawn(self) -> Spawn:
@@ -297,7 +318,8 @@ class Workspace:
         else:
             record.profile = profile
         self._reprice(record)
-        self.telemetry.configure(profile)
+        if self._telemetry is not None:  # else configured with every host when it is made
+            self._telemetry.configure(profile)
         return record
 
     def remove_host(self, name: str) -> None:

@@ -24,8 +24,13 @@ this; see benchmarks/bench_transfer.py for the effect on the command's CPU.
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from asyncssh.logging import SSHLogger
 
 log = logging.getLogger(__name__)
 
@@ -85,9 +90,15 @@ class CoalescingTransport:
 
 def _packet_logging_on() -> bool:
     """Whether asyncssh logs every packet (its debug level 3), now."""
+    return _ssh_logger()._debug_level >= 3
+
+
+@functools.cache
+def _ssh_logger() -> type[SSHLogger]:
+    # Looked up once, not by an import statement per packet (4,275 of them in a 256 MiB download).
     from asyncssh.logging import SSHLogger
 
-    return SSHLogger._debug_level >= 3
+    return SSHLogger
 
 
 def quiet_packet_logging(handler: object) -> None:

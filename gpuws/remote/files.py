@@ -26,6 +26,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import errno
+import logging
 import os
 import posixpath
 import stat
@@ -50,6 +51,7 @@ from gpuws.core.transfer import (
     size_text,
     unsafe_name,
 )
+from gpuws.remote import stream_copy
 from gpuws.remote.wire import quiet_packet_logging
 
 if TYPE_CHECKING:
@@ -60,11 +62,13 @@ __all__ = [
     "download", "list_dir", "make_dir", "remove", "upload",
 ]
 
+log = logging.getLogger(__name__)
+
 MAX_BLOCK = 256 * 1024  # never more per request, whatever a server announces
 SAFE_BLOCK = 32 * 1024  # what every SFTP server takes (RFC draft: at least 32 KiB)
 MAX_REQUESTS = 64  # blocks in flight per file: 16 MiB at 255 KiB, a fast link's bandwidth-delay product
-CHANNEL_WINDOW = 16 * 1024 * 1024
-CHANNEL_MAX_PACKET = 256 * 1024
+CHANNEL_WINDOW = stream_copy.CHANNEL_WINDOW  # 16 MiB
+CHANNEL_MAX_PACKET = stream_copy.CHANNEL_MAX_PACKET  # 256 KiB
 MAX_ENTRIES = 1_000_000  # a tree listing larger than this is refused (memory stays bounded)
 
 
@@ -443,6 +447,7 @@ class _Copier:
         self.checksum = checksum
         self.block, self.max_requests = block, max_requests
         self.verb = "upload" if to_host else "download"
+        self.streamer: stream_copy.Streamer | None = None  # large files' bytes, when the host can
         self.sent_files = 0  # files whose data went through (fully or resumed)
 
     # planning
@@ -627,15 +632,18 @@ class _Copier:
             meter.advance(count)
 
         try:
-            if self.to_host:
-                assert isinstance(self.receiver, _Remote)
-                await _put_file(self.receiver.sftp, Path(item.source), item.dest, size, item.offset,
-                                item.state.mode, _advance, self.block, self.max_requests)
-            else:
-                assert isinstance(self.sender, _Remote)
-                await _get_file(self.sender.sftp, item.source, Path(item.dest), size, item.offset,
-                                item.state.mode, _advance, self.block, self.max_requests)
+            if not await self._stream_file(item, _advance):
+                if self.to_host:
+                    assert isinstance(self.receiver, _Remote)
+                    await _put_file(self.receiver.sftp, Path(item.source), item.dest, size, item.offset,
+                                    item.state.mode, _advance, self.block, self.max_requests)
+                else:
+                    assert isinstance(self.sender, _Remote)
+                    await _get_file(self.sender.sftp, item.source, Path(item.dest), size, item.offset,
+                                    item.state.mode, _advance, self.block, self.max_requests)
         except (asyncssh.SFTPError, OSError) as exc:
+            if isinstance(exc, stream_copy.StreamFailed):
+                moved[0] = exc.written  # what the host really wrote, not what was sent
             if moved[0] == 0 and not isinstance(exc, _LINK_LOST) and not await _space_note(self.receiver, item.dest,
                                                                                              exc):
                 # Nothing moved: this name could not be opened or created. Recorded; the copy goes on.
@@ -650,6 +658,27 @@ class _Copier:
             await self.receiver.set_attrs(item.dest, item.state, self.preserve)
         except (asyncssh.SFTPError, OSError) as exc:
             plan.failed.append((item.dest, f"copied, but its time could not be set: {exc}"))
+
+    async def _stream_file(self, item: _Item, advance: Callable[[int], None]) -> bool:
+        """Copy a large file's bytes through one exec channel (`gpuws.remote.stream_copy`); False when
+        it is not streamed (small, a name only SFTP carries, a host that cannot), nothing moved."""
+        host_path = item.dest if self.to_host else item.source
+        if (self.streamer is None or item.state.size - item.offset < stream_copy.STREAM_MIN
+                or not stream_copy.streamable(host_path)):
+            return False
+        try:
+            if self.to_host:
+                await self.streamer.put(Path(item.source), item.dest, item.state.size, item.offset, item.state.mode,
+                                        advance)
+            else:
+                await self.streamer.get(item.source, Path(item.dest), item.state.size, item.offset, item.state.mode,
+                                        advance)
+        except stream_copy.StreamUnavailable as why:
+            log.debug("streaming %s: %s; over SFTP", shown_path(host_path), why)
+            if why.for_host:
+                self.streamer = None
+            return False
+        return True
 
     async def _data_error(self, item: _Item, exc: BaseException, moved: int) -> TransferError:
         """A failure while the file's data moved: one line saying what, and that the prefix is kept."""
@@ -730,12 +759,14 @@ async def copy_paths(
     progress: ProgressCallback | None = None,
     block_size: int | None = None,
     max_requests: int = MAX_REQUESTS,
+    stream: bool = True,
 ) -> TransferResult:
     """Copy `sources` (files; folders with `recursive`) to `destination`, here -> host when `to_host`.
 
     Local paths are as given (`~` already expanded); host paths are SFTP paths ("~/x" is made
     relative to the login directory). A name that could not be written is in `failed`; anything
-    else that stops the copy raises TransferError (what was copied stays)."""
+    else that stops the copy raises TransferError (what was copied stays). `stream`: a large file's
+    bytes may go through an exec channel (`gpuws.remote.stream_copy`; False: SFTP only)."""
     if not sources:
         raise TransferError("cp: nothing to copy")
     async with await _sftp(connection) as sftp:
@@ -761,6 +792,8 @@ async def copy_paths(
 
         copier = _Copier(sender, receiver, to_host=to_host, recursive=recursive, preserve=preserve, resume=resume,
                          checksum=_sums if checksum else None, block=block, max_requests=max(1, max_requests))
+        if stream:
+            copier.streamer = stream_copy.Streamer(connection, sftp)
         try:
             plan, target = await copier.plan(srcs, dest)
             await copier.decide_all(plan)

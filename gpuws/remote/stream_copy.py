@@ -189,14 +189,15 @@ class Streamer:
         self.connection, self.sftp = connection, sftp
         self._home: bytes | None = None
 
-    async def _open(self, script: str, args: tuple[str, ...],
-                    factory: Callable[[bytes], _Session]) -> tuple[asyncssh.SSHClientChannel[bytes], _Session]:
+    async def _home_dir(self) -> bytes:
         if self._home is None:
             self._home = str(await self.sftp.realpath(".")).encode("utf-8", "surrogateescape")
-        home = self._home
+        return self._home
+
+    async def _open(self, script: str, args: tuple[str, ...], session: _Session) -> asyncssh.SSHClientChannel[bytes]:
         ssh = await self.connection.ssh(30.0)
-        chan, session = await ssh.create_session(lambda: factory(home), _command(script, *args), encoding=None,
-                                                 window=CHANNEL_WINDOW, max_pktsize=CHANNEL_MAX_PACKET)
+        chan, _ = await ssh.create_session(lambda: session, _command(script, *args), encoding=None,
+                                           window=CHANNEL_WINDOW, max_pktsize=CHANNEL_MAX_PACKET)
         quiet_packet_logging(chan)  # gpuws.remote.wire
         try:
             started = await asyncio.wait_for(asyncio.shield(session.ready), START_TIMEOUT_S)
@@ -208,20 +209,21 @@ class Streamer:
         if not started:
             chan.abort()
             raise StreamUnavailable("no stream from the host's shell", for_host=True)
-        return chan, session
+        return chan
 
     async def get(self, source: str, dest: Path, size: int, offset: int, mode: int,
                   advance: Callable[[int], None]) -> None:
         """The host's `source` from `offset` to `size` into `dest` (a prefix of `offset` bytes kept)."""
         flags = os.O_WRONLY | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
+        home = await self._home_dir()
         fd = os.open(dest, flags | (0 if offset else os.O_TRUNC), mode & 0o777)
+        session = _Session(home, fd, size - offset, advance)
         chan: asyncssh.SSHClientChannel[bytes] | None = None
         try:
             if os.fstat(fd).st_size != offset:
                 os.ftruncate(fd, offset)  # see gpuws.remote.files._get_file (ext4 and a needless truncate)
             os.lseek(fd, offset, os.SEEK_SET)
-            chan, session = await self._open(_DOWNLOAD, (source, str(offset + 1)),
-                                              lambda home: _Session(home, fd, size - offset, advance))
+            chan = await self._open(_DOWNLOAD, (source, str(offset + 1)), session)
             lost = await session.closed
             if session.error is not None:
                 raise session.error
@@ -238,6 +240,7 @@ class Streamer:
                                     f"was copied ({offset + session.got} of {size} bytes)")
             raise StreamFailed(session.last_error_line() or "the host stopped sending", session.got)
         finally:
+            session.fd = -1  # data still on its way (after a cancel) is dropped, never written to a reused fd
             if chan is not None:
                 chan.abort()  # a no-op once closed; a cancel ends the host's `tail` here
             os.close(fd)
@@ -250,10 +253,11 @@ class Streamer:
             pass  # made with its mode (or emptied) as an SFTP copy makes it
         if offset and (await self.sftp.stat(dest)).size != offset:
             raise StreamUnavailable("the host's partial file changed", for_host=False)
+        session = _Session(await self._home_dir())
         fd = os.open(source, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
         try:
             os.lseek(fd, offset, os.SEEK_SET)
-            chan, session = await self._open(_UPLOAD, (dest,), _Session)
+            chan = await self._open(_UPLOAD, (dest,), session)
             try:
                 chan.write(b"go\n")
                 sent = offset

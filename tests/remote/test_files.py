@@ -19,6 +19,7 @@ from pathlib import Path
 import pytest
 
 from gpuws.core.transfer import TransferProgress
+from gpuws.remote import stream_copy
 from gpuws.remote.connection import HostConnection
 from gpuws.remote.files import TransferError, copy_paths, download, list_dir, upload
 from tests.remote.helpers import key_profile, trust
@@ -38,6 +39,36 @@ def payload(tmp_path: Path) -> Path:
     return path
 
 
+class Route:
+    """Which way a file's bytes go in a test: "sftp" only, or "stream" (the exec-channel stream of
+    gpuws.remote.stream_copy for any size); `streamed` lists the host paths a stream copied whole,
+    `failed` the errors streams ended with."""
+
+    def __init__(self, name: str, monkeypatch: pytest.MonkeyPatch) -> None:
+        self.name = name
+        self.streamed: list[str] = []
+        self.failed: list[BaseException] = []
+        monkeypatch.setattr(stream_copy, "STREAM_MIN", 0 if name == "stream" else 1 << 62)
+        for verb, host_arg in (("get", 0), ("put", 1)):
+            real = getattr(stream_copy.Streamer, verb)
+
+            async def spy(streamer: stream_copy.Streamer, *args: object, _real: object = real,
+                          _at: int = host_arg) -> None:
+                try:
+                    await _real(streamer, *args)  # type: ignore[operator]
+                except BaseException as exc:
+                    self.failed.append(exc)
+                    raise
+                self.streamed.append(str(args[_at]))
+
+            monkeypatch.setattr(stream_copy.Streamer, verb, spy)
+
+
+@pytest.fixture(params=["sftp", "stream"])
+def route(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> Route:
+    return Route(request.param, monkeypatch)
+
+
 async def cancel_after(coro_factory: object, limit: int) -> None:
     """Run a transfer and cancel it from its progress callback once `limit` bytes are done."""
     seen: list[int] = []
@@ -54,7 +85,7 @@ async def cancel_after(coro_factory: object, limit: int) -> None:
 
 
 async def test_upload_cancel_then_resume_is_byte_identical(
-    sshd: SshdServer, isolated_home: Path, payload: Path, tmp_path: Path
+    sshd: SshdServer, isolated_home: Path, payload: Path, tmp_path: Path, route: Route
 ) -> None:
     trust(sshd, isolated_home)
     remote_dir = tmp_path / "remote"
@@ -75,10 +106,11 @@ async def test_upload_cancel_then_resume_is_byte_identical(
     assert [r.done for r in reports] == sorted(r.done for r in reports)
     assert {(r.file_index, r.file_count) for r in reports} == {(1, 1)}
     assert target.read_bytes() == payload.read_bytes()
+    assert route.streamed == ([str(target)] if route.name == "stream" else [])
 
 
 async def test_download_cancel_then_resume_is_byte_identical(
-    sshd: SshdServer, isolated_home: Path, payload: Path, tmp_path: Path
+    sshd: SshdServer, isolated_home: Path, payload: Path, tmp_path: Path, route: Route
 ) -> None:
     trust(sshd, isolated_home)
     local = tmp_path / "downloads" / "copy.bin"
@@ -104,6 +136,7 @@ async def test_download_cancel_then_resume_is_byte_identical(
         # The copy carries the source's time: the next copy finds it identical and sends nothing.
         again = await download(conn, str(payload), local)
         assert again.skipped == 1 and again.transferred == 0
+    assert route.streamed == ([str(payload)] * 3 if route.name == "stream" else [])  # the 3 copies that ran
 
 
 async def test_large_files_both_ways_are_byte_identical(
@@ -290,7 +323,7 @@ def small_disk(tmp_path: Path) -> Iterator[Path]:
 
 @pytest.mark.parametrize("to_host", [True, False], ids=["host-disk-full", "local-disk-full"])
 async def test_a_full_disk_is_a_clear_error_and_the_partial_file_resumes(
-    sshd: SshdServer, isolated_home: Path, tmp_path: Path, small_disk: Path, to_host: bool
+    sshd: SshdServer, isolated_home: Path, tmp_path: Path, small_disk: Path, to_host: bool, route: Route
 ) -> None:
     trust(sshd, isolated_home)
     data = os.urandom(3 * 1024 * 1024)
@@ -316,6 +349,10 @@ async def test_a_full_disk_is_a_clear_error_and_the_partial_file_resumes(
         result = await run()  # type: ignore[misc]
     assert result.resumed_from == partial  # type: ignore[attr-defined]
     assert target.read_bytes() == data
+    assert len(route.streamed) == (1 if route.name == "stream" else 0)  # the resumed copy
+    if route.name == "stream":  # the full disk was met by the stream itself, not by SFTP after it
+        assert len(route.failed) == 1
+        assert isinstance(route.failed[0], stream_copy.StreamFailed if to_host else OSError)
 
 
 async def test_hostile_names_links_and_long_paths(sshd: SshdServer, isolated_home: Path, tmp_path: Path) -> None:

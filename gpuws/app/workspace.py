@@ -44,24 +44,24 @@ from gpuws.core.session import gpu_activity
 from gpuws.core.states import ConnectionState
 from gpuws.core.tunnels import TunnelState
 
+# Types only below: a command's Workspace (`gpuws cp`) never streams or benches, and importing the
+# telemetry service (nvidia-smi parsers, the agent's wire format) was a tenth of its start-up.
 if TYPE_CHECKING:
-    # Types only: a command's Workspace (`gpuws cp`) never streams or benches, and importing the
-    # telemetry service (nvidia-smi parsers, the agent's wire format) cost its start-up ~40 ms.
+    from gpuws.app.cloud import InstanceResized, Reach, Reached
+    from gpuws.app.hosts import HostLink, RetryPace
+    from gpuws.app.resize import LayoutRun, MigApplied
     from gpuws.app.telemetry import TelemetryService
+    from gpuws.app.tunnels import TunnelRequest
     from gpuws.core.bench.results import BenchRun
     from gpuws.core.idle import IdleEvent
     from gpuws.core.inventory import Inventory
     from gpuws.core.processes import GpuProcess
-    from gpuws.core.runner import CommandRunner
-    from gpuws.core.session import HostCost, SessionLedger
-    from gpuws.app.cloud import InstanceResized, Reach, Reached
-    from gpuws.app.hosts import HostLink, RetryPace
-    from gpuws.app.resize import LayoutRun, MigApplied
-    from gpuws.app.tunnels import TunnelRequest
     from gpuws.core.resize.audit import AuditLog
     from gpuws.core.resize.journal import JournalEntry
     from gpuws.core.resize.migparted import GpuTarget
     from gpuws.core.resize.plan import Plan
+    from gpuws.core.runner import CommandRunner
+    from gpuws.core.session import HostCost, SessionLedger
     from gpuws.remote.bench import EventCallback
     from gpuws.remote.connection import HostConnection
     from gpuws.remote.provider_ops import PowerResult

@@ -112,6 +112,7 @@ class _Session(asyncssh.SSHClientSession[bytes]):
         self.chan: asyncssh.SSHClientChannel[bytes] | None = None
 
     def connection_made(self, chan: asyncssh.SSHClientChannel[bytes]) -> None:  # type: ignore[override]
+        """Keep the channel (to close it on a refusal, an error, or once all bytes came)."""
         self.chan = chan
 
     def _refuse(self) -> None:
@@ -121,6 +122,7 @@ class _Session(asyncssh.SSHClientSession[bytes]):
             self.chan.close()
 
     def data_received(self, data: bytes, datatype: asyncssh.DataType) -> None:
+        """Check the header, then write a download's bytes here in order (stderr: its tail kept)."""
         if datatype == asyncssh.EXTENDED_DATA_STDERR:
             self.stderr += data
             del self.stderr[:-_STDERR_MAX]
@@ -161,15 +163,19 @@ class _Session(asyncssh.SSHClientSession[bytes]):
             self.chan.close()  # all of it (a file that grew sends more)
 
     def eof_received(self) -> bool:
-        return True  # stay open for the exit status, which follows the output's end
+        """Stay open: the exit status follows the end of the output."""
+        return True
 
     def pause_writing(self) -> None:
+        """The channel's buffer is full: an upload waits."""
         self.writable.clear()
 
     def resume_writing(self) -> None:
+        """Room again: an upload goes on."""
         self.writable.set()
 
     def connection_lost(self, exc: Exception | None) -> None:
+        """The channel closed (`exc`: the connection dropped): whoever waits hears it."""
         if not self.ready.done():
             self.ready.set_result(False)
         if not self.closed.done():
@@ -177,6 +183,7 @@ class _Session(asyncssh.SSHClientSession[bytes]):
         self.writable.set()
 
     def last_error_line(self) -> str:
+        """The host command's last stderr line ("" if it said nothing)."""
         lines = bytes(self.stderr).decode("utf-8", "replace").strip().splitlines()
         return lines[-1].strip() if lines else ""
 

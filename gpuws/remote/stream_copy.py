@@ -16,7 +16,12 @@ Safety (a host path never reaches a shell as code):
   SFTP. An upload sends its first byte only after those lines, once the script reads "go": nothing
   a login script reads can eat the file's bytes.
 - a host that has no `sh`, `tail` or `cat`, or runs only SFTP (`ForceCommand internal-sftp`), sends no
-  marker (or exits 126/127 having moved nothing): `StreamUnavailable`, and SFTP copies the file.
+  marker (or exits 126/127 having moved nothing): `StreamUnavailable`, and SFTP copies the file and
+  the rest of the copy. (An SFTP-only host is known at once on a download, which closes its input;
+  an upload, which must not send before the marker, waits `START_TIMEOUT_S` for it, once per copy.)
+- the check of the working directory cannot tell apart an SFTP server chrooted to "/" of another
+  tree whose commands also run in "/": no server gpuws knows does that (OpenSSH's ChrootDirectory
+  applies to commands and SFTP alike).
 
 What the SFTP copy promises holds here too: a download is written here in order (a cancelled or
 failed one leaves a prefix, kept to resume); an upload is appended on the host in order by `cat >>`
@@ -89,6 +94,7 @@ def streamable(path: str) -> bool:
 
 
 def _command(script: str, *args: str) -> str:
+    """`sh -c SCRIPT sh ARGS...`, every word quoted for the login shell."""
     return " ".join(["sh", "-c", shlex.quote(script), "sh", *(shlex.quote(a) for a in args)])
 
 
@@ -197,15 +203,22 @@ class Streamer:
         self._home: bytes | None = None
 
     async def _home_dir(self) -> bytes:
+        """SFTP's working directory (the login directory on OpenSSH), asked once."""
         if self._home is None:
             self._home = str(await self.sftp.realpath(".")).encode("utf-8", "surrogateescape")
         return self._home
 
-    async def _open(self, script: str, args: tuple[str, ...], session: _Session) -> asyncssh.SSHClientChannel[bytes]:
+    async def _open(self, script: str, args: tuple[str, ...], session: _Session, *,
+                    no_input: bool = False) -> asyncssh.SSHClientChannel[bytes]:
+        """The command's channel, once its header came and matched; StreamUnavailable if not."""
         ssh = await self.connection.ssh(30.0)
         chan, _ = await ssh.create_session(lambda: session, _command(script, *args), encoding=None,
                                            window=CHANNEL_WINDOW, max_pktsize=CHANNEL_MAX_PACKET)
         quiet_packet_logging(chan)  # gpuws.remote.wire
+        if no_input:
+            # A download reads nothing: the end of its input at once also ends an SFTP server that a
+            # host runs in place of every command, so such a host is known without waiting.
+            chan.write_eof()
         try:
             started = await asyncio.wait_for(asyncio.shield(session.ready), START_TIMEOUT_S)
         except TimeoutError:
@@ -230,7 +243,7 @@ class Streamer:
             if os.fstat(fd).st_size != offset:
                 os.ftruncate(fd, offset)  # see gpuws.remote.files._get_file (ext4 and a needless truncate)
             os.lseek(fd, offset, os.SEEK_SET)
-            chan = await self._open(_DOWNLOAD, (source, str(offset + 1)), session)
+            chan = await self._open(_DOWNLOAD, (source, str(offset + 1)), session, no_input=True)
             lost = await session.closed
             if session.error is not None:
                 raise session.error

@@ -138,3 +138,38 @@ def test_only_plain_printable_names_are_streamed() -> None:
     assert stream_copy.streamable("~/ünïcødé ✓")
     for name in ("a\nb", "a\\b", "a!b", "tab\t", "bad-\udcff-byte", "", "x" * 4096):
         assert not stream_copy.streamable(name), name
+
+
+@pytest.mark.sshd
+async def test_an_sftp_only_host_is_copied_over_sftp_after_one_try(
+    tmp_path: Path, isolated_home: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """OpenSSH with `ForceCommand internal-sftp` runs SFTP for every command: no marker comes, so each
+    copy tries the stream once (a download learns it at once; an upload after the start timeout)
+    and sends its files over SFTP."""
+    route = Route("stream", monkeypatch)
+    server = SshdServer(tmp_path / "sshd", extra_config=("ForceCommand internal-sftp",))
+    server.start()
+    try:
+        trust(server, isolated_home)
+        host = tmp_path / "host"
+        host.mkdir()
+        for name in ("a.bin", "b.bin"):
+            (host / name).write_bytes(os.urandom(300_000))
+        here = tmp_path / "here"
+        here.mkdir()
+        async with HostConnection(key_profile(server)) as conn:
+            # A download must not wait for the marker: with a start timeout of an hour, it would hang
+            # (the guard ends it long before).
+            monkeypatch.setattr(stream_copy, "START_TIMEOUT_S", 3600.0)
+            await asyncio.wait_for(copy_paths(conn, [str(host / "a.bin"), str(host / "b.bin")], str(here),
+                                              to_host=False), 300)
+            monkeypatch.setattr(stream_copy, "START_TIMEOUT_S", 1.0)
+            await copy_paths(conn, [str(here / "a.bin"), str(here / "b.bin")], str(host / "up") + "/", to_host=True)
+    finally:
+        server.stop()
+    for name in ("a.bin", "b.bin"):
+        assert (here / name).read_bytes() == (host / name).read_bytes() == (host / "up" / name).read_bytes()
+    assert route.streamed == []
+    assert len(route.failed) == 2  # one try per copy, then SFTP for the rest of it
+    assert all(isinstance(e, stream_copy.StreamUnavailable) and e.for_host for e in route.failed)

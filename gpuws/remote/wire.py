@@ -169,7 +169,8 @@ class _Connection(Protocol):
 
     def _send(self, data: bytes) -> None: ...
 
-    def log_sent_packet(self, pkttype: int, pktid: int | None, packet: bytes) -> None: ...
+    def log_sent_packet(self, pkttype: int, pktid: int | None, packet: bytes) -> None:
+        """asyncssh's packet log (its debug level 3)."""
 
 
 class _FastData:
@@ -181,7 +182,7 @@ class _FastData:
     body and tag and joins them again. Here the packet is built in one join, sealed by one `AESGCM`
     kept per key, and handed to the transport as header and sealed body (the coalescing transport
     joins a loop turn's writes anyway). Sequence number, re-key byte count and packet logging are
-    kept as asyncssh keeps them. Any other case (not yet authenticated, a re-key due, compression,
+    kept as asyncssh keeps them. Every other case (not yet authenticated, a re-key due, compression,
     another cipher, an asyncssh whose internals differ) goes to asyncssh's own `send_packet`.
     """
 

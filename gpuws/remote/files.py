@@ -5,7 +5,10 @@ Speed: SFTP is request/response, so one request at a time waits a round trip per
 `MAX_REQUESTS` blocks of the server's largest size (`limits@openssh.com`: 255 KiB on OpenSSH) are in
 flight at once, on an SFTP channel with a 16 MiB window and 256 KiB packets (asyncssh's defaults,
 2 MiB and 32 KiB, cost a packet's Python overhead per 32 KiB and stall a fast link on window
-adjusts). `benchmarks/bench_transfer.py` measures it against scp.
+adjusts). `benchmarks/bench_transfer.py` measures it against scp. A file of `STREAM_MIN` (4 MiB)
+or more has its bytes streamed through one exec channel instead (`gpuws.remote.stream_copy`: the
+host's `cat`/`tail`, a plain byte stream as `ssh host cat FILE` gives), where the host can; the rest
+stays SFTP.
 
 Resume: a download is written here in order, so a cancelled or dropped one leaves a file that is a
 prefix of the source. An upload's writes go out in order on one channel and OpenSSH's SFTP server

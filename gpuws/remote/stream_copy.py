@@ -1,5 +1,6 @@
-"""A large file's bytes through one exec channel: the host's `tail`/`cat` stream them, as scp's
-ssh does, while SFTP keeps the listing, the decisions, modes, times and the final size.
+"""A large file's bytes through one exec channel: the host's `cat`/`tail` stream them (as
+`ssh host cat FILE` would), while SFTP keeps the listing, the decisions, modes, times and the final
+size.
 
 Why: an SFTP copy frames every 255 KiB in a request and its reply, and asyncssh (Python) handles
 each; a plain byte stream on one channel costs per byte what the tunnel costs (which matches

@@ -14,7 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from gpuws.core.rfb import protocol as p
-from gpuws.core.rfb.decoders import CursorShape, DecoderState, JpegDecoder, UpdateResult, read_update
+from gpuws.core.rfb.decoders import CursorShape, DecoderState, Input, JpegDecoder, UpdateResult, read_update
 from gpuws.core.rfb.errors import (
     RfbAuthFailed,
     RfbClosed,
@@ -27,6 +27,8 @@ from gpuws.core.rfb.framebuffer import Framebuffer, check_size
 
 MAX_CUT_TEXT = 16 * 1024 * 1024  # clipboard text longer than this is skipped (read in chunks, never kept)
 HANDSHAKE_TIMEOUT = 30.0
+READ_SIZE = 1024 * 1024  # the most one read takes from the socket's buffer (the decoders parse from it)
+STREAM_LIMIT = 1024 * 1024  # asyncio's reader pauses the socket past twice this buffered
 
 
 @dataclass
@@ -60,7 +62,7 @@ class RfbClient:
         """Connect, authenticate and initialise; the first full update is requested (with `encodings`,
         else the best this client speaks)."""
         try:
-            reader, writer = await asyncio.wait_for(asyncio.open_connection(host, port), timeout)
+            reader, writer = await asyncio.wait_for(asyncio.open_connection(host, port, limit=STREAM_LIMIT), timeout)
         except OSError as exc:
             raise RfbClosed(f"connecting to {host}:{port} ({exc.strerror or exc})") from None
         client = cls(reader, writer, jpeg=jpeg)
@@ -81,6 +83,16 @@ class RfbClient:
             raise RfbClosed(self._stage) from None
         except OSError as exc:
             raise RfbClosed(f"{self._stage} ({exc.strerror or exc})") from None
+
+    async def _fetch(self, n: int) -> bytes:
+        """What the socket has (at least one byte; `n` or more when there): the decoders' input."""
+        try:
+            data = await self._reader.read(max(n, READ_SIZE))
+        except OSError as exc:
+            raise RfbClosed(f"{self._stage} ({exc.strerror or exc})") from None
+        if not data:
+            raise RfbClosed(self._stage)
+        return data
 
     async def _reason(self) -> str:
         length = struct.unpack(">I", await self._read(4))[0]
@@ -148,12 +160,14 @@ class RfbClient:
         """Read the server's messages until it closes (RfbClosed) or breaks the protocol (RfbError)."""
         fb = self.framebuffer
         assert fb is not None
+        inp = Input(self._fetch)
+        read = inp.read
         while True:
-            kind = (await self._read(1))[0]
+            kind = (await read(1))[0]
             if kind == p.ServerMessage.FRAMEBUFFER_UPDATE:
                 # Ask for the next update before decoding this one: the server prepares it meanwhile.
                 self._writer.write(p.update_request(True, 0, 0, fb.width, fb.height))
-                result = await read_update(self._read, fb, self.state)
+                result = await read_update(inp, fb, self.state)
                 if result.extended_size:
                     self.extended_size = True
                     if result.screens:
@@ -167,17 +181,17 @@ class RfbClient:
                 # let the loop run the input, the close and the writes queued meanwhile.
                 await asyncio.sleep(0)
             elif kind == p.ServerMessage.SET_COLOUR_MAP_ENTRIES:
-                count = struct.unpack(">xHH", await self._read(5))[1]
-                await self._read(count * 6)  # true colour was asked for: nothing to map
+                count = struct.unpack(">xHH", await read(5))[1]
+                await read(count * 6)  # true colour was asked for: nothing to map
             elif kind == p.ServerMessage.BELL:
                 continue
             elif kind == p.ServerMessage.SERVER_CUT_TEXT:
-                length = struct.unpack(">3xI", await self._read(7))[0]
+                length = struct.unpack(">3xI", await read(7))[0]
                 if length > MAX_CUT_TEXT:
                     for left in range(length, 0, -65536):
-                        await self._read(min(left, 65536))
+                        await read(min(left, 65536))
                     continue
-                callbacks.on_clipboard((await self._read(length)).decode("latin-1"))
+                callbacks.on_clipboard((await read(length)).decode("latin-1"))
             else:
                 raise RfbUnsupported(f"the VNC server sent message type {kind}, which RFB 3.8 does not have")
 

@@ -1,8 +1,11 @@
 """An RFB 3.8 client on an asyncio stream: the handshake (VNC authentication), then the server's
 messages decoded into a `Framebuffer` (`gpuws.core.rfb`), and the client's input messages.
 
-Flow control is the classic one: one incremental FramebufferUpdateRequest after each update is
-decoded, so a fast server can never queue more than one update ahead of the decoder.
+Flow control is TigerVNC's where the server speaks it (Xvnc does): ContinuousUpdates, so the server
+sends each change as it happens, with no request a round trip after the last update, and Fence, whose
+requests the client answers in turn as it reads them: the server times those answers and sends no
+faster than the client decodes. Elsewhere the classic one: one incremental FramebufferUpdateRequest per
+update, sent as that update begins, so a server is never more than one update ahead of the decoder.
 """
 
 from __future__ import annotations
@@ -55,6 +58,9 @@ class RfbClient:
         self.screen_id = 0
         self.screen_flags = 0
         self.quality: int | None = p.DEFAULT_QUALITY if jpeg is not None else None
+        self.continuous = False  # the server sends updates as they happen (ContinuousUpdates is on)
+        self.fences_answered = 0
+        self.requests_sent = 0  # FramebufferUpdateRequests
 
     @classmethod
     async def open(cls, host: str, port: int, password: str, *, jpeg: JpegDecoder | None = None,
@@ -152,7 +158,7 @@ class RfbClient:
         self.framebuffer = Framebuffer(width, height)
         self._writer.write(p.set_pixel_format())
         self._writer.write(p.set_encodings(encodings if encodings is not None else p.encodings(self.quality)))
-        self._writer.write(p.update_request(False, 0, 0, width, height))
+        self._request(False, width, height)
         await self._writer.drain()
         self._stage = "the session"
 
@@ -165,8 +171,9 @@ class RfbClient:
         while True:
             kind = (await read(1))[0]
             if kind == p.ServerMessage.FRAMEBUFFER_UPDATE:
-                # Ask for the next update before decoding this one: the server prepares it meanwhile.
-                self._writer.write(p.update_request(True, 0, 0, fb.width, fb.height))
+                if not self.continuous:
+                    # Ask for the next update before decoding this one: the server prepares it meanwhile.
+                    self._request(True, fb.width, fb.height)
                 result = await read_update(inp, fb, self.state)
                 if result.extended_size:
                     self.extended_size = True
@@ -174,8 +181,11 @@ class RfbClient:
                         self.screen_id, self.screen_flags = result.screens[0].id, result.screens[0].flags
                 if result.cursor is not None:
                     callbacks.on_cursor(result.cursor)
-                if result.resized:  # the request above named the old size
-                    self._writer.write(p.update_request(True, 0, 0, fb.width, fb.height))
+                if result.resized:  # the request above, or continuous updates, named the old size
+                    if self.continuous:
+                        self.send(p.enable_continuous_updates(True, 0, 0, fb.width, fb.height))
+                    else:
+                        self._request(True, fb.width, fb.height)
                 callbacks.on_update(result)
                 # A server that floods keeps the stream's buffer full, and readexactly then never waits:
                 # let the loop run the input, the close and the writes queued meanwhile.
@@ -185,6 +195,25 @@ class RfbClient:
                 await read(count * 6)  # true colour was asked for: nothing to map
             elif kind == p.ServerMessage.BELL:
                 continue
+            elif kind == p.ServerMessage.SERVER_FENCE:
+                flags, length = struct.unpack(">3xIB", await read(8))
+                if length > p.MAX_FENCE_PAYLOAD:
+                    raise RfbLimitExceeded("fence", f"a {length}-byte payload (at most {p.MAX_FENCE_PAYLOAD})")
+                payload = await read(length)
+                if flags & p.FenceFlag.REQUEST:
+                    # Everything before the fence is decoded (BlockBefore), nothing after it has started
+                    # (BlockAfter, SyncNext): answered at once, with the flags understood.
+                    self.send(p.fence(flags & p.FENCE_UNDERSTOOD, payload))
+                    self.fences_answered += 1
+            elif kind == p.ServerMessage.END_OF_CONTINUOUS_UPDATES:
+                # Sent once in answer to SetEncodings naming ContinuousUpdates (the server speaks it: turn
+                # it on), and again when the server stops them (back to requests).
+                if self.continuous:
+                    self.continuous = False
+                    self._request(True, fb.width, fb.height)
+                else:
+                    self.continuous = True
+                    self.send(p.enable_continuous_updates(True, 0, 0, fb.width, fb.height))
             elif kind == p.ServerMessage.SERVER_CUT_TEXT:
                 length = struct.unpack(">3xI", await read(7))[0]
                 if length > MAX_CUT_TEXT:
@@ -194,6 +223,10 @@ class RfbClient:
                 callbacks.on_clipboard((await read(length)).decode("latin-1"))
             else:
                 raise RfbUnsupported(f"the VNC server sent message type {kind}, which RFB 3.8 does not have")
+
+    def _request(self, incremental: bool, width: int, height: int) -> None:
+        self.requests_sent += 1
+        self.send(p.update_request(incremental, 0, 0, width, height))
 
     def send(self, data: bytes) -> None:
         """Queue a client message (on the client's loop thread)."""

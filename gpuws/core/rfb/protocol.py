@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import struct
 from dataclasses import dataclass
-from enum import IntEnum
+from enum import IntEnum, IntFlag
 
 from gpuws.core.rfb.errors import RfbUnsupported
 
@@ -33,6 +33,8 @@ class Encoding(IntEnum):
     DESKTOP_SIZE = -223
     LAST_RECT = -224
     EXTENDED_DESKTOP_SIZE = -308
+    FENCE = -312
+    CONTINUOUS_UPDATES = -313
     COMPRESS_LEVEL_0 = -256  # .. -247: Tight's zlib level 0..9
     QUALITY_LEVEL_0 = -32  # .. -23: Tight's JPEG quality 0..9
 
@@ -44,6 +46,8 @@ class ServerMessage(IntEnum):
     SET_COLOUR_MAP_ENTRIES = 1
     BELL = 2
     SERVER_CUT_TEXT = 3
+    END_OF_CONTINUOUS_UPDATES = 150
+    SERVER_FENCE = 248
 
 
 class ClientMessage(IntEnum):
@@ -55,7 +59,22 @@ class ClientMessage(IntEnum):
     KEY_EVENT = 4
     POINTER_EVENT = 5
     CLIENT_CUT_TEXT = 6
+    ENABLE_CONTINUOUS_UPDATES = 150
+    CLIENT_FENCE = 248
     SET_DESKTOP_SIZE = 251
+
+
+class FenceFlag(IntFlag):
+    """Fence message flags (the community RFB spec's Fence extension)."""
+
+    BLOCK_BEFORE = 1 << 0
+    BLOCK_AFTER = 1 << 1
+    SYNC_NEXT = 1 << 2
+    REQUEST = 1 << 31
+
+
+FENCE_UNDERSTOOD = FenceFlag.BLOCK_BEFORE | FenceFlag.BLOCK_AFTER | FenceFlag.SYNC_NEXT
+MAX_FENCE_PAYLOAD = 64  # the spec's bound on a fence's payload
 
 
 # The one pixel format the client asks for: 32 bits, depth 24, little-endian, red at bit 16. In memory a
@@ -110,10 +129,14 @@ def set_pixel_format() -> bytes:
 
 
 def encodings(quality: int | None = DEFAULT_QUALITY) -> list[int]:
-    """The encodings to announce, best first; `quality` None turns JPEG off (lossless Tight)."""
+    """The encodings to announce, best first; `quality` None turns JPEG off (lossless Tight).
+
+    As TigerVNC's vncviewer asks (so both get the same bytes from Xvnc): Tight first, its zlib level 2
+    and JPEG quality 8, and ContinuousUpdates with Fence, so the server pushes each change as it happens
+    instead of waiting for a request a round trip after the last update."""
     chosen = [Encoding.TIGHT, Encoding.ZRLE, Encoding.COPY_RECT, Encoding.RAW, Encoding.CURSOR,
               Encoding.EXTENDED_DESKTOP_SIZE, Encoding.DESKTOP_SIZE, Encoding.LAST_RECT,
-              Encoding.COMPRESS_LEVEL_0 + COMPRESS_LEVEL]
+              Encoding.FENCE, Encoding.CONTINUOUS_UPDATES, Encoding.COMPRESS_LEVEL_0 + COMPRESS_LEVEL]
     if quality is not None:
         if quality not in QUALITY_LEVELS:
             raise ValueError(f"quality {quality} is not 0..9")
@@ -129,6 +152,19 @@ def set_encodings(numbers: list[int]) -> bytes:
 def update_request(incremental: bool, x: int, y: int, width: int, height: int) -> bytes:
     """FramebufferUpdateRequest."""
     return struct.pack(">BBHHHH", ClientMessage.FRAMEBUFFER_UPDATE_REQUEST, int(incremental), x, y, width, height)
+
+
+def enable_continuous_updates(enable: bool, x: int, y: int, width: int, height: int) -> bytes:
+    """EnableContinuousUpdates: the server sends updates of that area as they happen (or stops, and
+    answers EndOfContinuousUpdates)."""
+    return struct.pack(">BBHHHH", ClientMessage.ENABLE_CONTINUOUS_UPDATES, int(enable), x, y, width, height)
+
+
+def fence(flags: int, payload: bytes) -> bytes:
+    """ClientFence (a request, or the answer to the server's: its flags less REQUEST, its payload)."""
+    if len(payload) > MAX_FENCE_PAYLOAD:
+        raise ValueError(f"a fence carries at most {MAX_FENCE_PAYLOAD} bytes")
+    return struct.pack(">B3xIB", ClientMessage.CLIENT_FENCE, flags & 0xFFFFFFFF, len(payload)) + payload
 
 
 def key_event(keysym: int, down: bool) -> bytes:

@@ -26,8 +26,8 @@ from typing import TypeVar
 import numpy as np
 import numpy.typing as npt
 
-from gpuws.core.rfb.errors import RfbClosed, RfbLimitExceeded, RfbUnsupported
-from gpuws.core.rfb.framebuffer import OPAQUE, Framebuffer
+from gpuws.core.rfb.errors import RfbLimitExceeded, RfbUnsupported
+from gpuws.core.rfb.framebuffer import Framebuffer
 from gpuws.core.rfb.protocol import Encoding
 
 Read = Callable[[int], Awaitable[bytes]]
@@ -90,9 +90,11 @@ class DecoderState:
     jpeg: JpegDecoder | None = None
     zrle: zlib._Decompress = field(default_factory=zlib.decompressobj)
     tight: list[zlib._Decompress] = field(default_factory=lambda: [zlib.decompressobj() for _ in range(4)])
+    # Tight palettes seen, as framebuffer words: a desktop repeats a few (bounded: cleared when full).
+    palettes: dict[bytes, npt.NDArray[np.uint32]] = field(default_factory=dict)
 
 
-class _Short(Exception):  # noqa: N818 (not an error: a parser's "not yet")
+class _Short(Exception):
     """A parser ran out of buffered bytes: its rectangle needs `needed` bytes from its start."""
 
     def __init__(self, needed: int) -> None:
@@ -191,7 +193,7 @@ class Input:
 
 def inflate(stream: zlib._Decompress, data: bytes | bytearray, expected_max: int, what: str) -> bytes:
     """Inflate `data` on a kept stream, never past `expected_max` bytes (a zlib bomb stops there)."""
-    budget = min(expected_max, MAX_INFLATED)
+    budget = expected_max if expected_max < MAX_INFLATED else MAX_INFLATED
     try:
         out = stream.decompress(data, budget + 1)
         tail = stream.unconsumed_tail
@@ -215,10 +217,22 @@ async def read_update(source: Input | Read, fb: Framebuffer, state: DecoderState
     """The body of one FramebufferUpdate (after its type byte), decoded into `fb`. `source` is the
     connection's `Input`, or a `read(n)` giving exactly n bytes (the update's bytes are then read exactly)."""
     inp = Input.of(source)
-    count = struct.unpack(">xH", await inp.read(3))[0]
+    left = struct.unpack(">xH", await inp.read(3))[0]
     result = UpdateResult()
-    for _ in range(count):
-        raw = await inp.parse(lambda: _rect(inp, fb, state, result))
+    while left:
+        # As many rectangles as are buffered, without an await between them; then wait for more.
+        inp._mark = inp.pos
+        try:
+            while left:
+                raw = _rect(inp, fb, state, result)
+                left -= 1
+                inp._mark = inp.pos
+                if raw is not None:
+                    break
+        except _Short as short:
+            inp.pos = inp._mark
+            await inp._fill(short.needed)
+            continue
         if raw is _LAST:
             break
         if raw is not None:  # a Raw rectangle too large to hold whole: a chunk at a time
@@ -226,15 +240,18 @@ async def read_update(source: Input | Read, fb: Framebuffer, state: DecoderState
     return result
 
 
+_TIGHT = int(Encoding.TIGHT)  # a plain int: an enum member's lookup costs more than the comparison
+
+
 def _rect(inp: Input, fb: Framebuffer, state: DecoderState, result: UpdateResult) -> object:
     """One rectangle, all at once; None when done, `_LAST`, or (x, y, width, height) of a large Raw one."""
     x, y, width, height, encoding = inp.unpack(_RECT)
-    if encoding == Encoding.TIGHT:
+    if encoding == _TIGHT:
         if x + width > fb.width or y + height > fb.height:
             fb.check(x, y, width, height, "TIGHT")
+        _tight(inp, fb, state, x, y, width, height)
         result.rects += 1
         result.pixels += width * height
-        _tight(inp, fb, state, x, y, width, height)
         return None
     result.rects += 1
     if encoding == Encoding.LAST_RECT:
@@ -422,29 +439,43 @@ FILTER_COPY, FILTER_PALETTE, FILTER_GRADIENT = 0, 1, 2
 MAX_GRADIENT_PIXELS = 1 << 20  # the gradient filter is undone a diagonal at a time: servers use it on small rects
 
 
-def _palette_words(rgb: bytearray, colours: int) -> npt.NDArray[np.uint32]:
+MAX_PALETTES = 1024  # Tight palettes kept as words
+
+
+def _palette_words(rgb: bytes, colours: int) -> npt.NDArray[np.uint32]:
     """Tight's palette (R, G, B a colour) as framebuffer words."""
     bgrx = bytearray(b"\xff" * (4 * colours))
     bgrx[0::4], bgrx[1::4], bgrx[2::4] = rgb[2::3], rgb[1::3], rgb[0::3]
-    return np.frombuffer(bgrx, dtype="<u4")
+    return np.frombuffer(bytes(bgrx), dtype="<u4")
 
 
 def _tight(inp: Input, fb: Framebuffer, state: DecoderState, x: int, y: int, width: int, height: int) -> None:
-    control = inp.byte()
+    # The hot path of a desktop's updates (a hundred small rectangles each): the buffer is read in place,
+    # each length checked against what has arrived (`short`) before anything changes.
+    buf, pos = inp.buf, inp.pos
+    have = len(buf)
+    if pos >= have:
+        raise inp._short(pos + 1)
+    control = buf[pos]
+    pos += 1
     kind = control >> 4
     if kind == TIGHT_FILL:
-        r, g, b = inp.take(3)
+        if pos + 3 > have:
+            raise inp._short(pos + 3)
+        r, g, b = buf[pos:pos + 3]
+        inp.pos = pos + 3
         _reset(state, control)
         with fb.lock:
             fb.fill(x, y, width, height, (b, g, r))
         return
     if kind == TIGHT_JPEG:
-        data = inp.take(inp.compact_length())
+        inp.pos = pos
+        jpeg = inp.take(inp.compact_length())
         _reset(state, control)
         if state.jpeg is None:
             raise RfbUnsupported("the VNC server sent JPEG, and this client has no JPEG decoder")
         try:
-            pixels = state.jpeg(bytes(data), width, height)
+            pixels = state.jpeg(bytes(jpeg), width, height)
         except ValueError as exc:
             raise RfbLimitExceeded("Tight JPEG rectangle", str(exc)[:200]) from None
         with fb.lock:
@@ -452,18 +483,35 @@ def _tight(inp: Input, fb: Framebuffer, state: DecoderState, x: int, y: int, wid
         return
     if kind > TIGHT_JPEG or kind & 0x08:
         raise RfbLimitExceeded("Tight rectangle", f"unknown compression control {control:#04x}")
-    filter_id = inp.byte() if kind & 0x04 else FILTER_COPY
+    filter_id = FILTER_COPY
+    if kind & 0x04:
+        if pos >= have:
+            raise inp._short(pos + 1)
+        filter_id = buf[pos]
+        pos += 1
     palette: npt.NDArray[np.uint32] | None = None
     if filter_id == FILTER_PALETTE:
-        colours = inp.byte() + 1
-        palette = _palette_words(inp.take(colours * 3), colours)
+        if pos >= have:
+            raise inp._short(pos + 1)
+        colours = buf[pos] + 1
+        pos += 1
+        if pos + 3 * colours > have:
+            raise inp._short(pos + 3 * colours)
+        key = bytes(buf[pos:pos + 3 * colours])
+        pos += 3 * colours
+        palette = state.palettes.get(key)
+        if palette is None:
+            if len(state.palettes) >= MAX_PALETTES:
+                state.palettes.clear()
+            palette = state.palettes[key] = _palette_words(key, colours)
         size = (width + 7) // 8 * height if colours == 2 else width * height
     elif filter_id in (FILTER_COPY, FILTER_GRADIENT):
         size = width * height * 3
     else:
         raise RfbLimitExceeded("Tight rectangle", f"unknown filter {filter_id}")
+    inp.pos = pos
     if size < 12:
-        data = inp.take(size)
+        data: bytes | bytearray = inp.take(size)
         _reset(state, control)
     else:
         compressed = inp.take(inp.compact_length())
@@ -484,7 +532,8 @@ def _tight(inp: Input, fb: Framebuffer, state: DecoderState, x: int, y: int, wid
         except IndexError:
             raise RfbLimitExceeded("Tight rectangle", f"a palette index past its {len(palette)} colours") from None
         with fb.lock:
-            fb.put_words(x, y, words)
+            fb.words[y:y + height, x:x + width] = words
+            fb.mark(x, y, width, height)
     elif filter_id == FILTER_GRADIENT:
         rgb = _ungradient(data, width, height)
         with fb.lock:

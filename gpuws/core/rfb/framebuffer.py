@@ -65,18 +65,10 @@ class Framebuffer:
         self.lock = threading.Lock()
         self.pixels: npt.NDArray[np.uint8] = _black(width, height)
         self.words = _words(self.pixels)
+        self.width = width  # pixels (plain attributes: the decoders read them per rectangle)
+        self.height = height
         self._dirty: tuple[int, int, int, int] | None = (0, 0, width, height)
         self.generation = 0  # counts resizes, so a painter knows its QImage is stale
-
-    @property
-    def width(self) -> int:
-        """Width in pixels."""
-        return int(self.pixels.shape[1])
-
-    @property
-    def height(self) -> int:
-        """Height in pixels."""
-        return int(self.pixels.shape[0])
 
     def resize(self, width: int, height: int) -> None:
         """A new size (DesktopSize): new black pixels, all of them dirty. Call with `lock` held."""
@@ -84,6 +76,7 @@ class Framebuffer:
         if (width, height) != (self.width, self.height):
             self.pixels = _black(width, height)
             self.words = _words(self.pixels)
+            self.width, self.height = width, height
             self.generation += 1
         self._dirty = (0, 0, width, height)
 
@@ -97,11 +90,14 @@ class Framebuffer:
         """Add a rectangle to the region changed since the last paint."""
         if width <= 0 or height <= 0:
             return
-        if self._dirty is None:
+        dirty = self._dirty
+        if dirty is None:
             self._dirty = (x, y, x + width, y + height)
         else:
-            x0, y0, x1, y1 = self._dirty
-            self._dirty = (min(x0, x), min(y0, y), max(x1, x + width), max(y1, y + height))
+            x0, y0, x1, y1 = dirty
+            right, bottom = x + width, y + height
+            self._dirty = (x if x < x0 else x0, y if y < y0 else y0, right if right > x1 else x1,
+                           bottom if bottom > y1 else y1)
 
     def take_dirty(self) -> Rect | None:
         """The region changed since the last call (one bounding rectangle), or None. Call with `lock` held."""
@@ -123,7 +119,7 @@ class Framebuffer:
         self.words[y:y + height, x:x + width] = words
         self.mark(x, y, width, height)
 
-    def put_rgb(self, x: int, y: int, width: int, height: int, data: bytes | memoryview) -> None:
+    def put_rgb(self, x: int, y: int, width: int, height: int, data: bytes | bytearray | memoryview) -> None:
         """Pixels as R, G, B bytes (Tight's TPIXEL)."""
         rgb = np.frombuffer(data, dtype=np.uint8).reshape(height, width, 3)
         self.pixels[y:y + height, x:x + width, :3] = rgb[:, :, ::-1]

@@ -59,6 +59,11 @@ class RfbClient:
         self.screen_flags = 0
         self.quality: int | None = p.DEFAULT_QUALITY if jpeg is not None else None
         self.continuous = False  # the server sends updates as they happen (ContinuousUpdates is on)
+        # Extended Clipboard (UTF-8 text): the server's caps once it said them, and the text copied here
+        # that it was told of and may ask for.
+        self.clipboard_caps: p.ClipboardMessage | None = None
+        self._local_text: str | None = None
+        self._sent_as_latin1 = False  # copied before the server said its caps: sent again in UTF-8 then
         self.fences_answered = 0
         self.requests_sent = 0  # FramebufferUpdateRequests
 
@@ -215,14 +220,52 @@ class RfbClient:
                     self.continuous = True
                     self.send(p.enable_continuous_updates(True, 0, 0, fb.width, fb.height))
             elif kind == p.ServerMessage.SERVER_CUT_TEXT:
-                length = struct.unpack(">3xI", await read(7))[0]
-                if length > MAX_CUT_TEXT:
-                    for left in range(length, 0, -65536):
+                length = struct.unpack(">3xi", await read(7))[0]
+                if abs(length) > MAX_CUT_TEXT:
+                    for left in range(abs(length), 0, -65536):
                         await read(min(left, 65536))
                     continue
-                callbacks.on_clipboard((await read(length)).decode("latin-1"))
+                if length >= 0:
+                    callbacks.on_clipboard((await read(length)).decode("latin-1"))
+                else:
+                    self._clipboard_message(p.parse_clipboard(await read(-length), MAX_CUT_TEXT), callbacks)
             else:
                 raise RfbUnsupported(f"the VNC server sent message type {kind}, which RFB 3.8 does not have")
+
+    def _clipboard_message(self, message: p.ClipboardMessage, callbacks: RfbCallbacks) -> None:
+        """Extended Clipboard: caps (answered with this client's), notify (text there: ask for it), request
+        (send the text copied here), peek (say whether there is any), provide (the text)."""
+        action, has_text = message.action, bool(message.flags & p.ClipFlag.TEXT)
+        if action & p.ClipFlag.CAPS:
+            self.clipboard_caps = message
+            self.send(p.clipboard_caps(MAX_CUT_TEXT))
+            if self._sent_as_latin1 and self._local_text is not None:
+                self.send_clipboard(self._local_text)
+        elif action == p.ClipFlag.NOTIFY and has_text:
+            self.send(p.clipboard_action(p.ClipFlag.REQUEST))
+        elif action == p.ClipFlag.REQUEST and has_text and self._local_text is not None:
+            self.send(p.clipboard_provide(self._local_text))
+        elif action == p.ClipFlag.PEEK:
+            self.send(p.clipboard_action(p.ClipFlag.NOTIFY, p.ClipFlag.TEXT if self._local_text is not None else 0))
+        elif action == p.ClipFlag.PROVIDE and message.text is not None:
+            callbacks.on_clipboard(message.text)
+
+    def send_clipboard(self, text: str) -> None:
+        """Text copied on this computer, for the server: in UTF-8 where it speaks Extended Clipboard (sent
+        at once when short enough for it, else announced and sent when it asks), else as Latin-1."""
+        caps = self.clipboard_caps
+        self._local_text = text
+        self._sent_as_latin1 = caps is None
+        if caps is None:
+            self.send(p.client_cut_text(text))
+            return
+        text_max = caps.sizes[0] if caps.flags & p.ClipFlag.TEXT and caps.sizes else 0
+        if caps.flags & p.ClipFlag.PROVIDE and len(p.text_for_clipboard(text)) <= text_max:
+            self.send(p.clipboard_provide(text))
+        elif caps.flags & p.ClipFlag.NOTIFY:
+            self.send(p.clipboard_action(p.ClipFlag.NOTIFY))
+        else:
+            self.send(p.client_cut_text(text))
 
     def _request(self, incremental: bool, width: int, height: int) -> None:
         self.requests_sent += 1

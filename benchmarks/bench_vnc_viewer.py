@@ -26,6 +26,7 @@ import contextlib
 import os
 import re
 import shutil
+import socket
 import statistics
 import subprocess
 import sys
@@ -104,7 +105,12 @@ def desktop() -> Iterator[Desktop]:
     env = {**os.environ, "DISPLAY": f":{DISPLAY_NUMBER}"}
     procs = [xvnc]
     try:
-        time.sleep(2)
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:  # listening (a loaded machine starts it slowly)
+            with contextlib.suppress(OSError), socket.create_connection(("127.0.0.1", PORT), timeout=1):
+                break
+            time.sleep(0.1)
+        time.sleep(0.5)
         procs.append(subprocess.Popen(["glxgears", "-geometry", "800x800+560+140"], env=env,
                                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
         typed = tmp / "typed.txt"

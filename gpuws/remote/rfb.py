@@ -192,7 +192,7 @@ class RfbClient:
                     else:
                         self._request(True, fb.width, fb.height)
                 callbacks.on_update(result)
-                # A server that floods keeps the stream's buffer full, and readexactly then never waits:
+                # A server that floods keeps the input's buffer full, and reading it then never waits:
                 # let the loop run the input, the close and the writes queued meanwhile.
                 await asyncio.sleep(0)
             elif kind == p.ServerMessage.SET_COLOUR_MAP_ENTRIES:

@@ -21,7 +21,6 @@ import struct
 import zlib
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import TypeVar
 
 import numpy as np
 import numpy.typing as npt
@@ -33,7 +32,6 @@ from gpuws.core.rfb.protocol import Encoding
 Read = Callable[[int], Awaitable[bytes]]
 # (JPEG bytes, width, height) -> width*height*4 bytes of B, G, R, X; raises ValueError on a bad image.
 JpegDecoder = Callable[[bytes, int, int], bytes]
-T = TypeVar("T")
 
 MAX_INFLATED = 64 * 1024 * 1024  # what one rectangle's zlib data may inflate to
 MAX_COMPRESSED = 64 * 1024 * 1024  # one rectangle's compressed data (ZRLE's length is 32 bits)
@@ -44,6 +42,7 @@ COMPACT_AT = 1024 * 1024  # the input drops bytes already parsed once this many 
 
 _RECT = struct.Struct(">HHHHi")
 _U32 = struct.Struct(">I")
+_COPY = struct.Struct(">HH")
 
 
 @dataclass(frozen=True)
@@ -103,8 +102,8 @@ class _Short(Exception):
 
 
 class Input:
-    """The server's bytes, buffered: parsers take from the buffer without awaiting; `parse` runs one and,
-    when it runs short, fetches more and runs it again.
+    """The server's bytes, buffered: parsers take from the buffer without awaiting; when one runs short
+    (`_Short`), the caller goes back to where it began, fetches more and runs it again.
 
     `fetch(n)` returns at least one byte of the next `n` or more (a socket gives what it has; a test's
     reader exactly `n`), and raises RfbClosed at the end of the stream."""
@@ -172,16 +171,6 @@ class Input:
             self._mark = 0
         while len(self.buf) - self._mark < needed:
             self.buf += await self._fetch(needed - (len(self.buf) - self._mark))
-
-    async def parse(self, parser: Callable[[], T]) -> T:
-        """Run `parser` on the buffer (again from the same place each time it runs short)."""
-        self._mark = self.pos
-        while True:
-            try:
-                return parser()
-            except _Short as short:
-                self.pos = self._mark
-                await self._fill(short.needed)
 
     async def read(self, n: int) -> bytes:
         """The next `n` bytes, waiting for them."""
@@ -295,8 +284,6 @@ def _rect(inp: Input, fb: Framebuffer, state: DecoderState, result: UpdateResult
     result.pixels += width * height
     return None
 
-
-_COPY = struct.Struct(">HH")
 
 
 def _name(encoding: int) -> str:

@@ -225,7 +225,7 @@ class ViewerSession:
 
     def clipboard(self, text: str) -> None:
         """This computer's clipboard text, for the remote desktop."""
-        self._call(lambda c: c.send(protocol.client_cut_text(text)))
+        self._call(lambda c: c.send_clipboard(text))
 
     def set_quality(self, quality: int | None) -> None:
         """Tight's JPEG quality 0..9, or None for lossless."""

@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 from gpuws.core.rfb import protocol as p
-from gpuws.core.rfb.decoders import DecoderState, UpdateResult, read_update
+from gpuws.core.rfb.decoders import DecoderState, Input, UpdateResult, read_update
 from gpuws.core.rfb.errors import RfbClosed, RfbLimitExceeded, RfbUnsupported
 from gpuws.core.rfb.framebuffer import Framebuffer, check_size
 
@@ -159,3 +159,70 @@ def test_cursor_and_tight_fill_and_palette() -> None:
     assert result.cursor.bgra[3] == 0xFF and result.cursor.bgra[7] == 0
     assert fb.pixels[3, 3, :3].tolist() == [0x33, 0x22, 0x11]
     assert [fb.pixels[8, x, :3].tolist() for x in (8, 9, 10)] == [[0, 0xFF, 0], [0, 0, 0xFF], [0, 0xFF, 0]]
+
+
+def _replay_in_pieces(name: str, seed: int) -> Framebuffer:
+    """A capture through `Input`, its bytes handed over in pieces of random sizes (1 byte to 64 KiB)."""
+    import random
+
+    data = gzip.decompress((FIXTURES / f"{name}.rfb.gz").read_bytes())
+    pieces = random.Random(seed)
+    at = 0
+
+    async def fetch(_n: int) -> bytes:
+        nonlocal at
+        if at >= len(data):
+            raise RfbClosed("the test's bytes")
+        size = pieces.choice((1, 2, 3, 7, 13, 100, 1500, 65536))
+        at += size
+        return data[at - size:at]
+
+    fb = Framebuffer(CAPTURES[name]["width"], CAPTURES[name]["height"])
+    state = DecoderState(jpeg=_pil_jpeg)
+    inp = Input(fetch)
+
+    async def run() -> None:
+        while at < len(data) or inp.buffered:
+            assert (await inp.read(1)) == b"\x00"
+            await read_update(inp, fb, state)
+
+    asyncio.run(run())
+    return fb
+
+
+def test_bytes_arriving_in_any_pieces_decode_to_the_same_pixels() -> None:
+    """The socket hands the decoders whatever has arrived: a rectangle cut anywhere (inside its header, its
+    palette, its zlib data) is parsed again once the rest is there, and its zlib stream inflated once."""
+    for seed, name in enumerate(("tight-lossless", "zrle", "tight-jpeg")):
+        whole, _ = _replay(name)
+        assert (_replay_in_pieces(name, seed).pixels == whole.pixels).all(), name
+
+
+def _gradient_filtered(rgb: np.ndarray) -> bytes:
+    """Tight's gradient filter as a server applies it: each pixel less left + above - above-left (clamped)."""
+    h, w, _ = rgb.shape
+    pixels = rgb.astype(int)
+    out = np.zeros_like(pixels)
+    for y in range(h):
+        for x in range(w):
+            left = pixels[y, x - 1] if x else 0
+            above = pixels[y - 1, x] if y else 0
+            corner = pixels[y - 1, x - 1] if x and y else 0
+            out[y, x] = (pixels[y, x] - np.clip(left + above - corner, 0, 255)) & 0xFF
+    return out.astype(np.uint8).tobytes()
+
+
+def test_tight_gradient_filter_and_a_palette_index_past_its_colours() -> None:
+    rgb = np.random.default_rng(7).integers(0, 256, (9, 13, 3), dtype=np.uint8)
+    packed = zlib.compress(_gradient_filtered(rgb))
+    length = bytes([0x80 | (len(packed) & 0x7F), len(packed) >> 7])
+    body = _rect(2, 3, 13, 9, p.Encoding.TIGHT, bytes([0x40, 2]) + length + packed)  # stream 0, filter 2
+    fb = Framebuffer(32, 32)
+    _decode(body, fb)
+    assert (fb.pixels[3:12, 2:15, 2::-1] == rgb).all()  # R, G, B sent; B, G, R, X in the framebuffer
+    assert (fb.pixels[3:12, 2:15, 3] == 0xFF).all()
+    # A palette of 3 colours, and an index 5 among its 16 pixels (one byte each, compressed).
+    indices = zlib.compress(bytes([0, 1, 2, 5] * 4))
+    palette = bytes([0x40, 1, 2]) + bytes(range(9))
+    with pytest.raises(RfbLimitExceeded, match="palette index past its 3 colours"):
+        _decode(_rect(0, 0, 4, 4, p.Encoding.TIGHT, palette + bytes([len(indices)]) + indices))

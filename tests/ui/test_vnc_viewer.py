@@ -157,7 +157,7 @@ def test_clipboard_both_ways_resize_and_wrong_password(qtbot: Any, desktop: Desk
         _connected(qtbot, window)
         clipboard = QGuiApplication.clipboard()
         # Host -> here: xclip owns the host's CLIPBOARD; Xvnc sends it as ServerCutText.
-        host_text = "copied on the host: café"
+        host_text = "copied on the host: café € 日本"  # past Latin-1: Extended Clipboard, UTF-8
         xclip = subprocess.Popen(["xclip", "-selection", "clipboard", "-loops", "5"], env=desktop.env,
                                  stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         assert xclip.stdin is not None
@@ -167,7 +167,7 @@ def test_clipboard_both_ways_resize_and_wrong_password(qtbot: Any, desktop: Desk
         xclip.kill()
         xclip.wait()
         # Here -> host: ClientCutText; Xvnc then owns the host's clipboard.
-        local_text = "copied in gpuws: naïve"
+        local_text = "copied in gpuws: naïve ✓ Ελ"
         clipboard.setText(local_text)
         qtbot.waitUntil(lambda: desktop.run("xclip", "-o", "-selection", "clipboard") == local_text, timeout=WAIT_MS)
 

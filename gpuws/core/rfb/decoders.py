@@ -2,11 +2,17 @@
 gradient filters, its four zlib streams), and the pseudo-encodings Cursor, DesktopSize,
 ExtendedDesktopSize and LastRect.
 
-Network-free: they read through an async `Read` (n bytes exactly) given by the socket side. Every
-length the server sends is checked before it is read or allocated: a rectangle must lie inside the
-framebuffer, compressed data and what it inflates to have a budget per rectangle (a zlib bomb stops at
-the budget), an unknown encoding is an error. JPEG is decoded by the `JpegDecoder` the caller gives
-(Qt's image reader in the window): no Python loop touches a JPEG pixel.
+Network-free: they read from an `Input`, the server's bytes buffered. Each rectangle is parsed by a
+plain (not async) function straight from that buffer, with numpy on whole rectangles and no Python
+loop per pixel: a desktop's update is a hundred or more small rectangles, and an `await` per field
+cost more than the pixels did. When a rectangle's bytes are not all there yet, its parser stops
+(`_Short`) before it changed anything (zlib streams, pixels), the input reads more, and the parser
+runs again from the rectangle's start.
+
+Every length the server sends is checked before it is read or allocated: a rectangle must lie inside
+the framebuffer, compressed data and what it inflates to have a budget per rectangle (a zlib bomb
+stops at the budget), an unknown encoding is an error. JPEG is decoded by the `JpegDecoder` the
+caller gives (Qt's image reader in the window): no Python loop touches a JPEG pixel.
 """
 
 from __future__ import annotations
@@ -30,8 +36,13 @@ JpegDecoder = Callable[[bytes, int, int], bytes]
 MAX_INFLATED = 64 * 1024 * 1024  # what one rectangle's zlib data may inflate to
 MAX_COMPRESSED = 64 * 1024 * 1024  # one rectangle's compressed data (ZRLE's length is 32 bits)
 MAX_CURSOR_SIDE = 1024
-RAW_CHUNK = 4 * 1024 * 1024  # Raw rectangles are read this much at a time, never whole
+RAW_CHUNK = 4 * 1024 * 1024  # Raw rectangles larger than this are read a chunk at a time, never whole
 TILE = 64  # ZRLE's tile side
+COMPACT_AT = 1024 * 1024  # the input drops bytes already parsed once this many have piled up
+
+_RECT = struct.Struct(">HHHHi")
+_U32 = struct.Struct(">I")
+_COPY = struct.Struct(">HH")
 
 
 @dataclass(frozen=True)
@@ -78,11 +89,100 @@ class DecoderState:
     jpeg: JpegDecoder | None = None
     zrle: zlib._Decompress = field(default_factory=zlib.decompressobj)
     tight: list[zlib._Decompress] = field(default_factory=lambda: [zlib.decompressobj() for _ in range(4)])
+    # Tight palettes seen, as framebuffer words: a desktop repeats a few (bounded: cleared when full).
+    palettes: dict[bytes, npt.NDArray[np.uint32]] = field(default_factory=dict)
 
 
-def inflate(stream: zlib._Decompress, data: bytes, expected_max: int, what: str) -> bytes:
+class _Short(Exception):
+    """A parser ran out of buffered bytes: its rectangle needs `needed` bytes from its start."""
+
+    def __init__(self, needed: int) -> None:
+        super().__init__(needed)
+        self.needed = needed
+
+
+class Input:
+    """The server's bytes, buffered: parsers take from the buffer without awaiting; when one runs short
+    (`_Short`), the caller goes back to where it began, fetches more and runs it again.
+
+    `fetch(n)` returns at least one byte of the next `n` or more (a socket gives what it has; a test's
+    reader exactly `n`), and raises RfbClosed at the end of the stream."""
+
+    def __init__(self, fetch: Read) -> None:
+        self._fetch = fetch
+        self.buf = bytearray()
+        self.pos = 0
+        self._mark = 0  # where the parse in progress began
+
+    @classmethod
+    def of(cls, source: Input | Read) -> Input:
+        """`source` itself, or an Input over a `read(n)` that returns exactly n bytes."""
+        return source if isinstance(source, Input) else cls(source)
+
+    @property
+    def buffered(self) -> int:
+        """Bytes received and not parsed yet."""
+        return len(self.buf) - self.pos
+
+    def _short(self, end: int) -> _Short:
+        return _Short(end - self._mark)
+
+    def take(self, n: int) -> bytearray:
+        """The next `n` bytes (a copy)."""
+        pos = self.pos
+        end = pos + n
+        if end > len(self.buf):
+            raise self._short(end)
+        self.pos = end
+        return self.buf[pos:end]
+
+    def byte(self) -> int:
+        """The next byte."""
+        pos = self.pos
+        if pos >= len(self.buf):
+            raise self._short(pos + 1)
+        self.pos = pos + 1
+        return self.buf[pos]
+
+    def unpack(self, form: struct.Struct) -> tuple[int, ...]:
+        """The next `form.size` bytes unpacked."""
+        pos = self.pos
+        end = pos + form.size
+        if end > len(self.buf):
+            raise self._short(end)
+        self.pos = end
+        return form.unpack_from(self.buf, pos)  # type: ignore[no-any-return]
+
+    def compact_length(self) -> int:
+        """Tight's compact length: 1 to 3 bytes, 7 bits each (the third byte 8 bits)."""
+        length = 0
+        for shift in (0, 7, 14):
+            b = self.byte()
+            length |= (b & (0x7F if shift < 14 else 0xFF)) << shift
+            if shift == 14 or not b & 0x80:
+                break
+        return length
+
+    async def _fill(self, needed: int) -> None:
+        """Until `needed` bytes from the parse's start are buffered."""
+        if self._mark >= COMPACT_AT or (self._mark and self._mark == len(self.buf)):
+            del self.buf[:self._mark]  # cheap: bytearray drops its front without moving the rest
+            self.pos -= self._mark
+            self._mark = 0
+        while len(self.buf) - self._mark < needed:
+            self.buf += await self._fetch(needed - (len(self.buf) - self._mark))
+
+    async def read(self, n: int) -> bytes:
+        """The next `n` bytes, waiting for them."""
+        self._mark = self.pos
+        if len(self.buf) - self.pos < n:
+            await self._fill(n)
+        return bytes(self.take(n))
+
+
+def inflate(stream: zlib._Decompress, data: bytes | bytearray, expected_max: int, what: str) -> bytes:
     """Inflate `data` on a kept stream, never past `expected_max` bytes (a zlib bomb stops there)."""
-    budget = min(expected_max, MAX_INFLATED)
+    budget = expected_max if expected_max < MAX_INFLATED else MAX_INFLATED
     try:
         out = stream.decompress(data, budget + 1)
         tail = stream.unconsumed_tail
@@ -99,29 +199,60 @@ def inflate(stream: zlib._Decompress, data: bytes, expected_max: int, what: str)
     return out
 
 
-async def read_update(read: Read, fb: Framebuffer, state: DecoderState) -> UpdateResult:
-    """The body of one FramebufferUpdate (after its type byte), decoded into `fb`."""
-    count = struct.unpack(">xH", await read(3))[0]
+_LAST = object()  # a rectangle parser's answer for LastRect: the update ends here
+
+
+async def read_update(source: Input | Read, fb: Framebuffer, state: DecoderState) -> UpdateResult:
+    """The body of one FramebufferUpdate (after its type byte), decoded into `fb`. `source` is the
+    connection's `Input`, or a `read(n)` giving exactly n bytes (the update's bytes are then read exactly)."""
+    inp = Input.of(source)
+    left = struct.unpack(">xH", await inp.read(3))[0]
     result = UpdateResult()
-    for _ in range(count):
-        x, y, width, height, encoding = struct.unpack(">HHHHi", await read(12))
-        result.rects += 1
-        if encoding == Encoding.LAST_RECT:
+    while left:
+        # As many rectangles as are buffered, without an await between them; then wait for more.
+        inp._mark = inp.pos
+        try:
+            while left:
+                raw = _rect(inp, fb, state, result)
+                left -= 1
+                inp._mark = inp.pos
+                if raw is not None:
+                    break
+        except _Short as short:
+            inp.pos = inp._mark
+            await inp._fill(short.needed)
+            continue
+        if raw is _LAST:
             break
-        await _rect(read, fb, state, result, x, y, width, height, encoding)
+        if raw is not None:  # a Raw rectangle too large to hold whole: a chunk at a time
+            await _raw_chunks(inp, fb, *raw)  # type: ignore[misc]
     return result
 
 
-async def _rect(read: Read, fb: Framebuffer, state: DecoderState, result: UpdateResult,
-                x: int, y: int, width: int, height: int, encoding: int) -> None:
+_TIGHT = int(Encoding.TIGHT)  # a plain int: an enum member's lookup costs more than the comparison
+
+
+def _rect(inp: Input, fb: Framebuffer, state: DecoderState, result: UpdateResult) -> object:
+    """One rectangle, all at once; None when done, `_LAST`, or (x, y, width, height) of a large Raw one."""
+    x, y, width, height, encoding = inp.unpack(_RECT)
+    if encoding == _TIGHT:
+        if x + width > fb.width or y + height > fb.height:
+            fb.check(x, y, width, height, "TIGHT")
+        _tight(inp, fb, state, x, y, width, height)
+        result.rects += 1
+        result.pixels += width * height
+        return None
+    result.rects += 1
+    if encoding == Encoding.LAST_RECT:
+        return _LAST
     if encoding == Encoding.DESKTOP_SIZE:
         with fb.lock:
             fb.resize(width, height)
         result.resized = True
-        return
+        return None
     if encoding == Encoding.EXTENDED_DESKTOP_SIZE:
-        count = (await read(4))[0]
-        raw = await read(16 * count)
+        count = inp.unpack(_U32)[0] >> 24
+        raw = inp.take(16 * count)
         screens = tuple(Screen(*struct.unpack_from(">IHHHHI", raw, 16 * i)) for i in range(count))
         result.extended_size, result.size_reason, result.size_status = True, x, y
         result.screens = screens
@@ -129,25 +260,30 @@ async def _rect(read: Read, fb: Framebuffer, state: DecoderState, result: Update
             with fb.lock:
                 fb.resize(width, height)
             result.resized = True
-        return
+        return None
     if encoding == Encoding.CURSOR:
-        result.cursor = await _cursor(read, x, y, width, height)
-        return
+        result.cursor = _cursor(inp, x, y, width, height)
+        return None
     fb.check(x, y, width, height, _name(encoding))
-    result.pixels += width * height
     if encoding == Encoding.RAW:
-        await _raw(read, fb, x, y, width, height)
+        if width * height * 4 > RAW_CHUNK:
+            result.pixels += width * height
+            return (x, y, width, height)
+        data = inp.take(width * height * 4)
+        with fb.lock:
+            fb.put_bgrx(x, y, width, height, data)
     elif encoding == Encoding.COPY_RECT:
-        src_x, src_y = struct.unpack(">HH", await read(4))
+        src_x, src_y = inp.unpack(_COPY)
         fb.check(src_x, src_y, width, height, "CopyRect source")
         with fb.lock:
             fb.copy(x, y, width, height, src_x, src_y)
     elif encoding == Encoding.ZRLE:
-        await _zrle(read, fb, state, x, y, width, height)
-    elif encoding == Encoding.TIGHT:
-        await _tight(read, fb, state, x, y, width, height)
+        _zrle(inp, fb, state, x, y, width, height)
     else:
         raise RfbUnsupported(f"the VNC server sent encoding {encoding}, which was not asked for")
+    result.pixels += width * height
+    return None
+
 
 
 def _name(encoding: int) -> str:
@@ -157,23 +293,21 @@ def _name(encoding: int) -> str:
         return f"encoding {encoding}"
 
 
-async def _raw(read: Read, fb: Framebuffer, x: int, y: int, width: int, height: int) -> None:
-    if width == 0 or height == 0:
-        return
+async def _raw_chunks(inp: Input, fb: Framebuffer, x: int, y: int, width: int, height: int) -> None:
     rows = max(1, RAW_CHUNK // (width * 4))
     for top in range(y, y + height, rows):
         n = min(rows, y + height - top)
-        data = await read(n * width * 4)
+        data = await inp.read(n * width * 4)
         with fb.lock:
             fb.put_bgrx(x, top, width, n, data)
 
 
-async def _cursor(read: Read, hot_x: int, hot_y: int, width: int, height: int) -> CursorShape | None:
+def _cursor(inp: Input, hot_x: int, hot_y: int, width: int, height: int) -> CursorShape:
     if width > MAX_CURSOR_SIDE or height > MAX_CURSOR_SIDE:
         raise RfbLimitExceeded("cursor", f"{width}x{height} is over {MAX_CURSOR_SIDE} pixels a side")
-    pixels = await read(width * height * 4)
+    pixels = inp.take(width * height * 4)
     row = (width + 7) // 8
-    mask = await read(row * height)
+    mask = inp.take(row * height)
     if width == 0 or height == 0:
         return CursorShape(0, 0, 0, 0, b"")
     bgra = np.frombuffer(pixels, dtype=np.uint8).reshape(height, width, 4).copy()
@@ -185,16 +319,17 @@ async def _cursor(read: Read, hot_x: int, hot_y: int, width: int, height: int) -
 # -- ZRLE ------------------------------------------------------------------------------------------------
 
 
-async def _zrle(read: Read, fb: Framebuffer, state: DecoderState, x: int, y: int, width: int, height: int) -> None:
-    length = struct.unpack(">I", await read(4))[0]
+def _zrle(inp: Input, fb: Framebuffer, state: DecoderState, x: int, y: int, width: int, height: int) -> None:
+    length = inp.unpack(_U32)[0]
     tiles = -(-width // TILE) * -(-height // TILE)
     # The most a rectangle's tile data can be: every tile raw or palette-RLE with one run byte per pixel.
     most = tiles * (1 + 127 * 3) + width * height * 5
     if length > min(MAX_COMPRESSED, most + most // 100 + 1024):
         raise RfbLimitExceeded("ZRLE rectangle", f"{length} bytes of data for {width}x{height} pixels")
-    data = inflate(state.zrle, await read(length), most, "ZRLE")
+    data = inflate(state.zrle, inp.take(length), most, "ZRLE")
     with fb.lock:
         _zrle_tiles(memoryview(data), fb, x, y, width, height)
+
 
 
 class _Cursor:
@@ -288,37 +423,46 @@ def _zrle_tiles(data: memoryview, fb: Framebuffer, x: int, y: int, width: int, h
 
 TIGHT_FILL, TIGHT_JPEG = 8, 9
 FILTER_COPY, FILTER_PALETTE, FILTER_GRADIENT = 0, 1, 2
-MAX_GRADIENT_PIXELS = 1 << 20  # the gradient filter is undone pixel by pixel: servers use it on small rects
+MAX_GRADIENT_PIXELS = 1 << 20  # the gradient filter is undone a diagonal at a time: servers use it on small rects
 
 
-async def _compact_length(read: Read) -> int:
-    length = 0
-    for shift in (0, 7, 14):
-        b = (await read(1))[0]
-        length |= (b & (0x7F if shift < 14 else 0xFF)) << shift
-        if shift == 14 or not b & 0x80:
-            break
-    return length
+MAX_PALETTES = 1024  # Tight palettes kept as words
 
 
-async def _tight(read: Read, fb: Framebuffer, state: DecoderState, x: int, y: int, width: int, height: int) -> None:
-    control = (await read(1))[0]
-    for i in range(4):
-        if control & (1 << i):
-            state.tight[i] = zlib.decompressobj()
+def _palette_words(rgb: bytes, colours: int) -> npt.NDArray[np.uint32]:
+    """Tight's palette (R, G, B a colour) as framebuffer words."""
+    bgrx = bytearray(b"\xff" * (4 * colours))
+    bgrx[0::4], bgrx[1::4], bgrx[2::4] = rgb[2::3], rgb[1::3], rgb[0::3]
+    return np.frombuffer(bytes(bgrx), dtype="<u4")
+
+
+def _tight(inp: Input, fb: Framebuffer, state: DecoderState, x: int, y: int, width: int, height: int) -> None:
+    # The hot path of a desktop's updates (a hundred small rectangles each): the buffer is read in place,
+    # each length checked against what has arrived (`short`) before anything changes.
+    buf, pos = inp.buf, inp.pos
+    have = len(buf)
+    if pos >= have:
+        raise inp._short(pos + 1)
+    control = buf[pos]
+    pos += 1
     kind = control >> 4
     if kind == TIGHT_FILL:
-        r, g, b = await read(3)
+        if pos + 3 > have:
+            raise inp._short(pos + 3)
+        r, g, b = buf[pos:pos + 3]
+        inp.pos = pos + 3
+        _reset(state, control)
         with fb.lock:
             fb.fill(x, y, width, height, (b, g, r))
         return
     if kind == TIGHT_JPEG:
-        length = await _compact_length(read)
-        data = await read(length)
+        inp.pos = pos
+        jpeg = inp.take(inp.compact_length())
+        _reset(state, control)
         if state.jpeg is None:
             raise RfbUnsupported("the VNC server sent JPEG, and this client has no JPEG decoder")
         try:
-            pixels = state.jpeg(data, width, height)
+            pixels = state.jpeg(bytes(jpeg), width, height)
         except ValueError as exc:
             raise RfbLimitExceeded("Tight JPEG rectangle", str(exc)[:200]) from None
         with fb.lock:
@@ -326,37 +470,57 @@ async def _tight(read: Read, fb: Framebuffer, state: DecoderState, x: int, y: in
         return
     if kind > TIGHT_JPEG or kind & 0x08:
         raise RfbLimitExceeded("Tight rectangle", f"unknown compression control {control:#04x}")
-    stream = kind & 0x03
-    filter_id = (await read(1))[0] if kind & 0x04 else FILTER_COPY
-    palette: npt.NDArray[np.uint8] | None = None
+    filter_id = FILTER_COPY
+    if kind & 0x04:
+        if pos >= have:
+            raise inp._short(pos + 1)
+        filter_id = buf[pos]
+        pos += 1
+    palette: npt.NDArray[np.uint32] | None = None
     if filter_id == FILTER_PALETTE:
-        colours = (await read(1))[0] + 1
-        palette = np.frombuffer(await read(colours * 3), dtype=np.uint8).reshape(colours, 3)[:, ::-1]
+        if pos >= have:
+            raise inp._short(pos + 1)
+        colours = buf[pos] + 1
+        pos += 1
+        if pos + 3 * colours > have:
+            raise inp._short(pos + 3 * colours)
+        key = bytes(buf[pos:pos + 3 * colours])
+        pos += 3 * colours
+        palette = state.palettes.get(key)
+        if palette is None:
+            if len(state.palettes) >= MAX_PALETTES:
+                state.palettes.clear()
+            palette = state.palettes[key] = _palette_words(key, colours)
         size = (width + 7) // 8 * height if colours == 2 else width * height
     elif filter_id in (FILTER_COPY, FILTER_GRADIENT):
         size = width * height * 3
     else:
         raise RfbLimitExceeded("Tight rectangle", f"unknown filter {filter_id}")
+    inp.pos = pos
     if size < 12:
-        data = await read(size)
+        data: bytes | bytearray = inp.take(size)
+        _reset(state, control)
     else:
-        length = await _compact_length(read)
-        data = inflate(state.tight[stream], await read(length), size, "Tight")
+        compressed = inp.take(inp.compact_length())
+        _reset(state, control)
+        data = inflate(state.tight[kind & 0x03], compressed, size, "Tight")
     if len(data) != size:
         raise RfbLimitExceeded("Tight rectangle", f"{len(data)} bytes of pixels where {size} were due")
     if width == 0 or height == 0:
         return
     if palette is not None:
+        packed = np.frombuffer(data, dtype=np.uint8)
         if len(palette) == 2:
-            row = (width + 7) // 8
-            bits = np.unpackbits(np.frombuffer(data, dtype=np.uint8).reshape(height, row), axis=1)[:, :width]
-            indices: npt.NDArray[np.intp] = bits.astype(np.intp)
+            indices = np.unpackbits(packed.reshape(height, (width + 7) // 8), axis=1, count=width)
         else:
-            indices = np.frombuffer(data, dtype=np.uint8).reshape(height, width).astype(np.intp)
-            if int(indices.max(initial=0)) >= len(palette):
-                raise RfbLimitExceeded("Tight rectangle", f"a palette index past its {len(palette)} colours")
+            indices = packed.reshape(height, width)
+        try:
+            words = palette.take(indices)
+        except IndexError:
+            raise RfbLimitExceeded("Tight rectangle", f"a palette index past its {len(palette)} colours") from None
         with fb.lock:
-            fb.put_colours(x, y, palette[indices])
+            fb.words[y:y + height, x:x + width] = words
+            fb.mark(x, y, width, height)
     elif filter_id == FILTER_GRADIENT:
         rgb = _ungradient(data, width, height)
         with fb.lock:
@@ -366,19 +530,25 @@ async def _tight(read: Read, fb: Framebuffer, state: DecoderState, x: int, y: in
             fb.put_rgb(x, y, width, height, data)
 
 
-def _ungradient(data: bytes, width: int, height: int) -> bytes:
-    """Undo Tight's gradient filter: each pixel was sent as its difference from left + above - above-left."""
+def _reset(state: DecoderState, control: int) -> None:
+    """Tight's control byte: its low four bits reset the zlib streams (done once the rectangle is all here)."""
+    if control & 0x0F:
+        for i in range(4):
+            if control & (1 << i):
+                state.tight[i] = zlib.decompressobj()
+
+
+def _ungradient(data: bytes | bytearray, width: int, height: int) -> bytes:
+    """Undo Tight's gradient filter: each pixel was sent as its difference from left + above - above-left
+    (clamped to 0..255), where those neighbours are the pixels already undone. A pixel needs only the
+    diagonals before its own (row + column), so each diagonal is undone at once."""
     if width * height > MAX_GRADIENT_PIXELS:
         raise RfbLimitExceeded("Tight rectangle", f"a gradient-filtered {width}x{height} rectangle is too large")
-    out = bytearray(data)
-    stride = width * 3
-    for row in range(height):
-        for col in range(width):
-            for c in range(3):
-                i = row * stride + col * 3 + c
-                left = out[i - 3] if col else 0
-                above = out[i - stride] if row else 0
-                corner = out[i - stride - 3] if row and col else 0
-                predicted = min(255, max(0, left + above - corner))
-                out[i] = (data[i] + predicted) & 0xFF
-    return bytes(out)
+    diff = np.frombuffer(data, dtype=np.uint8).reshape(height, width, 3).astype(np.int16)
+    out = np.zeros((height + 1, width + 1, 3), dtype=np.int16)  # a zero row and column before the pixels
+    for d in range(height + width - 1):
+        rows = np.arange(max(0, d - width + 1), min(height, d + 1))
+        cols = d - rows
+        predicted = np.clip(out[rows, cols + 1] + out[rows + 1, cols] - out[rows, cols], 0, 255)
+        out[rows + 1, cols + 1] = (diff[rows, cols] + predicted) & 0xFF
+    return out[1:, 1:].astype(np.uint8).tobytes()

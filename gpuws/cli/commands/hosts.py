@@ -65,51 +65,65 @@ def json_flag() -> OneLineParser:
     return parent
 
 
-def register(sub: Subcommands) -> None:
-    """Register `gpuws hosts` and its actions."""
+ACTIONS = ("add", "edit", "repair", "list", "show", "remove", "import-ssh-config")
+
+
+def register(sub: Subcommands, action: str | None = None) -> None:
+    """Register `gpuws hosts` and its actions; given one of them (`action`, from gpuws.cli.main's
+    quick parser), only that one: `hosts list` built all seven, ~4 ms of its start (#35)."""
     hosts = sub.add_parser("hosts", help="manage host profiles")
     actions = hosts.add_subparsers(dest="hosts_action", metavar="ACTION")
     common = [json_flag()]
 
-    add = actions.add_parser("add", parents=common, help="add a host profile")
-    add.add_argument("name", help="profile name (letters, digits, '.', '_', '-')")
-    _profile_options(add, editing=False)
-    add.set_defaults(handler=guarded(cmd_add))
+    def wanted(name: str) -> bool:
+        return action not in ACTIONS or name == action
 
-    edit = actions.add_parser(
-        "edit", parents=common, help="change settings of a host profile",
-        description="Change the settings given, keep the rest (and anything else in the file, comments too). "
-                    "An empty value ('') clears an optional setting. --editor opens the profile's table in "
-                    "$VISUAL/$EDITOR instead, checks it on save and reopens it with the error until it is "
-                    "valid or left unchanged.")
-    edit.add_argument("name", help="the profile to change")
-    _profile_options(edit, editing=True)
-    edit.add_argument("--editor", action="store_true", help="edit the profile's TOML table in $VISUAL/$EDITOR")
-    edit.set_defaults(handler=guarded(cmd_edit))
+    if wanted("add"):
+        add = actions.add_parser("add", parents=common, help="add a host profile")
+        add.add_argument("name", help="profile name (letters, digits, '.', '_', '-')")
+        _profile_options(add, editing=False)
+        add.set_defaults(handler=guarded(cmd_add))
 
-    repair = actions.add_parser(
-        "repair", parents=common, help="move a damaged profiles file aside and keep its valid profiles",
-        description="Only on request: moves profiles.toml to profiles.toml.corrupt-STAMP (unchanged) and writes "
-                    "back the profiles that are valid. Without it gpuws never moves or rewrites a damaged file.")
-    repair.set_defaults(handler=guarded(cmd_repair))
+    if wanted("edit"):
+        edit = actions.add_parser(
+            "edit", parents=common, help="change settings of a host profile",
+            description="Change the settings given, keep the rest (and anything else in the file, comments too). "
+                        "An empty value ('') clears an optional setting. --editor opens the profile's table in "
+                        "$VISUAL/$EDITOR instead, checks it on save and reopens it with the error until it is "
+                        "valid or left unchanged.")
+        edit.add_argument("name", help="the profile to change")
+        _profile_options(edit, editing=True)
+        edit.add_argument("--editor", action="store_true", help="edit the profile's TOML table in $VISUAL/$EDITOR")
+        edit.set_defaults(handler=guarded(cmd_edit))
 
-    listing = actions.add_parser("list", parents=common, help="list host profiles")
-    listing.set_defaults(handler=guarded(cmd_list))
+    if wanted("repair"):
+        repair = actions.add_parser(
+            "repair", parents=common, help="move a damaged profiles file aside and keep its valid profiles",
+            description="Only on request: moves profiles.toml to profiles.toml.corrupt-STAMP (unchanged) and writes "
+                        "back the profiles that are valid. Without it gpuws never moves or rewrites a damaged file.")
+        repair.set_defaults(handler=guarded(cmd_repair))
 
-    show = actions.add_parser("show", parents=common, help="show one host profile")
-    show.add_argument("name")
-    show.set_defaults(handler=guarded(cmd_show))
+    if wanted("list"):
+        listing = actions.add_parser("list", parents=common, help="list host profiles")
+        listing.set_defaults(handler=guarded(cmd_list))
 
-    remove = actions.add_parser("remove", parents=common, help="remove a host profile and its stored secrets")
-    remove.add_argument("name")
-    remove.set_defaults(handler=guarded(cmd_remove))
+    if wanted("show"):
+        show = actions.add_parser("show", parents=common, help="show one host profile")
+        show.add_argument("name")
+        show.set_defaults(handler=guarded(cmd_show))
 
-    imp = actions.add_parser(
-        "import-ssh-config", parents=common, help="add profiles for the Host entries of an ssh config"
-    )
-    imp.add_argument("path", nargs="?", type=Path, help="config file (default ~/.ssh/config)")
-    imp.add_argument("--dry-run", action="store_true", help="show what would be imported, change nothing")
-    imp.set_defaults(handler=guarded(cmd_import))
+    if wanted("remove"):
+        remove = actions.add_parser("remove", parents=common, help="remove a host profile and its stored secrets")
+        remove.add_argument("name")
+        remove.set_defaults(handler=guarded(cmd_remove))
+
+    if wanted("import-ssh-config"):
+        imp = actions.add_parser(
+            "import-ssh-config", parents=common, help="add profiles for the Host entries of an ssh config"
+        )
+        imp.add_argument("path", nargs="?", type=Path, help="config file (default ~/.ssh/config)")
+        imp.add_argument("--dry-run", action="store_true", help="show what would be imported, change nothing")
+        imp.set_defaults(handler=guarded(cmd_import))
 
 
 def _key_path(raw: str | None) -> str | None:

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import os
 import shlex
-import shutil
 import sys
 import unicodedata
 from collections.abc import Callable, Sequence
@@ -109,7 +108,7 @@ def terminal_argv(
     command: Sequence[str],
     *,
     preferred: str | None = None,
-    which: Callable[[str], str | None] = shutil.which,
+    which: Callable[[str], str | None] | None = None,
     platform: str = sys.platform,
 ) -> list[str]:
     """An argv that opens `command` in a terminal window on this desktop.
@@ -117,6 +116,10 @@ def terminal_argv(
     `preferred` (or $TERMINAL) wins when it is installed. Raises GpuwsError naming what to install
     when no terminal is found.
     """
+    if which is None:
+        import shutil  # here: this module is on every quick command's path, which needs no shutil (#35)
+
+        which = shutil.which
     if platform == "darwin":
         script = f'tell application "Terminal" to do script {shlex.quote(shlex.join(command))}'
         return ["osascript", "-e", script]

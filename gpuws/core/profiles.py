@@ -30,7 +30,7 @@ import typing
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from gpuws.core import paths
 from gpuws.core.errors import ValidationError
@@ -40,10 +40,12 @@ from gpuws.core.recordfile import (
     NamedRecordStore,
     RecordFile,
     RecordFormat,
-    UnknownKey,
     drop_unset,
 )
 from gpuws.core.validation import validate_profile
+
+if TYPE_CHECKING:
+    from gpuws.core.recordproblems import UnknownKey
 
 SCHEMA_VERSION = 1
 PROFILES_FILE = "profiles.toml"
@@ -149,7 +151,10 @@ def _decode_dataclass(cls: type[_D], table: dict[str, Any], prefix: str, unknown
     hints = _hints(cls)
     known = [f.name for f in dataclasses.fields(cls)]  # type: ignore[arg-type]
     # A key we do not know is the user's (a typo, a newer gpuws's field): reported, never fatal.
-    unknown += [UnknownKey(prefix + key, known) for key in table if key not in known]
+    if extra := [key for key in table if key not in known]:
+        from gpuws.core.recordproblems import UnknownKey  # only then (#35)
+
+        unknown += [UnknownKey(prefix + key, known) for key in extra]
     values = {key: _decode_value(hints[key], value, prefix + key, unknown)
               for key, value in table.items() if key in known}
     try:

@@ -34,7 +34,6 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from gpuws.core import paths
 from gpuws.core.errors import ValidationError
-from gpuws.core.jumps import jump_profile_names
 from gpuws.core.models import HostProfile
 from gpuws.core.recordfile import (
     NamedRecordStore,
@@ -293,6 +292,8 @@ class ProfileStore(NamedRecordStore[HostProfile]):
             if clash is not None and clash != index:
                 raise ProfileExists(profile.name)
             others = [p for i, p in enumerate(profiles) if i != index]
+            from gpuws.core.jumps import jump_profile_names  # here: a listing needs no jump parser (#35)
+
             renamed = [dataclasses.replace(p, jump=_renamed_jump(p.jump, previous, profile.name))
                        if previous in jump_profile_names(p.jump) else p for p in others]
             checked = validate_profile(profile, {p.name: p for p in renamed})
@@ -308,6 +309,8 @@ class ProfileStore(NamedRecordStore[HostProfile]):
             index = _find(profiles, name)
             if index is None or profiles[index].name != name:
                 raise ProfileNotFound(name)
+            from gpuws.core.jumps import jump_profile_names
+
             users = sorted(p.name for p in profiles if name in jump_profile_names(p.jump))
             if users:
                 raise ValidationError(

@@ -339,10 +339,10 @@ def validate_jump(
     """The jump host: another profile's name, or a `ProxyJump`-style chain (`gpuws.core.jumps`)
     of profile names and `[user@]host[:port]` addresses. With `known`, every profile named must
     exist and the chain must not loop."""
-    from gpuws.core.jumps import is_profile_reference, parse_jump
-
     if jump is None:
         return None
+    from gpuws.core.jumps import is_profile_reference, parse_jump  # for a profile that has one (#35)
+
     if not isinstance(jump, str) or is_profile_reference(jump) or not jump:
         name = validate_name(jump, "jump")
         names = [name]
@@ -403,6 +403,8 @@ def _check_jump_graph(profile_name: str, names: list[str], known: Mapping[str, H
 
 
 def _jump_names(spec: str | None) -> list[str]:
+    if not spec:  # most profiles: no jump host, and no need of the jump parser (#35)
+        return []
     from gpuws.core.jumps import jump_profile_names
 
     return jump_profile_names(spec)

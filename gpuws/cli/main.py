@@ -172,9 +172,26 @@ def _quick_parser(argv: Sequence[str]) -> argparse.ArgumentParser | None:
     return parser
 
 
+# Command lines whose parse is known without a parser: the listing that scripts run most. A parser
+# costs its build and, for each of its texts, argparse's translation lookup (gettext, importing
+# locale): ~3 ms of `gpuws hosts list`'s start (#35). Each line maps to its command's module, the
+# handler and the values argparse gives (tests/cli/test_lazy_imports.py holds them to argparse's).
+PLAIN_LINES: dict[tuple[str, ...], tuple[str, str, dict[str, object]]] = {
+    ("hosts", "list"): ("hosts", "cmd_list", {"hosts_action": "list", "json": False}),
+    ("hosts", "list", "--json"): ("hosts", "cmd_list", {"hosts_action": "list", "json": True}),
+}
+
+
 def _parse(argv: Sequence[str]) -> argparse.Namespace:
-    """The command line parsed: by the quick parser where there is one and it takes the line,
-    else (`--help`, an error, no command) by the whole parser, which also says any error."""
+    """The command line parsed: a plain line (PLAIN_LINES) as known, else by the quick parser where
+    there is one and it takes the line, else (`--help`, an error, no command) by the whole parser,
+    which also says any error."""
+    plain = PLAIN_LINES.get(tuple(argv))
+    if plain is not None:
+        module, handler, values = plain
+        commands = importlib.import_module(f"gpuws.cli.commands.{module}")
+        return argparse.Namespace(demo=False, screenshot=None, command=argv[0],
+                                  handler=getattr(commands, handler), **values)
     quick = _quick_parser(argv)
     if quick is not None:
         try:

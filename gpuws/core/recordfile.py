@@ -121,7 +121,7 @@ class FileState:
         return lines
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)  # compared by identity: no __eq__ and __hash__ to build at import (#35)
 class RecordFormat(Generic[_T]):
     """What one kind of record file is.
 

@@ -13,7 +13,6 @@ terminal, fonts and keys, and the command can be copied and pasted anywhere.
 from __future__ import annotations
 
 import os
-import shlex
 import sys
 import unicodedata
 from collections.abc import Callable, Sequence
@@ -87,6 +86,8 @@ def ssh_argv(profile: HostProfile, lookup: Callable[[str], HostProfile]) -> list
 
 def ssh_command_line(profile: HostProfile, lookup: Callable[[str], HostProfile]) -> str:
     """The same command as one shell-quoted line, for the clipboard."""
+    import shlex  # not at import: this module is on every quick command's path (#35)
+
     return shlex.join(ssh_argv(profile, lookup))
 
 
@@ -121,6 +122,8 @@ def terminal_argv(
 
         which = shutil.which
     if platform == "darwin":
+        import shlex
+
         script = f'tell application "Terminal" to do script {shlex.quote(shlex.join(command))}'
         return ["osascript", "-e", script]
     if platform.startswith("win"):

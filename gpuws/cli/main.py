@@ -118,8 +118,7 @@ def _top_parser(cls: type[_TopParser]) -> tuple[_TopParser, argparse._SubParsers
         "--demo", action="store_true", help="open the window connected to the built-in simulated GPU host"
     )
     parser.add_argument("--screenshot", metavar="PATH", help="render the main window offscreen to a PNG and exit")
-    # `prog` given: argparse would lay out the usage line to find it, reading the terminal's width (#35).
-    return parser, parser.add_subparsers(dest="command", metavar="COMMAND", prog=parser.prog)
+    return parser, parser.add_subparsers(dest="command", metavar="COMMAND")
 
 
 def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:

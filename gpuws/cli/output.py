@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import argparse
 import sys
-from collections.abc import Callable, Sequence
-from typing import Any, NoReturn, TypeAlias, cast
+from collections.abc import Sequence
+from typing import Any, NoReturn, TypeAlias
 
 from gpuws.core.simulation import SIM_LABEL
 
@@ -40,23 +40,6 @@ class OneLineParser(argparse.ArgumentParser):
         command = self.prog.removeprefix("gpuws").strip()
         text = f"{command}: {message}" if command else message
         self.exit(2, f"gpuws: error: {printable(text)} (see {printable(self.prog)} --help)\n")
-
-    _checking = False
-
-    def add_argument(self, *args: Any, **kwargs: Any) -> argparse.Action:
-        """argparse's. It makes a help formatter to check the option's metavar, and a formatter
-        reads the terminal's width, importing shutil (and bz2, lzma, zlib): ~2 ms of a quick
-        command's start for a width that check never uses (#35)."""
-        self._checking = True
-        try:
-            return super().add_argument(*args, **kwargs)
-        finally:
-            self._checking = False
-
-    def _get_formatter(self) -> argparse.HelpFormatter:
-        if self._checking:  # any width: the metavar check lays out nothing
-            return cast(Callable[..., argparse.HelpFormatter], self.formatter_class)(prog=self.prog, width=80)
-        return super()._get_formatter()
 
 
 def whole_number(text: str) -> int:

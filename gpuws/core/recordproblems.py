@@ -10,7 +10,6 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 
 @dataclass(frozen=True)
@@ -27,7 +26,7 @@ class FileProblem:
         where = str(self.path) + (f":{self.line}" if self.line else "") + (f":{self.column}" if self.column else "")
         return f"{where}: {self.key}: {self.message}" if self.key else f"{where}: {self.message}"
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, int | str | None]:
         """The `--json` shape: {"line", "key", "message"}."""
         return {"line": self.line, "key": self.key, "message": self.message}
 

@@ -72,10 +72,11 @@ def register(sub: Subcommands, action: str | None = None) -> None:
     """Register `gpuws hosts` and its actions; given one of them (`action`, from gpuws.cli.main's
     quick parser), only that one: `hosts list` built all seven, ~4 ms of its start (#35)."""
     hosts = sub.add_parser("hosts", help="manage host profiles")
-    actions = hosts.add_subparsers(dest="hosts_action", metavar="ACTION", prog=hosts.prog)  # see gpuws.cli.main
+    actions = hosts.add_subparsers(dest="hosts_action", metavar="ACTION")
     common = [json_flag()]
 
     def wanted(name: str) -> bool:
+        """Whether to build action `name`: every one, unless the command line names one."""
         return action not in ACTIONS or name == action
 
     if wanted("add"):

@@ -3,21 +3,24 @@
 Each subcommand lives in its own module under `gpuws.cli.commands` and exposes
 `register(subparsers)`; handlers return an exit code. Only the module of the command given is
 imported (see `LAZY_COMMANDS`), and heavy imports (Qt, asyncssh, paramiko, keyring) happen inside
-handlers, so `gpuws --version`, `gpuws --help` and `gpuws hosts list` start quickly.
+handlers, so `gpuws --version`, `gpuws --help` and `gpuws hosts list` start quickly. The parsers
+themselves are gpuws.cli.parsing's; the lines in `PLAIN_LINES` need none.
 """
 
 from __future__ import annotations
 
-import argparse
 import importlib
 import os
 import sys
 from collections.abc import Sequence
-from typing import NoReturn
+from types import SimpleNamespace
+from typing import TYPE_CHECKING, cast
 
-from gpuws.cli.entry import VERSION_LINE
-from gpuws.cli.output import OneLineParser, fail, undecodable_argument
+from gpuws.cli.output import fail, undecodable_argument
 from gpuws.core.errors import GpuwsError
+
+if TYPE_CHECKING:
+    import argparse
 
 # The one table (gpuws.app.errors), applied below to every error a command lets through, and
 # printed by `gpuws --help`: imported for those only (a quick command needs neither, #35).
@@ -94,83 +97,6 @@ def _command_in(argv: Sequence[str]) -> str | None:
     return None
 
 
-class _TopParser(OneLineParser):
-    """`gpuws` itself: its help ends with the exit-status table, read from the error table only
-    when the help is printed."""
-
-    def format_help(self) -> str:
-        """Qt-free argparse: the help text, the exit-status table as its epilog."""
-        from gpuws.app.errors import EXIT_STATUS_TABLE
-
-        self.epilog = EXIT_STATUS_TABLE
-        return super().format_help()
-
-
-def _top_parser(cls: type[_TopParser]) -> tuple[_TopParser, argparse._SubParsersAction[_TopParser]]:
-    """`gpuws` and its options, with the group its commands are added to."""
-    parser = cls(
-        prog="gpuws",
-        description="Workstation manager for cloud GPU sessions. Run without a command to open the window.",
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
-    parser.add_argument("--version", action="version", version=VERSION_LINE)
-    parser.add_argument(
-        "--demo", action="store_true", help="open the window connected to the built-in simulated GPU host"
-    )
-    parser.add_argument("--screenshot", metavar="PATH", help="render the main window offscreen to a PNG and exit")
-    return parser, parser.add_subparsers(dest="command", metavar="COMMAND")
-
-
-def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
-    """The `gpuws` parser; given the command line, only the module of its command is imported."""
-    parser, sub = _top_parser(_TopParser)
-    wanted = LAZY_COMMANDS.get(_command_in(argv) or "", ("",))[0] if argv is not None else None
-    lazy_modules = {module for module, _ in LAZY_COMMANDS.values()}
-    for name in COMMAND_MODULES:
-        if wanted is not None and name in lazy_modules and name != wanted:
-            # Listed in `gpuws --help`, never run: the command given belongs to another module.
-            for command, (module, text) in LAZY_COMMANDS.items():
-                if module == name:
-                    sub.add_parser(command, help=text, add_help=False)
-            continue
-        importlib.import_module(f"gpuws.cli.commands.{name}").register(sub)
-    return parser
-
-
-class _ParseAgain(Exception):
-    """The quick parser met something it cannot judge alone: `build_parser`'s parses the line again."""
-
-
-class _QuickParser(_TopParser):
-    """The quick parser's class, and its sub-parsers' (argparse makes them of their parent's class)."""
-
-    def error(self, message: str) -> NoReturn:
-        """Not said here: the whole parser says it, with every command listed (#35)."""
-        raise _ParseAgain(message)
-
-
-# The modules whose `register(sub, action)` can build only the action a command line names.
-ONE_ACTION_AT_A_TIME = frozenset({"hosts"})
-
-
-def _quick_parser(argv: Sequence[str]) -> argparse.ArgumentParser | None:
-    """For a command line that starts with a command: a parser of that command alone (of its action
-    alone where its module can), None for any other line. `gpuws hosts list` built 30 parsers
-    (every command listed, every hosts action) for the one it runs: ~5 ms of a 40 ms start (#35).
-    It is right for every line that parses; at any error `main` parses the line again with the
-    whole parser (`build_parser`), so messages and listings are exactly as before."""
-    if not argv or argv[0] not in LAZY_COMMANDS:  # a top-level option first (--help) needs the whole parser
-        return None
-    module = LAZY_COMMANDS[argv[0]][0]
-    parser, sub = _top_parser(_QuickParser)
-    register = importlib.import_module(f"gpuws.cli.commands.{module}").register
-    if module in ONE_ACTION_AT_A_TIME and len(argv) > 1:
-        register(sub, argv[1])
-    else:
-        register(sub)
-    return parser
-
-
 # Command lines whose parse is known without a parser: the listing that scripts run most. A parser
 # costs its build and, for each of its texts, argparse's translation lookup (gettext, importing
 # locale): ~3 ms of `gpuws hosts list`'s start (#35). Each line maps to its command's module, the
@@ -181,23 +107,27 @@ PLAIN_LINES: dict[tuple[str, ...], tuple[str, str, dict[str, object]]] = {
 }
 
 
+def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
+    """The `gpuws` parser (gpuws.cli.parsing); given the command line, only the module of its command
+    is imported."""
+    from gpuws.cli import parsing
+
+    return parsing.build_parser(argv)
+
+
 def _parse(argv: Sequence[str]) -> argparse.Namespace:
-    """The command line parsed: a plain line (PLAIN_LINES) as known, else by the quick parser where
-    there is one and it takes the line, else (`--help`, an error, no command) by the whole parser,
-    which also says any error."""
+    """The command line parsed: a plain line (PLAIN_LINES) as known, any other by argparse
+    (gpuws.cli.parsing.parse)."""
     plain = PLAIN_LINES.get(tuple(argv))
-    if plain is not None:
-        module, handler, values = plain
-        commands = importlib.import_module(f"gpuws.cli.commands.{module}")
-        return argparse.Namespace(demo=False, screenshot=None, command=argv[0],
-                                  handler=getattr(commands, handler), **values)
-    quick = _quick_parser(argv)
-    if quick is not None:
-        try:
-            return quick.parse_args(argv)
-        except _ParseAgain:
-            pass
-    return build_parser(argv).parse_args(argv)
+    if plain is None:
+        from gpuws.cli import parsing
+
+        return parsing.parse(argv)
+    module, handler, values = plain
+    commands = importlib.import_module(f"gpuws.cli.commands.{module}")
+    # What argparse.Namespace is (an object of attributes), without importing argparse for it.
+    parsed = SimpleNamespace(demo=False, screenshot=None, command=argv[0], handler=getattr(commands, handler), **values)
+    return cast("argparse.Namespace", parsed)
 
 
 def _is_timeout(exc: BaseException) -> bool:

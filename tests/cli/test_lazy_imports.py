@@ -139,13 +139,14 @@ def test_watch_streams_without_numpy_or_qt(tmp_path: Path) -> None:
 # A profiles file as users have them (no problem to report): the clean read's path.
 CLEAN = ('schema_version = 1\n\n[[hosts]]\nname = "bastion"\nhost = "bastion.example.com"\n\n'
          '[[hosts]]\nname = "gpu"\nhost = "10.0.3.17"\nport = 2222\nuser = "ml"\ntags = ["train"]\n')
-# What a clean listing never needs (#35, the last pass): the parsers of other commands and actions,
+# What a clean listing never needs (#35, the last pass): argparse (its line is parsed as known) and the
+# parsers of other commands and actions,
 # shutil (bz2, lzma) for a terminal width nothing lays out, platformdirs (tempfile, random) for a
 # directory XDG names, locale (argparse's translation lookup, once per text of each parser built),
 # the record file's problem types, and the jump parser for profiles without a jump host.
 NOT_FOR_A_CLEAN_LISTING = (
     "gpuws.cli.commands.secret", "gpuws.cli.commands.session", "gpuws.cli.commands.fleet",
-    "shutil", "tempfile", "platformdirs", "locale", "gpuws.core.recordproblems", "gpuws.core.jumps",
+    "argparse", "shutil", "tempfile", "platformdirs", "locale", "gpuws.core.recordproblems", "gpuws.core.jumps",
 )
 
 

@@ -3,7 +3,6 @@ repair a damaged profiles file (only when asked)."""
 
 from __future__ import annotations
 
-import argparse
 import dataclasses
 import functools
 import os
@@ -11,9 +10,9 @@ import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from gpuws.cli.output import OneLineParser, Subcommands, fail, print_json
+from gpuws.cli.output import fail, print_json
 from gpuws.core.errors import ValidationError
 from gpuws.core.models import AddressFrom, AuthMethod, HostProfile, ProviderInfo, SecretKind
 from gpuws.core.profiles import ProfileStore, profile_to_dict
@@ -27,7 +26,13 @@ from gpuws.core.validation import (
     validate_slice_profile,
 )
 
-Handler = Callable[[argparse.Namespace], int]
+if TYPE_CHECKING:  # argparse only where parsers are built: `hosts list` is parsed without it (#35)
+    import argparse
+
+    from gpuws.cli.output import Subcommands
+    from gpuws.cli.parsing import OneLineParser
+
+    Handler = Callable[[argparse.Namespace], int]
 
 
 def guarded(handler: Handler) -> Handler:
@@ -60,6 +65,8 @@ def profile_store(*, broken_too: bool = True) -> Iterator[ProfileStore]:
 def json_flag() -> OneLineParser:
     """A parent parser giving a subcommand `--json` (a OneLineParser, the class of the parsers it
     is a parent of; argparse reads only its arguments)."""
+    from gpuws.cli.parsing import OneLineParser
+
     parent = OneLineParser(add_help=False)
     parent.add_argument("--json", action="store_true", help="print JSON for scripts")
     return parent
@@ -140,6 +147,8 @@ def _key_path(raw: str | None) -> str | None:
 def _profile_options(parser: argparse.ArgumentParser, *, editing: bool) -> None:
     """Every setting of a profile as an option; the same for `hosts add` and `hosts edit` (where
     nothing is required and an option not given leaves the setting as it is)."""
+    import argparse
+
     # Numbers are parsed by the validators, so a bad value gets the same one-line error as the rest.
     parser.add_argument("--host", required=not editing, help="DNS name, IPv4 or IPv6 address")
     parser.add_argument("--port", default=None if editing else "22", help="SSH port (default 22)")

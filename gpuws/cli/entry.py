@@ -13,6 +13,9 @@ import signal
 import sys
 from types import FrameType
 
+from gpuws import __version__
+
+VERSION_LINE = f"gpuws {__version__}"  # what `gpuws --version` prints (also gpuws.cli.main's parser)
 EXIT_INTERRUPTED = 130
 INTERRUPTED_LINE = "gpuws: interrupted\n"
 EXIT_BROKEN_PIPE = 1  # "other error" in the one exit-status table
@@ -30,6 +33,11 @@ def run() -> None:
     if previous is signal.default_int_handler:  # not when Ctrl-C is ignored (a background job)
         signal.signal(signal.SIGINT, _interrupted_while_starting)
     try:
+        if sys.argv[1:] == ["--version"]:
+            # What argparse's version action prints, without importing the parser and every
+            # module it needs to say it (#35).
+            print(VERSION_LINE, flush=True)
+            sys.exit(0)
         from gpuws.cli.main import main
 
         # Inside the try (issue 27): a Ctrl-C that was pending while the handler is put back is

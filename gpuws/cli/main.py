@@ -3,20 +3,24 @@
 Each subcommand lives in its own module under `gpuws.cli.commands` and exposes
 `register(subparsers)`; handlers return an exit code. Only the module of the command given is
 imported (see `LAZY_COMMANDS`), and heavy imports (Qt, asyncssh, paramiko, keyring) happen inside
-handlers, so `gpuws --version`, `gpuws --help` and `gpuws hosts list` start quickly.
+handlers, so `gpuws --version`, `gpuws --help` and `gpuws hosts list` start quickly. The parsers
+themselves are gpuws.cli.parsing's; the lines in `PLAIN_LINES` need none.
 """
 
 from __future__ import annotations
 
-import argparse
 import importlib
 import os
 import sys
 from collections.abc import Sequence
+from types import SimpleNamespace
+from typing import TYPE_CHECKING, cast
 
-from gpuws import __version__
-from gpuws.cli.output import OneLineParser, fail, undecodable_argument
+from gpuws.cli.output import fail, undecodable_argument
 from gpuws.core.errors import GpuwsError
+
+if TYPE_CHECKING:
+    import argparse
 
 # The one table (gpuws.app.errors), applied below to every error a command lets through, and
 # printed by `gpuws --help`: imported for those only (a quick command needs neither, #35).
@@ -93,42 +97,37 @@ def _command_in(argv: Sequence[str]) -> str | None:
     return None
 
 
-class _TopParser(OneLineParser):
-    """`gpuws` itself: its help ends with the exit-status table, read from the error table only
-    when the help is printed."""
-
-    def format_help(self) -> str:
-        """Qt-free argparse: the help text, the exit-status table as its epilog."""
-        from gpuws.app.errors import EXIT_STATUS_TABLE
-
-        self.epilog = EXIT_STATUS_TABLE
-        return super().format_help()
+# Command lines whose parse is known without a parser: the listing that scripts run most. A parser
+# costs its build and, for each of its texts, argparse's translation lookup (gettext, importing
+# locale): ~3 ms of `gpuws hosts list`'s start (#35). Each line maps to its command's module, the
+# handler and the values argparse gives (tests/cli/test_lazy_imports.py holds them to argparse's).
+PLAIN_LINES: dict[tuple[str, ...], tuple[str, str, dict[str, object]]] = {
+    ("hosts", "list"): ("hosts", "cmd_list", {"hosts_action": "list", "json": False}),
+    ("hosts", "list", "--json"): ("hosts", "cmd_list", {"hosts_action": "list", "json": True}),
+}
 
 
 def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
-    """The `gpuws` parser; given the command line, only the module of its command is imported."""
-    parser = _TopParser(
-        prog="gpuws",
-        description="Workstation manager for cloud GPU sessions. Run without a command to open the window.",
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
-    parser.add_argument("--version", action="version", version=f"gpuws {__version__}")
-    parser.add_argument(
-        "--demo", action="store_true", help="open the window connected to the built-in simulated GPU host"
-    )
-    parser.add_argument("--screenshot", metavar="PATH", help="render the main window offscreen to a PNG and exit")
-    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
-    wanted = LAZY_COMMANDS.get(_command_in(argv) or "", ("",))[0] if argv is not None else None
-    lazy_modules = {module for module, _ in LAZY_COMMANDS.values()}
-    for name in COMMAND_MODULES:
-        if wanted is not None and name in lazy_modules and name != wanted:
-            # Listed in `gpuws --help`, never run: the command given belongs to another module.
-            for command, (module, text) in LAZY_COMMANDS.items():
-                if module == name:
-                    sub.add_parser(command, help=text, add_help=False)
-            continue
-        importlib.import_module(f"gpuws.cli.commands.{name}").register(sub)
-    return parser
+    """The `gpuws` parser (gpuws.cli.parsing); given the command line, only the module of its command
+    is imported."""
+    from gpuws.cli import parsing
+
+    return parsing.build_parser(argv)
+
+
+def _parse(argv: Sequence[str]) -> argparse.Namespace:
+    """The command line parsed: a plain line (PLAIN_LINES) as known, any other by argparse
+    (gpuws.cli.parsing.parse)."""
+    plain = PLAIN_LINES.get(tuple(argv))
+    if plain is None:
+        from gpuws.cli import parsing
+
+        return parsing.parse(argv)
+    module, handler, values = plain
+    commands = importlib.import_module(f"gpuws.cli.commands.{module}")
+    # What argparse.Namespace is (an object of attributes), without importing argparse for it.
+    parsed = SimpleNamespace(demo=False, screenshot=None, command=argv[0], handler=getattr(commands, handler), **values)
+    return cast("argparse.Namespace", parsed)
 
 
 def _is_timeout(exc: BaseException) -> bool:
@@ -141,8 +140,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     undecodable = undecodable_argument(sys.argv[1:] if argv is None else argv)
     if undecodable is not None:  # issue 13: refused here rather than a traceback on save or print
         return fail(undecodable, 2)
-    parser = build_parser(list(argv) if argv is not None else sys.argv[1:])
-    args = parser.parse_args(argv)
+    args = _parse(list(argv) if argv is not None else sys.argv[1:])
     if args.command is None:
         from gpuws.ui.app import run_gui
 

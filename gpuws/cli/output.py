@@ -1,18 +1,24 @@
-"""Shared CLI output helpers: JSON for scripts, one clear line for people."""
+"""Shared CLI output helpers: JSON for scripts, one clear line for people. No argparse here: a
+command line parsed without it (gpuws.cli.main.PLAIN_LINES) prints through this module (#35)."""
 
 from __future__ import annotations
 
-import argparse
-import json
 import sys
 from collections.abc import Sequence
-from typing import Any, NoReturn, TypeAlias
+from typing import TYPE_CHECKING, Any, TypeAlias
 
 from gpuws.core.simulation import SIM_LABEL
+
+if TYPE_CHECKING:
+    import argparse
+
+    from gpuws.cli.parsing import OneLineParser
 
 
 def print_json(obj: Any) -> None:
     """Print one JSON document (or one JSON line) to stdout."""
+    import json  # for --json only: `gpuws hosts list` prints text (#35)
+
     print(json.dumps(obj, default=str, sort_keys=False), flush=True)
 
 
@@ -27,23 +33,11 @@ def fail(message: str, code: int = 1) -> int:
     return code
 
 
-class OneLineParser(argparse.ArgumentParser):
-    """argparse with usage errors as one printable line (`gpuws: error: ...`, exit status 2): the
-    user's own arguments are echoed escaped (no ESC, OSC or bidi override reaches the terminal),
-    and the usage text is left to `--help`. Subcommand parsers inherit it."""
-
-    def error(self, message: str) -> NoReturn:
-        """Exit with status 2 and one printable line naming the command."""
-        from gpuws.core.terminal import printable
-
-        command = self.prog.removeprefix("gpuws").strip()
-        text = f"{command}: {message}" if command else message
-        self.exit(2, f"gpuws: error: {printable(text)} (see {printable(self.prog)} --help)\n")
-
-
 def whole_number(text: str) -> int:
     """argparse `type` of every whole-number option: ASCII digits only, through the one number
     parser (`int` would take "٣" as 3); a refusal is argparse's one-line usage error, status 2."""
+    import argparse
+
     from gpuws.core.errors import ValidationError
     from gpuws.core.validation import parse_whole_number
 
@@ -56,6 +50,8 @@ def whole_number(text: str) -> int:
 def decimal_number(text: str) -> float:
     """argparse `type` of every decimal option (seconds, prices): ASCII digits and one '.', no
     exponent, nan or inf, through the one number parser."""
+    import argparse
+
     from gpuws.core.errors import ValidationError
     from gpuws.core.validation import parse_decimal
 

@@ -15,12 +15,13 @@ from dataclasses import dataclass
 
 from gpuws.core.errors import GpuwsError, ValidationError
 from gpuws.core.models import AuthMethod, HostProfile
-from gpuws.core.validation import MAX_JUMP_DEPTH, NAME_RE
+from gpuws.core.validation import MAX_JUMP_DEPTH, NAME_PATTERN
 
 MAX_JUMP_HOPS = MAX_JUMP_DEPTH
 # [user@]host[:port], host may be [IPv6]; ssh:// may stand in front.
-_ADDRESS_RE = re.compile(
-    r"(?:ssh://)?(?:(?P<user>[^@/\s]+)@)?(?P<host>\[[^\]\s]+\]|[^:@/\s\[\]]+)(?::(?P<port>\d{1,5}))?/?", re.ASCII)
+# Compiled (and cached) by `re` at first use, as gpuws.core.validation's patterns (#35).
+_ADDRESS_PATTERN = (
+    r"(?a)(?:ssh://)?(?:(?P<user>[^@/\s]+)@)?(?P<host>\[[^\]\s]+\]|[^:@/\s\[\]]+)(?::(?P<port>\d{1,5}))?/?")
 
 
 class JumpChainError(GpuwsError):
@@ -49,7 +50,7 @@ class JumpHop:
 
 def is_profile_reference(spec: str) -> bool:
     """Whether `spec` is one profile name (the form older profiles always have)."""
-    return NAME_RE.fullmatch(spec) is not None
+    return re.fullmatch(NAME_PATTERN, spec) is not None
 
 
 def parse_jump(spec: str) -> list[JumpHop]:
@@ -63,7 +64,7 @@ def parse_jump(spec: str) -> list[JumpHop]:
         if is_profile_reference(part):
             hops.append(JumpHop(profile=part))
             continue
-        match = _ADDRESS_RE.fullmatch(part)
+        match = re.fullmatch(_ADDRESS_PATTERN, part)
         if match is None or not part:
             raise ValidationError("jump", "each jump host is a profile name or [user@]host[:port]")
         port = int(match.group("port")) if match.group("port") else None

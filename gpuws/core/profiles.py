@@ -30,20 +30,21 @@ import typing
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from gpuws.core import paths
 from gpuws.core.errors import ValidationError
-from gpuws.core.jumps import jump_profile_names
 from gpuws.core.models import HostProfile
 from gpuws.core.recordfile import (
     NamedRecordStore,
     RecordFile,
     RecordFormat,
-    UnknownKey,
     drop_unset,
 )
 from gpuws.core.validation import validate_profile
+
+if TYPE_CHECKING:
+    from gpuws.core.recordproblems import UnknownKey
 
 SCHEMA_VERSION = 1
 PROFILES_FILE = "profiles.toml"
@@ -149,7 +150,10 @@ def _decode_dataclass(cls: type[_D], table: dict[str, Any], prefix: str, unknown
     hints = _hints(cls)
     known = [f.name for f in dataclasses.fields(cls)]  # type: ignore[arg-type]
     # A key we do not know is the user's (a typo, a newer gpuws's field): reported, never fatal.
-    unknown += [UnknownKey(prefix + key, known) for key in table if key not in known]
+    if extra := [key for key in table if key not in known]:
+        from gpuws.core.recordproblems import UnknownKey  # only then (#35)
+
+        unknown += [UnknownKey(prefix + key, known) for key in extra]
     values = {key: _decode_value(hints[key], value, prefix + key, unknown)
               for key, value in table.items() if key in known}
     try:
@@ -288,6 +292,8 @@ class ProfileStore(NamedRecordStore[HostProfile]):
             if clash is not None and clash != index:
                 raise ProfileExists(profile.name)
             others = [p for i, p in enumerate(profiles) if i != index]
+            from gpuws.core.jumps import jump_profile_names  # here: a listing needs no jump parser (#35)
+
             renamed = [dataclasses.replace(p, jump=_renamed_jump(p.jump, previous, profile.name))
                        if previous in jump_profile_names(p.jump) else p for p in others]
             checked = validate_profile(profile, {p.name: p for p in renamed})
@@ -303,6 +309,8 @@ class ProfileStore(NamedRecordStore[HostProfile]):
             index = _find(profiles, name)
             if index is None or profiles[index].name != name:
                 raise ProfileNotFound(name)
+            from gpuws.core.jumps import jump_profile_names
+
             users = sorted(p.name for p in profiles if name in jump_profile_names(p.jump))
             if users:
                 raise ValidationError(

@@ -44,6 +44,8 @@ from gpuws.core.nesting import NestingTooDeep, load_toml
 if TYPE_CHECKING:
     from filelock import FileLock
 
+    from gpuws.core.recordproblems import BrokenRecord, FileProblem, RecoveryNotice, UnknownKey
+
 LOCK_TIMEOUT_S = 30.0
 MAX_FILE_BYTES = 8 * 1024 * 1024  # thousands of records fit in well under 1 MiB
 BOM = b"\xef\xbb\xbf"
@@ -80,25 +82,6 @@ class NewerFileRefused(ProfileStoreError):
     """`repair` of a file a newer gpuws wrote: refused, the file is left as it is."""
 
 
-@dataclass(frozen=True)
-class FileProblem:
-    """One thing wrong in a record file, where it is: `path:line[:column]: key: message`."""
-
-    path: Path
-    line: int | None
-    key: str | None
-    message: str
-    column: int | None = None
-
-    def __str__(self) -> str:
-        where = str(self.path) + (f":{self.line}" if self.line else "") + (f":{self.column}" if self.column else "")
-        return f"{where}: {self.key}: {self.message}" if self.key else f"{where}: {self.message}"
-
-    def to_dict(self) -> dict[str, Any]:
-        """The `--json` shape: {"line", "key", "message"}."""
-        return {"line": self.line, "key": self.key, "message": self.message}
-
-
 class BrokenRecordError(RefusedInput):
     """A command named a record that is in the file but broken (exit status 2, file:line:key)."""
 
@@ -108,29 +91,18 @@ class BrokenRecordError(RefusedInput):
         self.problem = problem
 
 
-@dataclass(frozen=True)
-class BrokenRecord:
-    """A record left in the file but not usable, with why."""
+def _file_problem(path: Path, line: int | None, key: str | None, message: str,
+                 column: int | None = None) -> FileProblem:
+    """A FileProblem (its module is imported only when there is one, #35)."""
+    from gpuws.core.recordproblems import FileProblem
 
-    name: str | None  # None when the record has no usable name
-    number: int  # its place among the file's records, from 1
-    problem: FileProblem
-
-
-@dataclass(frozen=True)
-class RecoveryNotice:
-    """What `repair` did: where the original bytes went."""
-
-    backup_path: Path
-    message: str
+    return FileProblem(path, line, key, message, column)
 
 
-@dataclass(frozen=True)
-class UnknownKey:
-    """A key a record's decoder did not know (dotted for nested tables) and the keys it knows there."""
+def _broken_record(name: str | None, number: int, problem: FileProblem) -> BrokenRecord:
+    from gpuws.core.recordproblems import BrokenRecord
 
-    key: str
-    known: Sequence[str]
+    return BrokenRecord(name, number, problem)
 
 
 @dataclass
@@ -149,7 +121,7 @@ class FileState:
         return lines
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)  # compared by identity: no __eq__ and __hash__ to build at import (#35)
 class RecordFormat(Generic[_T]):
     """What one kind of record file is.
 
@@ -175,12 +147,13 @@ class RecordFormat(Generic[_T]):
 # -- reading ----------------------------------------------------------------------------------------
 
 
-_TOML_AT = re.compile(r"\(at line (\d+), column (\d+)\)")
+# Patterns used only on a damaged file: compiled (and cached) by `re` at their first use (#35).
+_TOML_AT = r"\(at line (\d+), column (\d+)\)"
 
 
 def _toml_error_at(exc: tomllib.TOMLDecodeError, text: str) -> tuple[int, int | None]:
     """Line and column of a TOML error (tomllib only says them in its message)."""
-    found = _TOML_AT.search(str(exc))
+    found = re.search(_TOML_AT, str(exc))
     if found:
         return int(found.group(1)), int(found.group(2))
     return text.count("\n") + 1, None  # "at end of document"
@@ -195,13 +168,23 @@ class _Lines:
     def __init__(self, text: str, key: str, spans: list[tuple[int, int]] | None = None) -> None:
         self.lines = text.split("\n")  # lines as TOML counts them (only \n ends one)
         self.key = key
-        if spans is None:
-            header = re.compile(rf"^\s*\[\[\s*(?:{re.escape(key)}|\"{re.escape(key)}\")\s*\]\]\s*(?:#.*)?$")
+        self._spans = spans
+
+    @property
+    def spans(self) -> list[tuple[int, int]]:
+        """Each record's first and last line; found when first asked: only a problem's line needs them (#35)."""
+        if self._spans is None:
+            key = re.escape(self.key)
+            header = re.compile(rf"^\s*\[\[\s*(?:{key}|\"{key}\")\s*\]\]\s*(?:#.*)?$")
             starts = [n for n, line in enumerate(self.lines, start=1) if header.match(line)]
-            spans = [(first, (starts[i + 1] - 1) if i + 1 < len(starts) else len(self.lines))
-                     for i, first in enumerate(starts)]
-        self.spans = spans
-        self.headers = [first for first, _ in spans]
+            self._spans = [(first, (starts[i + 1] - 1) if i + 1 < len(starts) else len(self.lines))
+                           for i, first in enumerate(starts)]
+        return self._spans
+
+    @property
+    def headers(self) -> list[int]:
+        """The line of each record's header."""
+        return [first for first, _ in self.spans]
 
     def record(self, index: int) -> int | None:
         """The line of the `[[key]]` header of record `index` (0-based)."""
@@ -275,15 +258,16 @@ class Loaded(Generic[_T]):
     chunks: list[str] | None = None
 
 
-@dataclass
 class _Piece:
-    """A part of a damaged file, cut at table headers: the preamble, a record, or another table."""
+    """A part of a damaged file, cut at table headers: the preamble, a record, or another table.
+    (A plain class: a dataclass costs its build at every start, for damaged files only, #35.)"""
 
-    kind: str  # "preamble", "record" ([[key]], also [key] or a header cut short), "other"
-    first: int  # its first line, from 1 (a comment above its header, or the header)
-    data: bytearray = field(default_factory=bytearray)
-    last: int = 0  # its last line
-    header: int = 0  # its header's line
+    def __init__(self, kind: str, first: int, *, header: int = 0) -> None:
+        self.kind = kind  # "preamble", "record" ([[key]], also [key] or a header cut short), "other"
+        self.first = first  # its first line, from 1 (a comment above its header, or the header)
+        self.data = bytearray()
+        self.last = 0  # its last line
+        self.header = header  # its header's line
 
     @property
     def text(self) -> str:
@@ -292,14 +276,15 @@ class _Piece:
 
 
 # A table header, also one cut short (`[[hos`); not an array's line such as `["a"],`.
-_HEADER_LINE = re.compile(r"^\s*\[\[?\s*(?P<name>[^\[\]#,=]*?)\s*(?:\]\]?)?\s*(?:#.*)?$")
-_NAME_LINE = re.compile(r"""^\s*(?:name|"name")\s*=\s*(?:"([^"\\]*)"|'([^']*)')""", re.MULTILINE)
+# Damaged files only: compiled by `re` at first use, as _TOML_AT.
+_HEADER_LINE = r"^\s*\[\[?\s*(?P<name>[^\[\]#,=]*?)\s*(?:\]\]?)?\s*(?:#.*)?$"
+_NAME_LINE = r"""(?m)^\s*(?:name|"name")\s*=\s*(?:"([^"\\]*)"|'([^']*)')"""
 
 
 def _header_kind(line: str, key: str) -> str | None:
     """'record' for a record's header (`[[key]]`, also `[key]` or one cut short), 'sub' for a table
     inside a record (`[key.alerts]`), 'other' for any other table header, None for no header."""
-    found = _HEADER_LINE.match(line)
+    found = re.match(_HEADER_LINE, line)
     if found is None:
         return None
     parts = [p.strip().strip("\"'") for p in found.group("name").split(".")]
@@ -351,7 +336,7 @@ def _parse_piece(piece: _Piece) -> tuple[Table | None, tuple[int, int | None, st
     except tomllib.TOMLDecodeError as exc:
         line, column = _toml_error_at(exc, text)
         # "at end of document" is the piece's last line, not the next piece's first
-        reason = _TOML_AT.sub("", str(exc)).strip()
+        reason = re.sub(_TOML_AT, "", str(exc)).strip()
         return None, (min(piece.first + line - 1, piece.last), column, f"is not valid TOML ({reason})")
     except RecursionError:  # tomllib recurses per nesting level: a hostile file can exhaust it
         return None, (piece.header, None, "is nested too deeply")
@@ -384,7 +369,7 @@ def parse_records(raw: bytes, path: Path, fmt: RecordFormat[_T]) -> Loaded[_T]:
     state = FileState()
 
     def problem(line: int | None, key: str | None, message: str, column: int | None = None) -> FileProblem:
-        return FileProblem(path, line, key, message, column)
+        return _file_problem(path, line, key, message, column)
 
     gone_to = f"gpuws will not write it until it is fixed (or `{fmt.repair}` moves it aside)"
     try:
@@ -401,7 +386,7 @@ def parse_records(raw: bytes, path: Path, fmt: RecordFormat[_T]) -> Loaded[_T]:
         return _recover(body, bom, path, fmt, state)
     except tomllib.TOMLDecodeError as exc:
         line, column = _toml_error_at(exc, text)
-        reason = _TOML_AT.sub("", str(exc)).strip()
+        reason = re.sub(_TOML_AT, "", str(exc)).strip()
         state.read_only = problem(line, None, f"is not valid TOML ({reason}); {gone_to}", column)
         return _recover(body, bom, path, fmt, state)
     except RecursionError:  # tomllib recurses per nesting level: a hostile file can exhaust it
@@ -424,7 +409,7 @@ def _recover(body: bytes, bom: bool, path: Path, fmt: RecordFormat[_T], state: F
 
     def problem(line: int | None, key: str | None, message: str, column: int | None = None) -> FileProblem:
         """A problem in this file."""
-        return FileProblem(path, line, key, message, column)
+        return _file_problem(path, line, key, message, column)
 
     pieces = _pieces(body, fmt.key)
     head, rest = pieces[0], pieces[1:]
@@ -446,7 +431,7 @@ def _recover(body: bytes, bom: bool, path: Path, fmt: RecordFormat[_T], state: F
         rows.append({})
         spans.append((piece.header, piece.last))
         chunks.append(piece.text)
-        named = _NAME_LINE.search(piece.text)
+        named = re.search(_NAME_LINE, piece.text)
         name = (named.group(1) or named.group(2)) if named else None
         if error is not None:
             failed[index] = (name, problem(error[0], None, error[2], error[1]))
@@ -475,14 +460,14 @@ def _check_top(doc: Table, lines: _Lines, fmt: RecordFormat[_T], state: FileStat
                problem: Callable[..., FileProblem]) -> None:
     """The top level: schema_version (a file from a newer gpuws is read-only) and unknown keys."""
     version = doc.get("schema_version")
-    version_line = lines.field(None, "schema_version")
     if not isinstance(version, int) or isinstance(version, bool) or version < 1:
         state.read_only = state.read_only or problem(
-            version_line, "schema_version", f"must be a whole number from 1 to {fmt.newest} "
-                                            f"(add `schema_version = {fmt.newest}` at the top)")
+            lines.field(None, "schema_version"), "schema_version",
+            f"must be a whole number from 1 to {fmt.newest} (add `schema_version = {fmt.newest}` at the top)")
     elif version > fmt.newest:
-        newer = problem(version_line, "schema_version", f"{version} is from a newer gpuws (this one reads up to "
-                                                        f"{fmt.newest}); the file is read-only here and left as it is")
+        newer = problem(lines.field(None, "schema_version"), "schema_version",
+                        f"{version} is from a newer gpuws (this one reads up to {fmt.newest}); the file is "
+                        "read-only here and left as it is")
         if state.read_only is not None:  # damaged too: say both, the newer schema first
             state.warnings.insert(0, newer)
         else:
@@ -503,14 +488,14 @@ def _decode_rows(rows: list[Table], failed: dict[int, tuple[str | None, FileProb
     for index, table in enumerate(rows):
         if index in failed:
             name_found, why = failed[index]
-            state.broken.append(BrokenRecord(name_found, index + 1, why))
+            state.broken.append(_broken_record(name_found, index + 1, why))
             continue
         name = table.get("name") if isinstance(table.get("name"), str) else None
         label = f"{fmt.kind} {name!r}" if name else f"{fmt.kind} #{index + 1}"
         try:
             record, unknown = fmt.decode(table)
         except ValidationError as exc:
-            state.broken.append(BrokenRecord(name, index + 1, problem(lines.field(index, exc.field), exc.field,
+            state.broken.append(_broken_record(name, index + 1, problem(lines.field(index, exc.field), exc.field,
                                                                       exc.reason)))
             continue
         for item in unknown:
@@ -520,7 +505,7 @@ def _decode_rows(rows: list[Table], failed: dict[int, tuple[str | None, FileProb
         folded = getattr(record, "name", "").casefold()
         if folded in seen:
             first = lines.record(seen[folded])
-            state.broken.append(BrokenRecord(name, index + 1, problem(
+            state.broken.append(_broken_record(name, index + 1, problem(
                 lines.field(index, "name"), "name", f"{name!r} is a duplicate (first at line {first})")))
             continue
         seen[folded] = index
@@ -531,7 +516,7 @@ def _decode_rows(rows: list[Table], failed: dict[int, tuple[str | None, FileProb
         while broken := fmt.cross_check(records):
             for i, error in sorted(broken.items()):
                 index = tables[i]
-                state.broken.append(BrokenRecord(getattr(records[i], "name", None), index + 1, problem(
+                state.broken.append(_broken_record(getattr(records[i], "name", None), index + 1, problem(
                     lines.field(index, error.field), error.field, error.reason)))
             records = [r for i, r in enumerate(records) if i not in broken]
             tables = [t for i, t in enumerate(tables) if i not in broken]
@@ -717,6 +702,8 @@ class RecordFile(Generic[_T]):
                 raise ProfileStoreError(f"{self.kind}s: cannot move {self.path} aside: {exc.strerror}") from None
             problems = loaded.state.notices()
             self.state = FileState()
+            from gpuws.core.recordproblems import RecoveryNotice
+
             return RecoveryNotice(backup, f"Moved {self.path} to {backup} (the original, unchanged) and kept "
                                           f"the {len(loaded.records)} valid {self.kind}(s). It had: "
                                           + "; ".join(problems))
@@ -760,7 +747,7 @@ class RecordFile(Generic[_T]):
         except FileNotFoundError:
             return Loaded([], [], FileState(), "", False, [])
         except LocalFileRefused as exc:
-            return Loaded([], [], FileState(read_only=FileProblem(self.path, None, None, str(exc))), "", False, [])
+            return Loaded([], [], FileState(read_only=_file_problem(self.path, None, None, str(exc))), "", False, [])
         return parse_records(raw, self.path, self.fmt)
 
     def _writable(self) -> Loaded[_T]:

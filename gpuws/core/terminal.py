@@ -13,8 +13,6 @@ terminal, fonts and keys, and the command can be copied and pasted anywhere.
 from __future__ import annotations
 
 import os
-import shlex
-import shutil
 import sys
 import unicodedata
 from collections.abc import Callable, Sequence
@@ -88,6 +86,8 @@ def ssh_argv(profile: HostProfile, lookup: Callable[[str], HostProfile]) -> list
 
 def ssh_command_line(profile: HostProfile, lookup: Callable[[str], HostProfile]) -> str:
     """The same command as one shell-quoted line, for the clipboard."""
+    import shlex  # not at import: this module is on every quick command's path (#35)
+
     return shlex.join(ssh_argv(profile, lookup))
 
 
@@ -109,7 +109,7 @@ def terminal_argv(
     command: Sequence[str],
     *,
     preferred: str | None = None,
-    which: Callable[[str], str | None] = shutil.which,
+    which: Callable[[str], str | None] | None = None,
     platform: str = sys.platform,
 ) -> list[str]:
     """An argv that opens `command` in a terminal window on this desktop.
@@ -117,7 +117,13 @@ def terminal_argv(
     `preferred` (or $TERMINAL) wins when it is installed. Raises GpuwsError naming what to install
     when no terminal is found.
     """
+    if which is None:
+        import shutil  # here: this module is on every quick command's path, which needs no shutil (#35)
+
+        which = shutil.which
     if platform == "darwin":
+        import shlex
+
         script = f'tell application "Terminal" to do script {shlex.quote(shlex.join(command))}'
         return ["osascript", "-e", script]
     if platform.startswith("win"):

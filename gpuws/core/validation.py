@@ -23,13 +23,15 @@ from gpuws.core.files import is_regular_file
 from gpuws.core.models import AlertThresholds, AuthMethod, HostProfile, ProviderInfo
 from gpuws.core.simulation import DEMO_ALIAS
 
-NAME_RE = re.compile(r"[A-Za-z0-9._-]{1,64}")
-USER_RE = re.compile(r"[A-Za-z0-9._][A-Za-z0-9._-]{0,31}")
+# Patterns, compiled (and cached) by `re` at their first use: compiling all eleven at import was
+# ~1 ms of every command's start, most of them for commands that never use them (#35).
+NAME_PATTERN = r"[A-Za-z0-9._-]{1,64}"
+USER_PATTERN = r"[A-Za-z0-9._][A-Za-z0-9._-]{0,31}"
 # One DNS label. Underscores are not strictly DNS but common in internal names and harmless here.
-_LABEL_RE = re.compile(r"[A-Za-z0-9_]([A-Za-z0-9_-]{0,61}[A-Za-z0-9_])?")
+_LABEL_PATTERN = r"[A-Za-z0-9_]([A-Za-z0-9_-]{0,61}[A-Za-z0-9_])?"
 # Provider instance ids / regions and GPU slice names: plain tokens passed to other CLIs as argv.
-_TOKEN_RE = re.compile(r"[A-Za-z0-9._:/+-]{1,128}")
-_CONTROL_RE = re.compile(r"[\x00-\x1f\x7f]")
+_ARGV_WORD_PATTERN = r"[A-Za-z0-9._:/+-]{1,128}"
+_CONTROL_PATTERN = r"[\x00-\x1f\x7f]"
 
 PROVIDER_KINDS = ("aws", "gcp", "alibaba", "tencent", "custom")
 MAX_NOTES_CHARS = 4000
@@ -50,7 +52,7 @@ def validate_name(name: object, field: str = "name") -> str:
     """
     if not isinstance(name, str) or not name:
         raise ValidationError(field, "is required")
-    if not NAME_RE.fullmatch(name):
+    if not re.fullmatch(NAME_PATTERN, name):
         if len(name) > 64:
             raise ValidationError(field, f"is {len(name)} characters long; at most 64 are allowed")
         raise ValidationError(
@@ -76,7 +78,7 @@ def validate_host(host: object, field: str = "host") -> str:
     if len(host) > 253:
         raise ValidationError(field, f"is {len(host)} characters long; a host name has at most 253")
     labels = host[:-1].split(".") if host.endswith(".") else host.split(".")
-    if not all(_LABEL_RE.fullmatch(label) for label in labels):
+    if not all(re.fullmatch(_LABEL_PATTERN, label) for label in labels):
         raise ValidationError(
             field,
             f"{_preview(host)} is not a DNS name or IP address "
@@ -109,7 +111,7 @@ def validate_user(user: object, field: str = "user") -> str | None:
         raise ValidationError(field, "must be a non-empty login name or left out")
     if user.startswith("-"):
         raise ValidationError(field, f"{_preview(user)} must not start with '-'")
-    if not USER_RE.fullmatch(user):
+    if not re.fullmatch(USER_PATTERN, user):
         raise ValidationError(
             field,
             f"{_preview(user)} is not a login name "
@@ -121,13 +123,13 @@ def validate_user(user: object, field: str = "user") -> str | None:
 # The one parser of numbers typed by a user (every numeric CLI option, profile fields given as
 # text): ASCII digits only. int() and float() also take Arabic-Indic and other Unicode digits
 # ("٣" is 3), "1_000", " 3 ", "1e3", "nan" and "inf"; none of those is what a user means here.
-_WHOLE_RE = re.compile(r"-?[0-9]{1,30}", re.ASCII)
-_DECIMAL_RE = re.compile(r"-?(?:[0-9]{1,30}(?:\.[0-9]{0,30})?|\.[0-9]{1,30})", re.ASCII)
+_WHOLE_PATTERN = r"(?a)-?[0-9]{1,30}"
+_DECIMAL_PATTERN = r"(?a)-?(?:[0-9]{1,30}(?:\.[0-9]{0,30})?|\.[0-9]{1,30})"
 
 
 def parse_whole_number(text: str, field: str) -> int:
     """A whole number written in ASCII digits (an optional leading '-'); ValidationError otherwise."""
-    if not _WHOLE_RE.fullmatch(text):
+    if not re.fullmatch(_WHOLE_PATTERN, text):
         raise ValidationError(field, f"{_preview(text)} is not a whole number (digits 0-9)")
     return int(text)
 
@@ -135,7 +137,7 @@ def parse_whole_number(text: str, field: str) -> int:
 def parse_decimal(text: str, field: str) -> float:
     """A decimal number such as 2, 0.5 or .25 in ASCII digits (an optional leading '-'; no
     exponent, no nan or inf); ValidationError otherwise."""
-    if not _DECIMAL_RE.fullmatch(text):
+    if not re.fullmatch(_DECIMAL_PATTERN, text):
         raise ValidationError(field, f"{_preview(text)} is not a number (digits 0-9 and one '.')")
     return float(text)
 
@@ -145,7 +147,7 @@ def validate_port(port: object, field: str = "port") -> int:
     value: int | None = None
     if isinstance(port, int) and not isinstance(port, bool):
         value = port
-    elif isinstance(port, str) and _WHOLE_RE.fullmatch(port.strip()):
+    elif isinstance(port, str) and re.fullmatch(_WHOLE_PATTERN, port.strip()):
         value = parse_whole_number(port.strip(), field)
     if value is None or not 1 <= value <= 65535:
         shown = _preview(port) if isinstance(port, str) else repr(port)
@@ -162,7 +164,7 @@ def validate_key_path(path: object, field: str = "key_path", *, must_exist: bool
         return None
     if not isinstance(path, str) or not path:
         raise ValidationError(field, "must be a file path or left out")
-    if len(path) > MAX_KEY_PATH_CHARS or _CONTROL_RE.search(path) or not _encodable(path):
+    if len(path) > MAX_KEY_PATH_CHARS or re.search(_CONTROL_PATTERN, path) or not _encodable(path):
         raise ValidationError(field, "is not a usable file path (too long, not UTF-8 or has control characters)")
     expanded = Path(path).expanduser()
     if not expanded.is_absolute():
@@ -182,8 +184,8 @@ def _exists(path: Path) -> bool:
 
 
 MAX_KEY_FILE_BYTES = 1024 * 1024  # a private key is a few KiB (an 8 kbit RSA key in PEM under 7 KiB)
-_PRIVATE_KEY_RE = re.compile(rb"-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY-----|\APuTTY-User-Key-File-\d+:")
-_PUBLIC_KEY_RE = re.compile(rb"\A(?:ssh-|ecdsa-|sk-)[a-z0-9@.-]+ [A-Za-z0-9+/=]+")
+_PRIVATE_KEY_PATTERN = rb"-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY-----|\APuTTY-User-Key-File-\d+:"
+_PUBLIC_KEY_PATTERN = rb"\A(?:ssh-|ecdsa-|sk-)[a-z0-9@.-]+ [A-Za-z0-9+/=]+"
 
 
 def check_private_key_file(path: str, field: str = "key_path") -> None:
@@ -199,10 +201,10 @@ def check_private_key_file(path: str, field: str = "key_path") -> None:
         raise ValidationError(field, f"{_preview(path)}: no such file") from None
     except LocalFileRefused as exc:
         raise ValidationError(field, str(exc)) from None
-    if _PUBLIC_KEY_RE.match(data):
+    if re.match(_PUBLIC_KEY_PATTERN, data):
         raise ValidationError(field, f"{_preview(path)} is a public key; give the private key file "
                                      "(usually the same name without .pub)")
-    if not _PRIVATE_KEY_RE.search(data):
+    if not re.search(_PRIVATE_KEY_PATTERN, data):
         raise ValidationError(field, f"{_preview(path)} is not a private key (no '-----BEGIN ... PRIVATE KEY-----' "
                                      "block, no PuTTY key)")
 
@@ -214,7 +216,7 @@ def validate_price(price: object, field: str = "price_per_hour") -> float | None
     value: float | None = None
     if isinstance(price, int | float) and not isinstance(price, bool):
         value = float(price)
-    elif isinstance(price, str) and _DECIMAL_RE.fullmatch(price.strip()):
+    elif isinstance(price, str) and re.fullmatch(_DECIMAL_PATTERN, price.strip()):
         # ASCII digits only, as for ports: float() would also take Arabic-Indic digits, "1_0", "1e3" or "nan".
         value = parse_decimal(price.strip(), field)
     if value is None or not math.isfinite(value):
@@ -234,7 +236,7 @@ def validate_token(value: object, field: str) -> str | None:
     """A plain token passed to another CLI as one argument (instance id, region, slice name)."""
     if value is None:
         return None
-    if not isinstance(value, str) or not _TOKEN_RE.fullmatch(value) or value.startswith("-"):
+    if not isinstance(value, str) or not re.fullmatch(_ARGV_WORD_PATTERN, value) or value.startswith("-"):
         shown = _preview(value) if isinstance(value, str) else "this value"
         raise ValidationError(
             field, f"{shown} may only contain letters, digits and . _ : / + - (not starting with '-')"
@@ -242,14 +244,14 @@ def validate_token(value: object, field: str) -> str | None:
     return value
 
 
-_SLICE_RE = re.compile(r"[A-Za-z0-9._:/+,=;-]{1,256}")
+_SLICE_PATTERN = r"[A-Za-z0-9._:/+,=;-]{1,256}"
 
 
 def validate_slice_profile(value: object, field: str = "slice_profile") -> str | None:
     """A GPU slice description: "full", "7x1g.10gb", "3g.40gb,2g.20gb" or per GPU "gpu0=full;gpu1=1g.10gb"."""
     if value is None:
         return None
-    if not isinstance(value, str) or not _SLICE_RE.fullmatch(value) or value.startswith("-"):
+    if not isinstance(value, str) or not re.fullmatch(_SLICE_PATTERN, value) or value.startswith("-"):
         shown = _preview(value) if isinstance(value, str) else "this value"
         raise ValidationError(field, f"{shown} may only contain letters, digits and . _ : / + , = ; -")
     return value
@@ -337,10 +339,10 @@ def validate_jump(
     """The jump host: another profile's name, or a `ProxyJump`-style chain (`gpuws.core.jumps`)
     of profile names and `[user@]host[:port]` addresses. With `known`, every profile named must
     exist and the chain must not loop."""
-    from gpuws.core.jumps import is_profile_reference, parse_jump
-
     if jump is None:
         return None
+    from gpuws.core.jumps import is_profile_reference, parse_jump  # for a profile that has one (#35)
+
     if not isinstance(jump, str) or is_profile_reference(jump) or not jump:
         name = validate_name(jump, "jump")
         names = [name]
@@ -401,6 +403,8 @@ def _check_jump_graph(profile_name: str, names: list[str], known: Mapping[str, H
 
 
 def _jump_names(spec: str | None) -> list[str]:
+    if not spec:  # most profiles: no jump host, and no need of the jump parser (#35)
+        return []
     from gpuws.core.jumps import jump_profile_names
 
     return jump_profile_names(spec)
@@ -466,10 +470,10 @@ def validate_profile(
 
 def validate_currency(value: object, field: str = "currency") -> str | None:
     """An ISO 4217 code such as "EUR" (upper-cased), or None for the locale's currency."""
-    from gpuws.core.money import is_currency_code
-
     if value is None or value == "":
         return None
+    from gpuws.core.money import is_currency_code  # with its locale lock: for a profile that names one (#35)
+
     if not isinstance(value, str) or not is_currency_code(value.strip().upper()):
         raise ValidationError(field, f"{_preview(str(value))} is not a currency code such as USD or EUR")
     return value.strip().upper()

@@ -134,3 +134,90 @@ def test_watch_streams_without_numpy_or_qt(tmp_path: Path) -> None:
     loaded = _loaded(["watch", "demo", "--count", "1", "--json"], tmp_path)
     assert "numpy" not in loaded and "PySide6" not in loaded
     assert "asyncssh" in loaded  # the samples came over SSH, through the agent decoder
+
+
+# A profiles file as users have them (no problem to report): the clean read's path.
+CLEAN = ('schema_version = 1\n\n[[hosts]]\nname = "bastion"\nhost = "bastion.example.com"\n\n'
+         '[[hosts]]\nname = "gpu"\nhost = "10.0.3.17"\nport = 2222\nuser = "ml"\ntags = ["train"]\n')
+# What a clean listing never needs (#35, the last pass): argparse (its line is parsed as known) and the
+# parsers of other commands and actions,
+# shutil (bz2, lzma) for a terminal width nothing lays out, platformdirs (tempfile, random) for a
+# directory XDG names, locale (argparse's translation lookup, once per text of each parser built),
+# the record file's problem types, and the jump parser for profiles without a jump host.
+NOT_FOR_A_CLEAN_LISTING = (
+    "gpuws.cli.commands.secret", "gpuws.cli.commands.session", "gpuws.cli.commands.fleet",
+    "argparse", "shutil", "tempfile", "platformdirs", "locale", "gpuws.core.recordproblems", "gpuws.core.jumps",
+)
+
+
+@pytest.mark.parametrize("argv", [["hosts", "list"], ["hosts", "list", "--json"]])
+def test_a_clean_listing_leaves_out_what_it_does_not_use(argv: list[str], tmp_path: Path) -> None:
+    (tmp_path / "profiles.toml").write_text(CLEAN)
+    loaded = _all_loaded(argv, tmp_path)
+    assert sorted(loaded & {*HEAVY, *NOT_FOR_READING, *NOT_FOR_A_CLEAN_LISTING}) == []
+
+
+def _parsers_built(argv: list[str], monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> list[str]:
+    built: list[str] = []
+    real = argparse.ArgumentParser.__init__
+
+    def counting(self: argparse.ArgumentParser, *args: object, **kwargs: object) -> None:
+        real(self, *args, **kwargs)  # type: ignore[arg-type]
+        built.append(self.prog)
+
+    monkeypatch.setattr(argparse.ArgumentParser, "__init__", counting)
+    monkeypatch.setenv("GPUWS_CONFIG_DIR", str(tmp_path))
+    (tmp_path / "profiles.toml").write_text(CLEAN)
+    assert cli_main.main(argv) == 0
+    return built
+
+
+def test_a_command_builds_the_parsers_of_its_own_action_only(monkeypatch: pytest.MonkeyPatch, tmp_path: Path,
+                                                             capsys: pytest.CaptureFixture[str]) -> None:
+    """#35: `hosts list` built 30 parsers (each command listed, each hosts action) to run one."""
+    built = _parsers_built(["hosts", "show", "gpu", "--json"], monkeypatch, tmp_path)
+    assert json.loads(capsys.readouterr().out)["name"] == "gpu"
+    # and the parent parser that holds --json (named after the program running the test)
+    assert sorted(p for p in built if p.startswith("gpuws")) == ["gpuws", "gpuws hosts", "gpuws hosts show"]
+    assert len(built) == 4
+
+
+def test_hosts_list_builds_no_parser(monkeypatch: pytest.MonkeyPatch, tmp_path: Path,
+                                     capsys: pytest.CaptureFixture[str]) -> None:
+    assert _parsers_built(["hosts", "list", "--json"], monkeypatch, tmp_path) == []
+    assert [h["name"] for h in json.loads(capsys.readouterr().out)["hosts"]] == ["bastion", "gpu"]
+
+
+@pytest.mark.parametrize("line", sorted(cli_main.PLAIN_LINES))
+def test_a_plain_line_is_parsed_as_argparse_parses_it(line: tuple[str, ...]) -> None:
+    mine = vars(cli_main._parse(list(line)))
+    theirs = vars(cli_main.build_parser(list(line)).parse_args(list(line)))
+    assert mine.pop("handler") is theirs.pop("handler").__wrapped__
+    assert mine == theirs
+
+
+# Lines the quick parser takes, and lines it must hand to the whole parser (errors, help, options
+# before the command, abbreviations): each parsed (or refused) exactly as the whole parser does.
+LINES = [
+    ["hosts", "show", "gpu"], ["hosts", "add", "n", "--host", "h.example", "--port", "2200", "--tag", "a"],
+    ["hosts", "edit", "n", "--budget-no-stop", "--price-per-hour", ""], ["hosts", "list", "--js"],
+    ["hosts", "import-ssh-config", "--dry-run"], ["secret", "set", "gpu", "password"], ["fleet", "list"],
+    ["cost", "--json"], ["--demo", "hosts", "list"], ["--scr", "hosts", "list"], ["hosts", "--", "list"],
+    ["hosts", "lis"], ["hosts", "list", "extra"], ["hosts", "add", "n"], ["hosts", "show"], ["watch"],
+    ["hosts", "add", "n", "--host", "h", "--port", "x\x1b[31m"], ["bogus"], ["hosts", "list", "--bogus"],
+]
+
+
+@pytest.mark.parametrize("line", LINES, ids=[" ".join(line) for line in LINES])
+def test_the_quick_parser_parses_and_refuses_as_the_whole_one(line: list[str],
+                                                               capsys: pytest.CaptureFixture[str]) -> None:
+    def parse(how: object) -> tuple[object, str]:
+        try:
+            args = how()  # type: ignore[operator]
+        except SystemExit as exc:
+            return exc.code, capsys.readouterr().err
+        found = vars(args)
+        handler = found.pop("handler", None)
+        return ({**found, "handler": getattr(handler, "__wrapped__", handler)}, capsys.readouterr().err)
+
+    assert parse(lambda: cli_main._parse(line)) == parse(lambda: cli_main.build_parser(line).parse_args(line))

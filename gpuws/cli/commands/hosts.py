@@ -3,7 +3,6 @@ repair a damaged profiles file (only when asked)."""
 
 from __future__ import annotations
 
-import argparse
 import dataclasses
 import functools
 import os
@@ -11,9 +10,9 @@ import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from gpuws.cli.output import OneLineParser, Subcommands, fail, print_json
+from gpuws.cli.output import fail, print_json
 from gpuws.core.errors import ValidationError
 from gpuws.core.models import AddressFrom, AuthMethod, HostProfile, ProviderInfo, SecretKind
 from gpuws.core.profiles import ProfileStore, profile_to_dict
@@ -27,7 +26,13 @@ from gpuws.core.validation import (
     validate_slice_profile,
 )
 
-Handler = Callable[[argparse.Namespace], int]
+if TYPE_CHECKING:  # argparse only where parsers are built: `hosts list` is parsed without it (#35)
+    import argparse
+
+    from gpuws.cli.output import Subcommands
+    from gpuws.cli.parsing import OneLineParser
+
+    Handler = Callable[[argparse.Namespace], int]
 
 
 def guarded(handler: Handler) -> Handler:
@@ -60,56 +65,73 @@ def profile_store(*, broken_too: bool = True) -> Iterator[ProfileStore]:
 def json_flag() -> OneLineParser:
     """A parent parser giving a subcommand `--json` (a OneLineParser, the class of the parsers it
     is a parent of; argparse reads only its arguments)."""
+    from gpuws.cli.parsing import OneLineParser
+
     parent = OneLineParser(add_help=False)
     parent.add_argument("--json", action="store_true", help="print JSON for scripts")
     return parent
 
 
-def register(sub: Subcommands) -> None:
-    """Register `gpuws hosts` and its actions."""
+ACTIONS = ("add", "edit", "repair", "list", "show", "remove", "import-ssh-config")
+
+
+def register(sub: Subcommands, action: str | None = None) -> None:
+    """Register `gpuws hosts` and its actions; given one of them (`action`, from gpuws.cli.main's
+    quick parser), only that one: `hosts list` built all seven, ~4 ms of its start (#35)."""
     hosts = sub.add_parser("hosts", help="manage host profiles")
     actions = hosts.add_subparsers(dest="hosts_action", metavar="ACTION")
     common = [json_flag()]
 
-    add = actions.add_parser("add", parents=common, help="add a host profile")
-    add.add_argument("name", help="profile name (letters, digits, '.', '_', '-')")
-    _profile_options(add, editing=False)
-    add.set_defaults(handler=guarded(cmd_add))
+    def wanted(name: str) -> bool:
+        """Whether to build action `name`: every one, unless the command line names one."""
+        return action not in ACTIONS or name == action
 
-    edit = actions.add_parser(
-        "edit", parents=common, help="change settings of a host profile",
-        description="Change the settings given, keep the rest (and anything else in the file, comments too). "
-                    "An empty value ('') clears an optional setting. --editor opens the profile's table in "
-                    "$VISUAL/$EDITOR instead, checks it on save and reopens it with the error until it is "
-                    "valid or left unchanged.")
-    edit.add_argument("name", help="the profile to change")
-    _profile_options(edit, editing=True)
-    edit.add_argument("--editor", action="store_true", help="edit the profile's TOML table in $VISUAL/$EDITOR")
-    edit.set_defaults(handler=guarded(cmd_edit))
+    if wanted("add"):
+        add = actions.add_parser("add", parents=common, help="add a host profile")
+        add.add_argument("name", help="profile name (letters, digits, '.', '_', '-')")
+        _profile_options(add, editing=False)
+        add.set_defaults(handler=guarded(cmd_add))
 
-    repair = actions.add_parser(
-        "repair", parents=common, help="move a damaged profiles file aside and keep its valid profiles",
-        description="Only on request: moves profiles.toml to profiles.toml.corrupt-STAMP (unchanged) and writes "
-                    "back the profiles that are valid. Without it gpuws never moves or rewrites a damaged file.")
-    repair.set_defaults(handler=guarded(cmd_repair))
+    if wanted("edit"):
+        edit = actions.add_parser(
+            "edit", parents=common, help="change settings of a host profile",
+            description="Change the settings given, keep the rest (and anything else in the file, comments too). "
+                        "An empty value ('') clears an optional setting. --editor opens the profile's table in "
+                        "$VISUAL/$EDITOR instead, checks it on save and reopens it with the error until it is "
+                        "valid or left unchanged.")
+        edit.add_argument("name", help="the profile to change")
+        _profile_options(edit, editing=True)
+        edit.add_argument("--editor", action="store_true", help="edit the profile's TOML table in $VISUAL/$EDITOR")
+        edit.set_defaults(handler=guarded(cmd_edit))
 
-    listing = actions.add_parser("list", parents=common, help="list host profiles")
-    listing.set_defaults(handler=guarded(cmd_list))
+    if wanted("repair"):
+        repair = actions.add_parser(
+            "repair", parents=common, help="move a damaged profiles file aside and keep its valid profiles",
+            description="Only on request: moves profiles.toml to profiles.toml.corrupt-STAMP (unchanged) and writes "
+                        "back the profiles that are valid. Without it gpuws never moves or rewrites a damaged file.")
+        repair.set_defaults(handler=guarded(cmd_repair))
 
-    show = actions.add_parser("show", parents=common, help="show one host profile")
-    show.add_argument("name")
-    show.set_defaults(handler=guarded(cmd_show))
+    if wanted("list"):
+        listing = actions.add_parser("list", parents=common, help="list host profiles")
+        listing.set_defaults(handler=guarded(cmd_list))
 
-    remove = actions.add_parser("remove", parents=common, help="remove a host profile and its stored secrets")
-    remove.add_argument("name")
-    remove.set_defaults(handler=guarded(cmd_remove))
+    if wanted("show"):
+        show = actions.add_parser("show", parents=common, help="show one host profile")
+        show.add_argument("name")
+        show.set_defaults(handler=guarded(cmd_show))
 
-    imp = actions.add_parser(
-        "import-ssh-config", parents=common, help="add profiles for the Host entries of an ssh config"
-    )
-    imp.add_argument("path", nargs="?", type=Path, help="config file (default ~/.ssh/config)")
-    imp.add_argument("--dry-run", action="store_true", help="show what would be imported, change nothing")
-    imp.set_defaults(handler=guarded(cmd_import))
+    if wanted("remove"):
+        remove = actions.add_parser("remove", parents=common, help="remove a host profile and its stored secrets")
+        remove.add_argument("name")
+        remove.set_defaults(handler=guarded(cmd_remove))
+
+    if wanted("import-ssh-config"):
+        imp = actions.add_parser(
+            "import-ssh-config", parents=common, help="add profiles for the Host entries of an ssh config"
+        )
+        imp.add_argument("path", nargs="?", type=Path, help="config file (default ~/.ssh/config)")
+        imp.add_argument("--dry-run", action="store_true", help="show what would be imported, change nothing")
+        imp.set_defaults(handler=guarded(cmd_import))
 
 
 def _key_path(raw: str | None) -> str | None:
@@ -125,6 +147,8 @@ def _key_path(raw: str | None) -> str | None:
 def _profile_options(parser: argparse.ArgumentParser, *, editing: bool) -> None:
     """Every setting of a profile as an option; the same for `hosts add` and `hosts edit` (where
     nothing is required and an option not given leaves the setting as it is)."""
+    import argparse
+
     # Numbers are parsed by the validators, so a bad value gets the same one-line error as the rest.
     parser.add_argument("--host", required=not editing, help="DNS name, IPv4 or IPv6 address")
     parser.add_argument("--port", default=None if editing else "22", help="SSH port (default 22)")

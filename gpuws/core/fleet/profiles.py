@@ -26,8 +26,8 @@ from gpuws.core.recordfile import (
     NamedRecordStore,
     RecordFile,
     RecordFormat,
-    UnknownKey,
 )
+from gpuws.core.recordproblems import UnknownKey
 from gpuws.core.validation import validate_name
 
 SCHEMA_VERSION = 1

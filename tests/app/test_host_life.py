@@ -13,6 +13,7 @@ import asyncio
 import contextlib
 import queue
 import signal
+import sys
 import threading
 import time
 from collections.abc import Callable, Coroutine, Iterator
@@ -32,6 +33,7 @@ from gpuws.core.telemetry.alerts import AlertKind
 from gpuws.core.tunnels import Preset, TunnelState
 from gpuws.remote.connection import ReconnectPolicy
 from gpuws.remote.tunnels import Tunnel
+from gpuws.sim.server import kill_leftovers
 from tests.support import demo_process
 from tests.support.sshd import free_port
 
@@ -281,6 +283,84 @@ def test_jupyter_is_found_or_started_again_after_the_host_restarts(
         assert answer.status == 200
     assert len(ws.host("rig").tunnels) == 1  # type: ignore[union-attr]
     owner.wait_until(ws.close_tunnel("rig", tunnel).done)
+
+
+# A stand-in for TensorBoard (not installed on the test machine): an HTTP server on its --port, as
+# `tensorboard --logdir=D --host=127.0.0.1 --port=P` serves.
+_TENSORBOARD = f"""#!/bin/sh
+for arg; do case "$arg" in --port=*) port="${{arg#--port=}}";; esac; done
+exec "{sys.executable}" -m http.server --bind 127.0.0.1 "$port"
+"""
+
+
+def _rebooted(state: dict[str, Any]) -> None:
+    """The host reboots: the demo host and everything it started end (a kill -9 of the demo host
+    alone leaves what it started detached running, which a reboot would not), then it is back."""
+    demo_process.stop(state["proc"])
+    kill_leftovers(state["dir"])
+
+
+def test_tensorboard_is_started_again_after_the_host_reboots(
+        host: tuple[Workspace, Owner, dict[str, Any]]) -> None:
+    """#35: a tunnel whose TensorBoard gpuws started finds it gone after a reboot and starts it
+    again, as on first open, on the same local port, and says so."""
+    import urllib.request
+
+    ws, owner, state = host
+    stand_in = state["dir"] / "bin" / "tensorboard"
+    stand_in.write_text(_TENSORBOARD)
+    stand_in.chmod(0o755)
+    opened = ws.open_tunnel("rig", TunnelRequest(Preset.TENSORBOARD, remote=free_port(), logdir="runs"))
+    owner.wait_until(opened.done)
+    tunnel = opened.result()
+    assert ws.tunnel_text("rig", tunnel) == "open"
+    local = tunnel.local_port
+
+    _rebooted(state)
+    owner.wait_until(lambda: ws.state("rig") is ConnectionState.UNREACHABLE)
+    state["proc"], _ = demo_process.start(state["port"], state["dir"], PASSWORD)
+    owner.wait_until(lambda: ws.tunnel_text("rig", tunnel).startswith("open — "), timeout=90)
+    assert ws.tunnel_text("rig", tunnel) == "open — TensorBoard started again after the host came back"
+    assert tunnel.local_port == local
+    with urllib.request.urlopen(f"http://127.0.0.1:{local}/", timeout=20) as answer:
+        assert answer.status == 200
+    owner.wait_until(ws.close_tunnel("rig", tunnel).done)
+
+
+def test_the_desktop_is_started_again_after_the_host_reboots(
+        host: tuple[Workspace, Owner, dict[str, Any]]) -> None:
+    """#35: the desktop's tunnel (kept by the Workspace with `desktop.reopener`, as Start desktop
+    keeps it) finds its Xvnc gone after a reboot, starts the desktop again on the same local
+    port, and says so; a VNC server answers there."""
+    import socket
+
+    from gpuws.app import desktop
+    from gpuws.core.secrets import SecretStore
+
+    ws, owner, state = host
+    record = ws.host("rig")
+    assert record is not None and record.connection is not None
+    secrets = SecretStore()
+    session = owner.spawn(desktop.open_desktop(record.connection, geometry="1024x768", secrets=secrets)).result(90)
+    kept: list[Tunnel] = []
+    owner.post(lambda: kept.append(ws.add_tunnel("rig", session.tunnel,
+                                                 reopen=desktop.reopener("1024x768", secrets))))
+    owner.wait_until(lambda: bool(kept))
+    tunnel = kept[0]
+    assert ws.tunnel_text("rig", tunnel) == "open"
+    local = tunnel.local_port
+    try:
+        _rebooted(state)
+        owner.wait_until(lambda: ws.state("rig") is ConnectionState.UNREACHABLE)
+        state["proc"], _ = demo_process.start(state["port"], state["dir"], PASSWORD)
+        owner.wait_until(lambda: ws.tunnel_text("rig", tunnel).startswith("open — "), timeout=120)
+        assert ws.tunnel_text("rig", tunnel) == "open — the desktop started again after the host came back"
+        assert tunnel.local_port == local
+        with socket.create_connection(("127.0.0.1", local), timeout=20) as vnc:
+            assert vnc.recv(12).startswith(b"RFB 003.")  # Xvnc's greeting, through the same port
+    finally:
+        owner.wait_until(ws.close_tunnel("rig", tunnel).done)
+        kill_leftovers(state["dir"])
 
 
 def test_a_tunnel_whose_service_went_with_the_host_does_not_say_open(

@@ -2,7 +2,8 @@
 
 One real OpenSSH sshd on loopback (tests/support/sshd.py, clean login). For each file size
 (`GPUWS_BENCH_COPY_MB`, default "256,2048"; run "32" first on a busy machine) and each repeat
-(`GPUWS_BENCH_REPEATS`, default 3), interleaved so load changes hit both alike:
+(`GPUWS_BENCH_REPEATS`, default 3), interleaved so load changes hit both alike, what
+`GPUWS_BENCH_TRANSFER` names (default "cp,tunnel"; "cp-down" or "cp-up": one copy direction only):
 
 - `gpuws cp` (the command a user runs, a fresh interpreter each time) against `scp` (OpenSSH's,
   which speaks SFTP since 9.0), host -> here and here -> host; the destination is removed first
@@ -37,6 +38,8 @@ ROOT = Path(__file__).resolve().parents[1]
 SIZES_MB = [int(s) for s in os.environ.get("GPUWS_BENCH_COPY_MB", "256,2048").split(",") if s.strip()]
 REPEATS = int(os.environ.get("GPUWS_BENCH_REPEATS", "3"))
 WHAT = os.environ.get("GPUWS_BENCH_TRANSFER", "cp,tunnel").split(",")
+COPY_WAYS = [way for way, names in (("host -> here", {"cp", "cp-down"}), ("here -> host", {"cp", "cp-up"}))
+             if names & set(WHAT)]
 _TICK = os.sysconf("SC_CLK_TCK")
 
 
@@ -146,6 +149,7 @@ class Bench:
             "gpuws cp here -> host": [*self.gpuws, "cp", "--no-resume", str(here), f"bench:{up}"],
             "scp here -> host": ["scp", "-q", "-P", port, *self.ssh_opts, str(here), f"{self.login}:{up}"],
         }
+        runs = {name: argv for name, argv in runs.items() if name.endswith(tuple(COPY_WAYS))}
         figures = {name: Figures() for name in runs}
         digests = {"host -> here": (_sha256(src), down), "here -> host": (_sha256(here), up)}
         for repeat in range(REPEATS):
@@ -321,17 +325,19 @@ def _report(title: str, figures: dict[str, Figures], size: int, pairs: list[tupl
 
 
 def main() -> None:
+    if {"-h", "--help"} & set(sys.argv[1:]):
+        print(__doc__)  # the options are environment variables; a bare run takes minutes
+        return
     with tempfile.TemporaryDirectory(dir=os.environ.get("GPUWS_BENCH_DIR")) as tmp:
         bench = Bench(Path(tmp))
         try:
             for mb in SIZES_MB:
                 size = mb * 1024 * 1024
-                if "cp" in WHAT:
+                if COPY_WAYS:
                     load = _load()
                     figures = bench.copies(size)
                     _report(f"copy {mb} MB, medians of {REPEATS} (load at start {load}, at end {_load()}):",
-                            figures, size, [("gpuws cp host -> here", "scp host -> here"),
-                                            ("gpuws cp here -> host", "scp here -> host")])
+                            figures, size, [(f"gpuws cp {way}", f"scp {way}") for way in COPY_WAYS])
                 if "tunnel" in WHAT:
                     load = _load()
                     figures = bench.tunnels(size)

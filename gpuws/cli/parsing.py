@@ -35,11 +35,12 @@ class _TopParser(OneLineParser):
     when the help is printed."""
 
     def format_help(self) -> str:
-        """Qt-free argparse: the help text, the exit-status table as its epilog."""
+        """Qt-free argparse: the help text, then the exit-status table as it is written (a command's
+        parser is of this class too, but not of the top's raw formatter, which reflowed the table
+        into one paragraph)."""
         from gpuws.app.errors import EXIT_STATUS_TABLE
 
-        self.epilog = EXIT_STATUS_TABLE
-        return super().format_help()
+        return f"{super().format_help()}\n{EXIT_STATUS_TABLE}\n"
 
 
 def _top_parser(cls: type[_TopParser]) -> tuple[_TopParser, argparse._SubParsersAction[_TopParser]]:

@@ -70,6 +70,18 @@ def test_the_table_is_in_the_help() -> None:
         assert line in text
 
 
+@pytest.mark.parametrize("argv", [["cp"], ["bench"], ["hosts", "add"]], ids=" ".join)
+def test_a_commands_help_keeps_the_table_one_status_a_line(capsys: pytest.CaptureFixture[str],
+                                                           argv: list[str]) -> None:
+    """Found: a command's --help reflowed the table into one paragraph ("... 4 host key unknown, changed or
+    revoked 5 host unreachable ..."): its parser has the top's class but not its raw formatter."""
+    with pytest.raises(SystemExit):
+        main([*argv, "--help"])
+    lines = capsys.readouterr().out.splitlines()
+    for line in ("  0  ok", "  5  host unreachable", "  13 benchmark: below expectations"):
+        assert any(text.startswith(line) for text in lines), line
+
+
 def test_every_status_means_one_thing_in_the_help_and_the_readme() -> None:
     """Found: `gpuws bench` exited 8 for a failed check and 9 for inconclusive, which the one
     table gives to a refused and a rolled-back resize."""

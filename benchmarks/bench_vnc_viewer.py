@@ -122,9 +122,19 @@ def desktop() -> Iterator[Desktop]:
         yield Desktop(log, passwd, typed, env)
     finally:
         for proc in reversed(procs):
-            proc.kill()
-            proc.wait()
+            proc.terminate()  # SIGTERM: Xvnc removes its /tmp/.X77-lock and socket (a SIGKILL left them)
+            try:
+                proc.wait(5)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
         shutil.rmtree(tmp, ignore_errors=True)
+
+
+def _listening(port: int) -> bool:
+    with contextlib.suppress(OSError), socket.create_connection(("127.0.0.1", port), timeout=1):
+        return True
+    return False
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -139,6 +149,13 @@ def main(argv: list[str] | None = None) -> int:
     if missing:
         print(f"skipped: missing {missing} (scripts/install-deps.sh test)")
         return 0
+    # The built-in viewer runs offscreen in this process (see above): without this, a machine with no
+    # display aborted in Qt's xcb plugin, past every `finally`, and left this run's Xvnc behind.
+    os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
+    if Path(f"/tmp/.X{DISPLAY_NUMBER}-lock").exists() or _listening(PORT):
+        # A leftover desktop would be measured instead of this run's (0 frames, no key written).
+        print(f"display :{DISPLAY_NUMBER} or port {PORT} is in use (a leftover Xvnc?): stop it first")
+        return 1
     with desktop() as d:
         print(f"load average at start: {_load()}")
         if args.minutes is not None:

@@ -78,6 +78,9 @@ class FileBrowser(QWidget):
         self.path = "~"
         self.entries: list[RemoteEntry] = []
         self._transfer: concurrent.futures.Future[TransferResult] | None = None
+        self._runs = 0  # transfers started; the one cancelled is said "Cancelled" once it has stopped
+        self._started: set[int] = set()  # runs whose copy began on the loop (a write may follow)
+        self._cancelling: int | None = None
         self._last_progress = 0.0
         self._note = ""  # the last transfer's outcome, kept on the status line after the re-listing
         # Asked before a delete; tests replace it (a real dialog would block them).
@@ -267,11 +270,30 @@ class FileBrowser(QWidget):
                                 options=CopyOptions(recursive=True)), f"Uploading {printable(local.name)}")
 
     def cancel(self) -> None:
-        """Cancel the running transfer."""
-        if self._transfer is not None:
-            self._transfer.cancel()
-            self._end_transfer()
-            self.status.setText("Cancelled; the next copy of this file continues where it stopped.")
+        """Cancel the running transfer; "Cancelled" (and the buttons back) once it has stopped."""
+        if self._transfer is None:
+            return
+        self._transfer.cancel()
+        self._transfer = None
+        if self._runs not in self._started:  # never began on the loop: nothing was or will be written
+            self._say_cancelled()
+            return
+        # A streamed download writes as its bytes arrive, until the copy's task has run its
+        # cancellation: a copy started again before that would resume from a size still growing.
+        self._cancelling = self._runs
+        self.cancel_button.setVisible(False)
+        self.status.setText("Cancelling…")
+
+    def _stopped(self, run: int) -> None:
+        """On the GUI thread, once run `run`'s copy has ended on the loop (however it ended)."""
+        self._started.discard(run)
+        if run == self._cancelling:
+            self._say_cancelled()
+
+    def _say_cancelled(self) -> None:
+        self._cancelling = None
+        self._end_transfer()
+        self.status.setText("Cancelled; the next copy of this file continues where it stopped.")
 
     def _start(self, coro: Coroutine[object, None, TransferResult], text: str
                ) -> concurrent.futures.Future[TransferResult]:
@@ -284,7 +306,17 @@ class FileBrowser(QWidget):
         self.upload_button.setEnabled(False)
         self.upload_folder_button.setEnabled(False)
         self.status.setText(text + "…")
-        self._transfer = self.bridge.run_async(coro, self._on_done, self._on_error)
+        self._runs += 1
+        run = self._runs
+
+        async def copying() -> TransferResult:
+            self._started.add(run)  # set.add is atomic: read by cancel() on the GUI thread
+            try:
+                return await coro
+            finally:
+                self.bridge.post(lambda: self._stopped(run), owner=self)
+
+        self._transfer = self.bridge.run_async(copying(), self._on_done, self._on_error)
         return self._transfer
 
     def _progress_from_loop(self, event: TransferProgress) -> None:

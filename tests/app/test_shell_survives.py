@@ -16,6 +16,7 @@ from gpuws.cli.main import main
 from gpuws.core.paths import data_dir
 from gpuws.remote.connection import ReconnectPolicy
 from gpuws.sim.server import kill_leftovers
+from tests.support.waiting import until
 
 pytestmark = pytest.mark.slow
 FAST_RETRY = ReconnectPolicy(base_delay=0.2, max_delay=1.0, max_retries=30)
@@ -31,12 +32,6 @@ def demo_state(isolated_home: Path) -> Iterator[Path]:
         kill_leftovers(state)
 
 
-async def _until(check: object, what: str, timeout: float = 60.0) -> None:
-    async with asyncio.timeout(timeout):
-        while not check():  # type: ignore[operator]
-            await asyncio.sleep(0.05)
-
-
 def test_marker_survives_a_killed_connection(demo_state: Path) -> None:
     async def scenario() -> None:
         async with open_target("demo", reconnect=FAST_RETRY) as conn:
@@ -50,16 +45,16 @@ def test_marker_survives_a_killed_connection(demo_state: Path) -> None:
 
             session = ShellSession(conn, output=output.append, notice=notices.append, size=(100, 30))
             running = asyncio.create_task(session.run(keyboard()))
-            await _until(lambda: session.attaches == 1 and output, "the first attach")
+            await until(lambda: session.attaches == 1 and output, 60, what="the first attach")
             keys.put_nowait(b"echo SURVIVES-$((6*7))\r")
-            await _until(lambda: b"SURVIVES-42" in b"".join(output), "the marker")
+            await until(lambda: b"SURVIVES-42" in b"".join(output), 60, what="the marker")
             assert session.tmux is True
 
             seen = len(output)
             (await conn.ssh()).abort()  # the connection is killed under the terminal
-            await _until(lambda: session.attaches == 2, "the attach after the drop")
+            await until(lambda: session.attaches == 2, 60, what="the attach after the drop")
             # tmux redraws the same session's screen: the marker is still on it.
-            await _until(lambda: b"SURVIVES-42" in b"".join(output[seen:]), "the marker after the drop")
+            await until(lambda: b"SURVIVES-42" in b"".join(output[seen:]), 60, what="the marker after the drop")
             assert any("attaching again" in n for n in notices)
 
             keys.put_nowait(b"\x02d")  # tmux: detach; the session lives on

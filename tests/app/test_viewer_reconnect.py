@@ -18,6 +18,7 @@ from gpuws.app.viewer import CursorShape, ViewerEvents, ViewerSession, ViewerSta
 from gpuws.core.paths import data_dir
 from gpuws.remote.connection import ReconnectPolicy
 from gpuws.sim.server import kill_leftovers
+from tests.support.waiting import until
 
 pytestmark = [pytest.mark.keyring, pytest.mark.slow, pytest.mark.xdist_group("x-display")]
 FAST_RETRY = ReconnectPolicy(base_delay=0.2, max_delay=1.0, max_retries=30)
@@ -56,12 +57,6 @@ class Recorder:
                             on_size=lambda _w, _h: None)
 
 
-async def _until(check: object, timeout: float = 90.0) -> None:
-    async with asyncio.timeout(timeout):
-        while not check():  # type: ignore[operator]
-            await asyncio.sleep(0.05)
-
-
 def test_the_viewer_reconnects_when_the_connection_comes_back(demo_state: Path) -> None:
     async def scenario() -> None:
         async with open_target("demo", reconnect=FAST_RETRY) as conn:
@@ -70,11 +65,11 @@ def test_the_viewer_reconnects_when_the_connection_comes_back(demo_state: Path) 
             viewer = ViewerSession(session.local_port, session.password, seen.events())
             viewer.start()
             try:
-                await _until(lambda: viewer.state is ViewerState.CONNECTED and seen.frames > 0)
+                await until(lambda: viewer.state is ViewerState.CONNECTED and seen.frames > 0, 90)
                 (await conn.ssh()).abort()  # the host's connection is killed under the viewer
-                await _until(lambda: ViewerState.RECONNECTING in seen.states)
+                await until(lambda: ViewerState.RECONNECTING in seen.states, 90)
                 assert "reconnecting" in viewer.detail
-                await _until(lambda: viewer.state is ViewerState.CONNECTED and viewer.connects == 2)
+                await until(lambda: viewer.state is ViewerState.CONNECTED and viewer.connects == 2, 90)
                 fb = viewer.framebuffer
                 assert fb is not None and (fb.width, fb.height) == (800, 600)
             finally:

@@ -12,17 +12,12 @@ import pytest
 
 from gpuws.core.rfb.decoders import CursorShape, UpdateResult
 from gpuws.remote.rfb import RfbCallbacks, RfbClient
+from tests.support.waiting import until
 from tests.support.xvnc import xvnc
 
 pytestmark = [pytest.mark.xdist_group("x-display")]
 HOST_TEXT = "on the host: 3 € — 日本語 ✓\nsecond line"
 LOCAL_TEXT = "copied here: Grüße → Ελληνικά 🙂\nline two"
-
-
-async def _until(check: object, timeout: float = 30.0) -> None:
-    async with asyncio.timeout(timeout):
-        while not check():  # type: ignore[operator]
-            await asyncio.sleep(0.05)
 
 
 async def test_utf8_text_goes_both_ways(tmp_path: Path) -> None:
@@ -38,14 +33,14 @@ async def test_utf8_text_goes_both_ways(tmp_path: Path) -> None:
                                                                on_clipboard=got.append)))
         xclip = None
         try:
-            await _until(lambda: client.clipboard_caps is not None)
+            await until(lambda: client.clipboard_caps is not None)
             # Host -> here: xclip owns the host's CLIPBOARD, Xvnc announces it and sends it when asked.
             xclip = subprocess.Popen(["xclip", "-selection", "clipboard", "-loops", "3"], env=server.env,
                                      stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
             assert xclip.stdin is not None
             xclip.stdin.write(HOST_TEXT.encode())
             xclip.stdin.close()
-            await _until(lambda: HOST_TEXT in got)
+            await until(lambda: HOST_TEXT in got)
             xclip.kill()
             xclip.wait()
             # Here -> host: Xvnc then owns the host's CLIPBOARD and hands xclip the text.

@@ -12,15 +12,10 @@ import pytest
 
 from gpuws.core.rfb.decoders import CursorShape, UpdateResult
 from gpuws.remote.rfb import RfbCallbacks, RfbClient
+from tests.support.waiting import until
 from tests.support.xvnc import xvnc
 
 pytestmark = [pytest.mark.xdist_group("x-display")]
-
-
-async def _until(check: object, timeout: float = 30.0) -> None:
-    async with asyncio.timeout(timeout):
-        while not check():  # type: ignore[operator]
-            await asyncio.sleep(0.02)
 
 
 async def test_changes_arrive_without_a_request_each_and_fences_are_answered(tmp_path: Path) -> None:
@@ -35,7 +30,7 @@ async def test_changes_arrive_without_a_request_each_and_fences_are_answered(tmp
         reader = asyncio.ensure_future(client.run(RfbCallbacks(on_update=updates.append, on_cursor=cursor,
                                                                on_clipboard=lambda _t: None)))
         try:
-            await _until(lambda: client.continuous and client.fences_answered > 0 and updates)
+            await until(lambda: client.continuous and client.fences_answered > 0 and updates, poll=0.02)
             fb = client.framebuffer
             assert fb is not None
             asked = client.requests_sent
@@ -43,7 +38,7 @@ async def test_changes_arrive_without_a_request_each_and_fences_are_answered(tmp
             for colour in ("#102030", "#405060", "#708090", "#a0b0c0", "#d0e0f0"):
                 await asyncio.to_thread(server.run, "xsetroot", "-solid", colour)
                 bgr = [int(colour[5:7], 16), int(colour[3:5], 16), int(colour[1:3], 16)]
-                await _until(lambda bgr=bgr: fb.pixels[300, 400, :3].tolist() == bgr)  # type: ignore[misc]
+                await until(lambda bgr=bgr: fb.pixels[300, 400, :3].tolist() == bgr, poll=0.02)  # type: ignore[misc]
             assert client.requests_sent == asked, "an update was asked for: continuous updates are off"
             assert not reader.done()
         finally:

@@ -293,11 +293,16 @@ exec "{sys.executable}" -m http.server --bind 127.0.0.1 "$port"
 """
 
 
-def _rebooted(state: dict[str, Any]) -> None:
+def _rebooted(ws: Workspace, owner: Owner, state: dict[str, Any], tunnel: Tunnel) -> str:
     """The host reboots: the demo host and everything it started end (a kill -9 of the demo host
-    alone leaves what it started detached running, which a reboot would not), then it is back."""
+    alone leaves what it started detached running, which a reboot would not), then it is back; what
+    `tunnel`'s row says once it is open again with a note."""
     demo_process.stop(state["proc"])
     kill_leftovers(state["dir"])
+    owner.wait_until(lambda: ws.state("rig") is ConnectionState.UNREACHABLE)
+    state["proc"], _ = demo_process.start(state["port"], state["dir"], PASSWORD)
+    owner.wait_until(lambda: ws.tunnel_text("rig", tunnel).startswith("open — "), timeout=120)
+    return ws.tunnel_text("rig", tunnel)
 
 
 def test_tensorboard_is_started_again_after_the_host_reboots(
@@ -316,11 +321,7 @@ def test_tensorboard_is_started_again_after_the_host_reboots(
     assert ws.tunnel_text("rig", tunnel) == "open"
     local = tunnel.local_port
 
-    _rebooted(state)
-    owner.wait_until(lambda: ws.state("rig") is ConnectionState.UNREACHABLE)
-    state["proc"], _ = demo_process.start(state["port"], state["dir"], PASSWORD)
-    owner.wait_until(lambda: ws.tunnel_text("rig", tunnel).startswith("open — "), timeout=90)
-    assert ws.tunnel_text("rig", tunnel) == "open — TensorBoard started again after the host came back"
+    assert _rebooted(ws, owner, state, tunnel) == "open — TensorBoard started again after the host came back"
     assert tunnel.local_port == local
     with urllib.request.urlopen(f"http://127.0.0.1:{local}/", timeout=20) as answer:
         assert answer.status == 200
@@ -350,11 +351,7 @@ def test_the_desktop_is_started_again_after_the_host_reboots(
     assert ws.tunnel_text("rig", tunnel) == "open"
     local = tunnel.local_port
     try:
-        _rebooted(state)
-        owner.wait_until(lambda: ws.state("rig") is ConnectionState.UNREACHABLE)
-        state["proc"], _ = demo_process.start(state["port"], state["dir"], PASSWORD)
-        owner.wait_until(lambda: ws.tunnel_text("rig", tunnel).startswith("open — "), timeout=120)
-        assert ws.tunnel_text("rig", tunnel) == "open — the desktop started again after the host came back"
+        assert _rebooted(ws, owner, state, tunnel) == "open — the desktop started again after the host came back"
         assert tunnel.local_port == local
         with socket.create_connection(("127.0.0.1", local), timeout=20) as vnc:
             assert vnc.recv(12).startswith(b"RFB 003.")  # Xvnc's greeting, through the same port

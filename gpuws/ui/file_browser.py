@@ -291,6 +291,7 @@ class FileBrowser(QWidget):
             self._say_cancelled()
 
     def _say_cancelled(self) -> None:
+        """The cancelled copy has stopped: the buttons back, and where the next copy resumes."""
         self._cancelling = None
         self._end_transfer()
         self.status.setText("Cancelled; the next copy of this file continues where it stopped.")

@@ -311,6 +311,7 @@ class FileBrowser(QWidget):
         run = self._runs
 
         async def copying() -> TransferResult:
+            """The copy, then `_stopped` posted to the GUI thread however it ended."""
             self._started.add(run)  # set.add is atomic: read by cancel() on the GUI thread
             try:
                 return await coro

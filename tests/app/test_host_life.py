@@ -328,6 +328,7 @@ def test_tensorboard_is_started_again_after_the_host_reboots(
     owner.wait_until(ws.close_tunnel("rig", tunnel).done)
 
 
+@pytest.mark.xdist_group("x-display")  # it starts an Xvnc: never beside another test that picks a display
 def test_the_desktop_is_started_again_after_the_host_reboots(
         host: tuple[Workspace, Owner, dict[str, Any]]) -> None:
     """#35: the desktop's tunnel (kept by the Workspace with `desktop.reopener`, as Start desktop

@@ -106,9 +106,7 @@ def desktop() -> Iterator[Desktop]:
     procs = [xvnc]
     try:
         deadline = time.monotonic() + 60
-        while time.monotonic() < deadline:  # listening (a loaded machine starts it slowly)
-            with contextlib.suppress(OSError), socket.create_connection(("127.0.0.1", PORT), timeout=1):
-                break
+        while time.monotonic() < deadline and not _listening(PORT):  # a loaded machine starts it slowly
             time.sleep(0.1)
         time.sleep(0.5)
         procs.append(subprocess.Popen(["glxgears", "-geometry", "800x800+560+140"], env=env,

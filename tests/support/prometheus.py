@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from tests.support.processes import end
 from tests.support.sshd import free_port
 
 PROMETHEUS = shutil.which("prometheus") or "/usr/bin/prometheus"
@@ -53,13 +54,7 @@ class PrometheusServer:
     ssl_context: ssl.SSLContext | None = None  # for a TLS-fronted server: the test client's context
 
     def stop(self) -> None:
-        if self.process.poll() is None:
-            self.process.terminate()
-            try:
-                self.process.wait(timeout=20)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
-                self.process.wait(timeout=10)
+        end(self.process, grace_s=20)
 
     def get(self, path: str) -> object:
         with urllib.request.urlopen(self.url + path, timeout=10, context=self.ssl_context) as response:

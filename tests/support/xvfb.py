@@ -13,6 +13,8 @@ import shutil
 import subprocess
 from collections.abc import Iterator
 
+from tests.support.processes import end
+
 XVFB = shutil.which("Xvfb")
 
 
@@ -40,12 +42,6 @@ def xvfb(width: int, height: int, timeout_s: float = 30.0) -> Iterator[str]:
         yield f":{int(number)}"
     finally:
         os.close(read_end)
-        if server.poll() is None:
-            server.terminate()
-            try:
-                server.wait(10)
-            except subprocess.TimeoutExpired:
-                server.kill()
-                server.wait()
+        end(server)
         if server.stderr is not None:
             server.stderr.close()

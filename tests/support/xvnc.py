@@ -18,6 +18,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+from tests.support.processes import end
+
 
 @dataclass
 class Xvnc:
@@ -76,9 +78,4 @@ def xvnc(tmp: Path, width: int = 800, height: int = 600, *extra: str) -> Iterato
         yield Xvnc(port, display, env, log)
     finally:
         os.close(read_end)
-        server.terminate()
-        try:
-            server.wait(10)
-        except subprocess.TimeoutExpired:
-            server.kill()
-            server.wait()
+        end(server)
